@@ -1,0 +1,106 @@
+# tspc: the whole build in one plain Makefile.
+#
+#   make              build bin/tspc (release: -O2, warnings are errors)
+#   make check        install missing packages, build release and ASan+UBSan
+#                     variants, run every unit and lit test on both
+#   make demo         install, build, describe rack72 and compile an example
+#   make install      PREFIX/prefix, bindir and DESTDIR are honoured
+#   make VARIANT=asan the sanitizer build, into build/asan/bin
+#
+# Generated parser and scanner sources are build outputs under build/.
+
+CC       ?= cc
+VARIANT  ?= release
+PREFIX   ?= /usr/local
+prefix   ?= $(PREFIX)
+bindir   ?= $(prefix)/bin
+PKG_CONFIG ?= pkg-config
+
+ifeq ($(VARIANT),asan)
+  OPT    := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+  BINDIR := build/asan/bin
+else ifeq ($(VARIANT),release)
+  OPT    := -O2 -g
+  BINDIR := bin
+else
+  $(error VARIANT must be release or asan)
+endif
+
+OBJ      := build/$(VARIANT)
+GEN      := $(OBJ)/gen
+YAML_CFLAGS := $(shell $(PKG_CONFIG) --cflags yaml-0.1 2>/dev/null)
+YAML_LIBS   := $(shell $(PKG_CONFIG) --libs yaml-0.1 2>/dev/null || echo -lyaml)
+CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CPPFLAGS += -D_POSIX_C_SOURCE=200809L -I$(GEN) -Ifrontend $(YAML_CFLAGS)
+ALL_CFLAGS = -std=c11 $(WARN) $(OPT) $(CFLAGS)
+LDLIBS   += $(YAML_LIBS) -lm
+
+# ---- sources ---------------------------------------------------------------
+LIB_SRCS := $(wildcard support/*.c ir/*.c frontend/*.c passes/*.c backend/*.c)
+LIB_OBJS := $(LIB_SRCS:%.c=$(OBJ)/%.o) $(GEN)/parser.tab.o $(GEN)/lexer.yy.o
+LIB      := $(OBJ)/libtspc.a
+TOOLS    := tspc
+UNIT_SRCS := $(wildcard test/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:test/unit/%.c=$(OBJ)/test/%)
+
+.PHONY: all tools unit check demo deps install clean
+all: tools unit
+tools: $(TOOLS:%=$(BINDIR)/%)
+unit: $(UNIT_BINS)
+
+# ---- generated scanner and parser -------------------------------------------
+$(GEN)/parser.tab.c $(GEN)/parser.tab.h &: frontend/parser.y
+	@mkdir -p $(GEN)
+	bison -Wall -Werror --defines=$(GEN)/parser.tab.h -o $(GEN)/parser.tab.c $<
+
+$(GEN)/lexer.yy.c $(GEN)/lexer.yy.h &: frontend/lexer.l $(GEN)/parser.tab.h
+	@mkdir -p $(GEN)
+	flex --header-file=$(GEN)/lexer.yy.h -o $(GEN)/lexer.yy.c $<
+
+# flex's skeleton trips a few warnings that are not ours to fix.
+GEN_CFLAGS := -Wno-unused-function -Wno-sign-compare -Wno-missing-prototypes
+$(GEN)/%.o: $(GEN)/%.c
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(GEN_CFLAGS) -c $< -o $@
+
+$(OBJ)/frontend/parse.o: $(GEN)/parser.tab.h $(GEN)/lexer.yy.h
+
+# ---- objects, library, tools ---------------------------------------------------
+$(OBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(AR) rcs $@ $^
+
+$(BINDIR)/%: $(OBJ)/tools/%.o $(LIB)
+	@mkdir -p $(BINDIR)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(OBJ)/test/%: $(OBJ)/test/unit/%.o $(LIB)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) $(CMOCKA_LIBS) -o $@
+
+-include $(shell find build -name '*.d' 2>/dev/null)
+
+# ---- the newcomer's commands ----------------------------------------------------
+deps:
+	@scripts/install-deps.sh
+
+check: deps
+	$(MAKE) VARIANT=release all
+	$(MAKE) VARIANT=asan all
+	test/run-tests.sh
+
+demo: deps
+	$(MAKE) VARIANT=release tools
+	bin/tspc -t examples/rack72.yaml --describe
+	bin/tspc examples/allreduce.tg -t examples/rack72.yaml -o out/allreduce --dump-after=check
+	@echo "demo: wrote out/allreduce/manifest.yaml"
+
+install: tools
+	install -d $(DESTDIR)$(bindir)
+	install -m 755 $(TOOLS:%=$(BINDIR)/%) $(DESTDIR)$(bindir)
+
+clean:
+	rm -rf build bin out

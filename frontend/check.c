@@ -1,0 +1,708 @@
+// check.c: the `check` stage: Ast -> Graph IR.  Part of the frontend; the
+// first stage whose output every pass after it reads.
+//
+// It resolves names, unrolls repeat blocks, and checks dtypes, shapes,
+// keywords and placements against the topology.  The rules (docs/dsl.md):
+//   - a name is defined once; inside `repeat`, assigning a name defined
+//     before the block carries it from one iteration to the next (stacked
+//     layers), and it must keep its type; everything else defined in the
+//     body is fresh in every iteration and named NAME.I in the graph;
+//   - data moves only through copy and the collectives: a compute op runs
+//     where its operands are;
+//   - every error is reported once (a failing repeat body is checked on its
+//     first iteration only) and checking goes on after it.
+#include "frontend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// The most tensors one graph may unroll to (a named, documented limit).
+#define FE_MAX_GRAPH_TENSORS (1 << 22)
+
+// ---- name bindings: a chained hash table -------------------------------------
+
+typedef struct Binding {
+  const char *name;       // the source name
+  Tensor *tensor;         // its current value
+  int depth;              // repeat nesting where it was first defined
+  long rebound_in;        // the iteration serial of its last loop-carried update
+  struct Binding *next;   // hash chain
+} Binding;
+
+#define BINDING_BUCKETS 4096
+
+typedef struct Checker {
+  Arena *a;
+  Diag *d;
+  const Topology *topo;
+  Graph *g;
+  Binding *buckets[BINDING_BUCKETS];
+  int depth;              // current repeat nesting
+  long iteration;         // serial number of the current repeat iteration
+  char suffix[256];       // ".3.1" while unrolling iteration 3 of an inner 1
+  bool too_many;          // FE_MAX_GRAPH_TENSORS reached (reported once)
+  VEC(Binding *) created; // every live binding, oldest first
+} Checker;
+
+static unsigned hash_name(const char *s) {
+  return (unsigned)(digest_fnv1a64(s, strlen(s)) % BINDING_BUCKETS);
+}
+
+static Binding *lookup(Checker *c, const char *name) {
+  for (Binding *b = c->buckets[hash_name(name)]; b; b = b->next)
+    if (!strcmp(b->name, name)) return b;
+  return NULL;
+}
+
+static Binding *bind(Checker *c, const char *name, Tensor *t) {
+  Binding *b = xcalloc(1, sizeof *b);
+  unsigned h = hash_name(name);
+  *b = (Binding){.name = name, .tensor = t, .depth = c->depth, .rebound_in = -1,
+                 .next = c->buckets[h]};
+  c->buckets[h] = b;
+  VEC_PUSH(c->a, &c->created, b);
+  return b;
+}
+
+// Drops the bindings made at depth > `depth` (the end of a repeat iteration).
+// They are the newest on the creation stack.
+static void unbind_deeper(Checker *c, int depth) {
+  while (c->created.len > 0 && c->created.data[c->created.len - 1]->depth > depth) {
+    Binding *dead = c->created.data[--c->created.len];
+    Binding **p = &c->buckets[hash_name(dead->name)];
+    while (*p != dead) p = &(*p)->next;
+    *p = dead->next;
+    free(dead);
+  }
+}
+
+static void free_bindings(Checker *c) { unbind_deeper(c, -1); }
+
+// The bound name closest to `name`, for "did you mean" (NULL if none is close).
+static const char *closest_name(Checker *c, const char *name) {
+  const char *best = NULL;
+  int best_dist = (int)strlen(name) / 3 + 1;  // one edit per three letters; none for 'q'
+  for (int h = 0; h < BINDING_BUCKETS; h++)
+    for (Binding *b = c->buckets[h]; b; b = b->next) {
+      int dist = str_edit_distance(name, b->name);
+      if (dist < best_dist) best_dist = dist, best = b->name;
+    }
+  return best;
+}
+
+// ---- tensors ---------------------------------------------------------------------
+
+static Tensor *new_tensor(Checker *c, const char *name, TensorKind kind, SrcLoc loc) {
+  Tensor *t = ARENA_NEW(c->a, Tensor);
+  t->id = c->g->tensors.len;
+  t->name = c->depth ? arena_printf(c->a, "%s%s", name, c->suffix) : name;
+  t->kind = kind;
+  t->loc = loc;
+  VEC_PUSH(c->a, &c->g->tensors, t);
+  return t;
+}
+
+static void type_string(char *buf, size_t n, const Tensor *t) {
+  ir_format_type(buf, n, t->dtype, &t->shape);
+}
+
+// Total bytes of a shape, or -1 when past IR_MAX_TENSOR_BYTES.
+static int64_t checked_bytes(const Shape *s, DType dt) {
+  int64_t bytes = ir_dtype_bytes[dt];
+  for (int i = 0; i < s->rank; i++) {
+    if (s->dim[i] > IR_MAX_TENSOR_BYTES / bytes) return -1;
+    bytes *= s->dim[i];
+  }
+  return bytes;
+}
+
+static bool check_size(Checker *c, SrcLoc loc, const char *name, const Shape *s, DType dt) {
+  if (checked_bytes(s, dt) >= 0) return true;
+  diag_error(c->d, loc, "tensor '%s' is larger than the limit of %lld bytes (1 PiB)", name,
+             (long long)IR_MAX_TENSOR_BYTES);
+  return false;
+}
+
+// ---- placements --------------------------------------------------------------------
+
+static bool check_device_index(Checker *c, int64_t index, SrcLoc loc, const char *what) {
+  if (index < c->topo->ndevices) return true;
+  diag_error(c->d, loc, "%s(%lld) is outside the topology (%d devices: 0..%d)", what,
+             (long long)index, c->topo->ndevices, c->topo->ndevices - 1);
+  return false;
+}
+
+static int compare_ints(const void *a, const void *b) {
+  return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+static bool resolve_place(Checker *c, const AstPlace *ap, Placement *out) {
+  *out = (Placement){.kind = ap->kind};
+  switch (ap->kind) {
+  case PLACE_AUTO: return true;
+  case PLACE_DEVICE:
+  case PLACE_STAGE:
+    out->index = (int)MIN(ap->index, (int64_t)INT32_MAX);
+    return check_device_index(c, ap->index, ap->index_loc,
+                              ap->kind == PLACE_DEVICE ? "device" : "stage");
+  case PLACE_EACH: break;
+  }
+  int n = 0;
+  for (const AstExcept *e = ap->except; e; e = e->next) n++;
+  out->except = ARENA_ARRAY(c->a, int, n + 1);
+  for (const AstExcept *e = ap->except; e; e = e->next) {
+    if (!check_device_index(c, e->device, e->loc, "device")) return false;
+    for (int i = 0; i < out->nexcept; i++)
+      if (out->except[i] == e->device) {
+        diag_error(c->d, e->loc, "device(%lld) is excluded twice", (long long)e->device);
+        return false;
+      }
+    out->except[out->nexcept++] = (int)e->device;
+  }
+  qsort(out->except, (size_t)out->nexcept, sizeof(int), compare_ints);
+  if (out->nexcept >= c->topo->ndevices) {
+    diag_error(c->d, ap->loc, "this placement excludes every device of the topology");
+    return false;
+  }
+  return true;
+}
+
+// Devices holding a copy of an EACH tensor: the group of a collective.
+static int each_group_size(const Checker *c, const Placement *p) {
+  return c->topo->ndevices - p->nexcept;
+}
+
+// ---- declarations -------------------------------------------------------------------
+
+static bool resolve_type(Checker *c, const AstType *at, const char *name, DType *dt, Shape *s) {
+  if (!ir_dtype_lookup(at->dtype, dt)) {
+    diag_error(c->d, at->dtype_loc, "unknown dtype '%s' (expected f32, f16, bf16, i32 or i8)",
+               at->dtype);
+    return false;
+  }
+  s->rank = 0;
+  for (const AstDim *d = at->dims; d; d = d->next) {
+    if (s->rank == IR_MAX_RANK) {
+      diag_error(c->d, d->loc, "a tensor has at most %d dimensions", IR_MAX_RANK);
+      return false;
+    }
+    if (d->value < 1) {
+      diag_error(c->d, d->loc, "a dimension must be at least 1, got %lld", (long long)d->value);
+      return false;
+    }
+    s->dim[s->rank++] = d->value;
+  }
+  return check_size(c, at->dtype_loc, name, s, *dt);
+}
+
+// Reports a redefinition (with where the first definition was) unless `name`
+// may be defined here; *carried says it is a loop-carried update.
+static bool may_define(Checker *c, const char *name, SrcLoc loc, bool is_assign, bool *carried) {
+  Binding *b = lookup(c, name);
+  *carried = false;
+  if (!b) return true;
+  if (is_assign && b->depth < c->depth && b->rebound_in != c->iteration) {
+    *carried = true;
+    return true;
+  }
+  diag_error(c->d, loc, "redefinition of tensor '%s'", name);
+  diag_note(c->d, b->tensor->loc, "'%s' was defined here", name);
+  return false;
+}
+
+static void check_decl(Checker *c, const AstStmt *s) {
+  bool carried;
+  if (s->kind == STMT_INPUT && c->depth > 0) {
+    diag_error(c->d, s->loc, "input '%s' is declared inside repeat; declare inputs before it", s->name);
+    return;
+  }
+  if (!may_define(c, s->name, s->name_loc, false, &carried)) return;
+  DType dt;
+  Shape shape;
+  Placement place;
+  if (!resolve_type(c, &s->type, s->name, &dt, &shape) | !resolve_place(c, &s->place, &place))
+    return;
+  Tensor *t = new_tensor(c, s->name, s->kind == STMT_INPUT ? TENSOR_INPUT : TENSOR_PARAM, s->name_loc);
+  t->dtype = dt;
+  t->shape = shape;
+  t->place = place;
+  bind(c, s->name, t);
+}
+
+static void check_output(Checker *c, const AstStmt *s) {
+  if (c->depth > 0) {
+    diag_error(c->d, s->loc, "output '%s' inside repeat; name outputs after the repeat", s->name);
+    return;
+  }
+  Binding *b = lookup(c, s->name);
+  if (!b) {
+    const char *hint = closest_name(c, s->name);
+    if (hint)
+      diag_error(c->d, s->name_loc, "undefined tensor '%s'; did you mean '%s'?", s->name, hint);
+    else
+      diag_error(c->d, s->name_loc, "undefined tensor '%s'", s->name);
+    return;
+  }
+  Tensor *t = b->tensor;
+  if (t->is_output) {
+    diag_error(c->d, s->name_loc, "'%s' is already an output", s->name);
+    return;
+  }
+  Placement want;
+  if (!resolve_place(c, &s->place, &want)) return;
+  if (s->place.given && !ir_place_equal(&want, &t->place)) {
+    char have[128], asked[128];
+    ir_format_place(have, sizeof have, &t->place);
+    ir_format_place(asked, sizeof asked, &want);
+    diag_error(c->d, s->place.loc, "output '%s' is placed @ %s, not @ %s; copy it there first",
+               s->name, have, asked);
+    return;
+  }
+  t->is_output = true;
+  VEC_PUSH(c->a, &c->g->outputs, t);
+}
+
+// ---- op calls -------------------------------------------------------------------------
+
+// The parts of one call, gathered from its argument list.
+typedef struct Call {
+  const AstStmt *s;
+  OpKind kind;
+  const OpInfo *info;
+  int nargs;
+  Tensor *args[IR_MAX_OPERANDS];
+  const AstArg *arg_ast[IR_MAX_OPERANDS];
+  const AstArg *kw_op, *kw_algo, *kw_axis;
+} Call;
+
+static const char *const keyword_names[] = {"op", "algo", "axis"};
+
+static bool read_keyword(Checker *c, Call *call, const AstArg *a) {
+  for (int k = 0; k < 3; k++) {
+    if (strcmp(a->key, keyword_names[k])) continue;
+    if (!(call->info->keywords & (1u << k))) {
+      diag_error(c->d, a->key_loc, "%s takes no '%s' keyword", call->info->name, a->key);
+      return false;
+    }
+    const AstArg **slot = k == 0 ? &call->kw_op : k == 1 ? &call->kw_algo : &call->kw_axis;
+    if (*slot) {
+      diag_error(c->d, a->key_loc, "keyword '%s' is given twice", a->key);
+      return false;
+    }
+    *slot = a;
+    return true;
+  }
+  const char *hint = NULL;
+  for (int k = 0; k < 3; k++)
+    if ((call->info->keywords & (1u << k)) && str_edit_distance(a->key, keyword_names[k]) <= 2)
+      hint = keyword_names[k];
+  if (hint)
+    diag_error(c->d, a->key_loc, "unknown keyword '%s' for %s; did you mean '%s'?", a->key,
+               call->info->name, hint);
+  else
+    diag_error(c->d, a->key_loc, "unknown keyword '%s' for %s", a->key, call->info->name);
+  return false;
+}
+
+static void arity_error(Checker *c, const Call *call, int got) {
+  const OpInfo *i = call->info;
+  if (i->min_operands == i->max_operands)
+    diag_error(c->d, call->s->op_loc, "%s expects %d operand%s, got %d", i->name, i->min_operands,
+               i->min_operands == 1 ? "" : "s", got);
+  else
+    diag_error(c->d, call->s->op_loc, "%s expects %d or %d operands, got %d", i->name,
+               i->min_operands, i->max_operands, got);
+}
+
+static Tensor *resolve_operand(Checker *c, const AstArg *a) {
+  Binding *b = lookup(c, a->name);
+  if (b) return b->tensor;
+  const char *hint = closest_name(c, a->name);
+  if (hint)
+    diag_error(c->d, a->loc, "undefined tensor '%s'; did you mean '%s'?", a->name, hint);
+  else
+    diag_error(c->d, a->loc, "undefined tensor '%s'", a->name);
+  return NULL;
+}
+
+// Splits the argument list into operands and keywords and resolves operands.
+static bool gather_call(Checker *c, Call *call) {
+  bool ok = true, seen_keyword = false;
+  int count = 0;
+  for (const AstArg *a = call->s->args; a; a = a->next) {
+    if (a->key) {
+      seen_keyword = true;
+      ok &= read_keyword(c, call, a);
+      continue;
+    }
+    if (seen_keyword) {
+      diag_error(c->d, a->loc, "operand '%s' comes after a keyword argument", a->name);
+      ok = false;
+    }
+    if (count < IR_MAX_OPERANDS) call->arg_ast[count] = a;
+    count++;
+  }
+  if (count < call->info->min_operands || count > call->info->max_operands) {
+    arity_error(c, call, count);
+    return false;
+  }
+  call->nargs = count;
+  for (int i = 0; i < count; i++) {
+    call->args[i] = resolve_operand(c, call->arg_ast[i]);
+    ok &= call->args[i] != NULL;
+  }
+  return ok;
+}
+
+static bool same_dtypes(Checker *c, const Call *call) {
+  for (int i = 1; i < call->nargs; i++)
+    if (call->args[i]->dtype != call->args[0]->dtype) {
+      diag_error(c->d, call->arg_ast[i]->loc, "%s operands have different dtypes: %s and %s",
+                 call->info->name, ir_dtype_names[call->args[0]->dtype],
+                 ir_dtype_names[call->args[i]->dtype]);
+      return false;
+    }
+  return true;
+}
+
+// Reads op=sum|max and algo=NAME into the op.
+static bool collective_keywords(Checker *c, const Call *call, Op *op) {
+  op->reduce = REDUCE_SUM;
+  op->algo = "auto";
+  if (call->kw_op) {
+    const AstArg *a = call->kw_op;
+    bool is_sum = a->kind == ARG_IDENT && !strcmp(a->name, "sum");
+    bool is_max = a->kind == ARG_IDENT && !strcmp(a->name, "max");
+    if (!is_sum && !is_max) {
+      if (a->kind == ARG_INT)
+        diag_error(c->d, a->loc, "op must be sum or max, got %lld", (long long)a->num);
+      else
+        diag_error(c->d, a->loc, "op must be sum or max, got '%s'", a->name);
+      return false;
+    }
+    op->reduce = is_max ? REDUCE_MAX : REDUCE_SUM;
+  }
+  if (call->kw_algo) {
+    if (call->kw_algo->kind != ARG_IDENT) {
+      diag_error(c->d, call->kw_algo->loc, "algo must be an algorithm name such as ring or auto");
+      return false;
+    }
+    op->algo = call->kw_algo->name;
+  }
+  return true;
+}
+
+static bool axis_keyword(Checker *c, const Call *call, Op *op, const Shape *s) {
+  op->axis = s->rank - 1;
+  if (!call->kw_axis) return true;
+  const AstArg *a = call->kw_axis;
+  if (a->kind != ARG_INT) {
+    diag_error(c->d, a->loc, "axis must be an integer, got '%s'", a->name);
+    return false;
+  }
+  if (a->num < -s->rank || a->num >= s->rank) {
+    diag_error(c->d, a->loc, "axis %lld is out of range for a rank-%d tensor", (long long)a->num,
+               s->rank);
+    return false;
+  }
+  op->axis = (int)(a->num < 0 ? a->num + s->rank : a->num);
+  return true;
+}
+
+// Each shape rule fills the result's dtype and shape, or reports and fails.
+typedef bool ShapeRule(Checker *c, const Call *call, Op *op, Tensor *r);
+
+static bool shape_collective(Checker *c, const Call *call, Op *op, Tensor *r) {
+  Tensor *x = call->args[0];
+  if (!collective_keywords(c, call, op)) return false;
+  if (x->place.kind != PLACE_EACH) {
+    char where[64];
+    ir_format_place(where, sizeof where, &x->place);
+    diag_error(c->d, call->arg_ast[0]->loc,
+               "%s needs an operand with one copy per device (@ each); '%s' is @ %s",
+               call->info->name, x->name, where);
+    return false;
+  }
+  int group = each_group_size(c, &x->place);
+  r->dtype = x->dtype;
+  r->shape = x->shape;
+  if (call->kind == OP_REDUCE_SCATTER) {
+    if (x->shape.dim[0] % group) {
+      diag_error(c->d, call->arg_ast[0]->loc,
+                 "reduce_scatter splits the first dimension of '%s' (%lld) over %d devices; it "
+                 "must be a multiple of %d",
+                 x->name, (long long)x->shape.dim[0], group, group);
+      return false;
+    }
+    r->shape.dim[0] /= group;
+  }
+  if (call->kind == OP_ALL_GATHER) {
+    if (x->shape.dim[0] > IR_MAX_TENSOR_BYTES / group) {
+      diag_error(c->d, call->s->name_loc, "tensor '%s' is larger than the limit of %lld bytes (1 PiB)",
+                 call->s->name, (long long)IR_MAX_TENSOR_BYTES);
+      return false;
+    }
+    r->shape.dim[0] *= group;
+  }
+  return check_size(c, call->s->name_loc, call->s->name, &r->shape, r->dtype);
+}
+
+static bool shape_same(Checker *c, const Call *call, Op *op, Tensor *r) {
+  (void)c, (void)op;
+  r->dtype = call->args[0]->dtype;
+  r->shape = call->args[0]->shape;
+  return true;
+}
+
+static bool shape_axis(Checker *c, const Call *call, Op *op, Tensor *r) {
+  shape_same(c, call, op, r);
+  return axis_keyword(c, call, op, &r->shape);
+}
+
+static bool shape_matmul(Checker *c, const Call *call, Op *op, Tensor *r) {
+  (void)op;
+  Tensor *a = call->args[0], *b = call->args[1];
+  char ta[128], tb[128];
+  type_string(ta, sizeof ta, a);
+  type_string(tb, sizeof tb, b);
+  if (a->shape.rank < 2) {
+    diag_error(c->d, call->arg_ast[0]->loc, "matmul's first operand must have rank 2 or more; '%s' is %s", a->name, ta);
+    return false;
+  }
+  if (b->shape.rank != 2) {
+    diag_error(c->d, call->arg_ast[1]->loc, "matmul's second operand must be a matrix [K, N]; '%s' is %s", b->name, tb);
+    return false;
+  }
+  int64_t k = a->shape.dim[a->shape.rank - 1];
+  if (k != b->shape.dim[0]) {
+    diag_error(c->d, call->s->op_loc,
+               "matmul inner dimensions differ: '%s' is %s and '%s' is %s (%lld != %lld)", a->name,
+               ta, b->name, tb, (long long)k, (long long)b->shape.dim[0]);
+    return false;
+  }
+  if (!same_dtypes(c, call)) return false;
+  r->dtype = a->dtype;
+  r->shape = a->shape;
+  r->shape.dim[r->shape.rank - 1] = b->shape.dim[1];
+  return check_size(c, call->s->name_loc, call->s->name, &r->shape, r->dtype);
+}
+
+static bool shape_add(Checker *c, const Call *call, Op *op, Tensor *r) {
+  Tensor *a = call->args[0], *b = call->args[1];
+  bool bias = b->shape.rank == 1 && b->shape.dim[0] == a->shape.dim[a->shape.rank - 1];
+  if (!ir_shape_equal(&a->shape, &b->shape) && !bias) {
+    char ta[128], tb[128];
+    type_string(ta, sizeof ta, a);
+    type_string(tb, sizeof tb, b);
+    diag_error(c->d, call->s->op_loc, "add operands have different shapes: '%s' is %s and '%s' is %s",
+               a->name, ta, b->name, tb);
+    return false;
+  }
+  return same_dtypes(c, call) && shape_same(c, call, op, r);
+}
+
+static bool shape_layernorm(Checker *c, const Call *call, Op *op, Tensor *r) {
+  if (!shape_axis(c, call, op, r) || !same_dtypes(c, call)) return false;
+  int64_t n = r->shape.dim[op->axis];
+  for (int i = 1; i < call->nargs; i++) {
+    const Tensor *p = call->args[i];
+    if (p->shape.rank != 1 || p->shape.dim[0] != n) {
+      char tp[128];
+      type_string(tp, sizeof tp, p);
+      diag_error(c->d, call->arg_ast[i]->loc,
+                 "layernorm's %s must be a vector of %lld (the normalised axis); '%s' is %s",
+                 i == 1 ? "gamma" : "beta", (long long)n, p->name, tp);
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool shape_transpose(Checker *c, const Call *call, Op *op, Tensor *r) {
+  shape_same(c, call, op, r);
+  if (r->shape.rank < 2) {
+    char t[128];
+    type_string(t, sizeof t, call->args[0]);
+    diag_error(c->d, call->arg_ast[0]->loc, "transpose needs rank 2 or more; '%s' is %s",
+               call->args[0]->name, t);
+    return false;
+  }
+  int64_t *d = r->shape.dim + r->shape.rank - 2;
+  int64_t tmp = d[0];
+  d[0] = d[1];
+  d[1] = tmp;
+  return true;
+}
+
+static ShapeRule *const shape_rules[OP_COUNT] = {
+    [OP_ALLREDUCE] = shape_collective, [OP_REDUCE_SCATTER] = shape_collective,
+    [OP_ALL_GATHER] = shape_collective, [OP_COPY] = shape_same,
+    [OP_MATMUL] = shape_matmul,         [OP_ADD] = shape_add,
+    [OP_RELU] = shape_same,             [OP_GELU] = shape_same,
+    [OP_SOFTMAX] = shape_axis,          [OP_LAYERNORM] = shape_layernorm,
+    [OP_TRANSPOSE] = shape_transpose,
+};
+
+static bool is_collective(OpKind k) {
+  return k == OP_ALLREDUCE || k == OP_REDUCE_SCATTER || k == OP_ALL_GATHER;
+}
+
+// Where the result lives.  copy: where the annotation says.  Collectives:
+// where the operand is.  Compute ops: where the operands are (which must
+// agree); an annotation may only restate it.
+static bool place_result(Checker *c, const Call *call, const Placement *given, Placement *out) {
+  const AstStmt *s = call->s;
+  char a[128], b[128];
+  if (call->kind == OP_COPY) {
+    const Placement *src = &call->args[0]->place;
+    if (!s->place.given) {
+      diag_error(c->d, s->op_loc, "copy needs a destination: add a placement such as @ device(1)");
+      return false;
+    }
+    if (src->kind == PLACE_EACH && !ir_place_equal(src, given)) {
+      diag_error(c->d, s->place.loc,
+                 "copy cannot gather the copies of an @ each tensor; use all_gather or allreduce");
+      return false;
+    }
+    *out = *given;
+    return true;
+  }
+  Placement common = call->args[0]->place;
+  for (int i = 1; i < call->nargs; i++) {
+    const Placement *p = &call->args[i]->place;
+    if (p->kind == PLACE_AUTO || common.kind == PLACE_AUTO) {
+      common.kind = PLACE_AUTO;
+      continue;
+    }
+    if (!ir_place_equal(p, &common)) {
+      ir_format_place(a, sizeof a, &common);
+      ir_format_place(b, sizeof b, p);
+      diag_error(c->d, call->arg_ast[i]->loc,
+                 "operands of %s are placed apart: '%s' is @ %s and '%s' is @ %s; copy one of "
+                 "them first",
+                 call->info->name, call->args[0]->name, a, call->args[i]->name, b);
+      return false;
+    }
+  }
+  if (s->place.given && common.kind != PLACE_AUTO && !ir_place_equal(given, &common)) {
+    ir_format_place(a, sizeof a, &common);
+    ir_format_place(b, sizeof b, given);
+    diag_error(c->d, s->place.loc,
+               "%s runs where its operands are (@ %s), not @ %s; use copy to move the result",
+               call->info->name, a, b);
+    return false;
+  }
+  *out = s->place.given && common.kind == PLACE_AUTO ? *given : common;
+  if (is_collective(call->kind)) *out = call->args[0]->place;
+  return true;
+}
+
+static void check_assign(Checker *c, const AstStmt *s) {
+  Call call = {.s = s};
+  if (!ir_op_lookup(s->op, &call.kind)) {
+    const char *hint = NULL;
+    for (int i = 0; i < OP_COUNT; i++)
+      if (str_edit_distance(s->op, ir_op_info[i].name) <= 2) hint = ir_op_info[i].name;
+    if (hint)
+      diag_error(c->d, s->op_loc, "unknown op '%s'; did you mean '%s'?", s->op, hint);
+    else
+      diag_error(c->d, s->op_loc, "unknown op '%s'", s->op);
+    return;
+  }
+  call.info = &ir_op_info[call.kind];
+  bool carried;
+  Placement given;
+  if (!gather_call(c, &call) | !resolve_place(c, &s->place, &given)) return;
+  if (!may_define(c, s->name, s->name_loc, true, &carried)) return;
+  Op *op = ARENA_NEW(c->a, Op);
+  Tensor r = {0};
+  if (!shape_rules[call.kind](c, &call, op, &r) || !place_result(c, &call, &given, &r.place)) return;
+  Binding *b = lookup(c, s->name);
+  if (carried && (r.dtype != b->tensor->dtype || !ir_shape_equal(&r.shape, &b->tensor->shape))) {
+    char was[128], now[128];
+    type_string(was, sizeof was, b->tensor);
+    ir_format_type(now, sizeof now, r.dtype, &r.shape);
+    diag_error(c->d, s->name_loc,
+               "'%s' is carried from one repeat iteration to the next, so it must keep its type "
+               "%s; this makes it %s",
+               s->name, was, now);
+    return;
+  }
+  Tensor *t = new_tensor(c, s->name, TENSOR_VALUE, s->name_loc);
+  t->dtype = r.dtype;
+  t->shape = r.shape;
+  t->place = r.place;
+  t->def = op;
+  op->id = c->g->ops.len;  // reduce, algo and axis were set by the shape rule
+  op->kind = call.kind;
+  op->result = t;
+  op->nargs = call.nargs;
+  memcpy(op->args, call.args, sizeof call.args);
+  op->loc = s->loc;
+  VEC_PUSH(c->a, &c->g->ops, op);
+  if (carried) {
+    b->tensor = t;
+    b->rebound_in = c->iteration;
+  } else {
+    bind(c, s->name, t);
+  }
+}
+
+// ---- statements and repeat ---------------------------------------------------------------
+
+static void check_stmts(Checker *c, const AstStmt *s);
+
+static void check_repeat(Checker *c, const AstStmt *s) {
+  if (s->count < 1 || s->count > FE_MAX_REPEAT) {
+    diag_error(c->d, s->count_loc, "repeat count must be between 1 and %d, got %lld", FE_MAX_REPEAT,
+               (long long)s->count);
+    return;
+  }
+  size_t base = strlen(c->suffix);
+  c->depth++;
+  for (int64_t i = 0; i < s->count && !c->too_many; i++) {
+    int errors = c->d->nerrors;
+    snprintf(c->suffix + base, sizeof c->suffix - base, ".%lld", (long long)i);
+    c->iteration++;
+    check_stmts(c, s->body);
+    unbind_deeper(c, c->depth - 1);
+    if (c->d->nerrors > errors) break;  // the same errors would repeat
+  }
+  c->depth--;
+  c->suffix[base] = '\0';
+}
+
+static void check_stmts(Checker *c, const AstStmt *s) {
+  for (; s; s = s->next) {
+    if (c->g->tensors.len >= FE_MAX_GRAPH_TENSORS) {
+      if (!c->too_many)
+        diag_error(c->d, s->loc, "the graph unrolls to more than %d tensors", FE_MAX_GRAPH_TENSORS);
+      c->too_many = true;
+      return;
+    }
+    switch (s->kind) {
+    case STMT_INPUT:
+    case STMT_PARAM: check_decl(c, s); break;
+    case STMT_OUTPUT: check_output(c, s); break;
+    case STMT_ASSIGN: check_assign(c, s); break;
+    case STMT_REPEAT: check_repeat(c, s); break;
+    }
+  }
+}
+
+Graph *fe_check(Arena *a, Diag *d, const Ast *ast, const Topology *topo) {
+  Checker *c = xcalloc(1, sizeof *c);
+  c->a = a;
+  c->d = d;
+  c->topo = topo;
+  c->g = ARENA_NEW(a, Graph);
+  c->g->name = ast->name;
+  c->g->loc = ast->loc;
+  c->g->src = ast->src;
+  int errors = d->nerrors;
+  check_stmts(c, ast->body);
+  Graph *g = d->nerrors == errors ? c->g : NULL;
+  free_bindings(c);
+  free(c);
+  return g;
+}

@@ -1,0 +1,125 @@
+// frontend.h: what tspc reads, and how.
+//
+//   lexer.l + parser.y  .tg text -> Ast (statements, still with repeat blocks)
+//   ast.c               Ast construction helpers and the parse dump
+//   check.c             Ast -> Graph IR: names resolved, repeats unrolled,
+//                       shapes, dtypes and placements checked
+//   topology.c          topology .yaml (libyaml document API) -> Topology IR
+//
+// Every error names FILE:LINE:COL and quotes the line (support/diag.c).  The
+// AST is allocated in the compilation's arena and never freed piecemeal.
+#ifndef TSPC_FRONTEND_H
+#define TSPC_FRONTEND_H
+
+#include "../ir/ir.h"
+
+// ===== AST ==================================================================
+
+typedef struct AstDim {
+  int64_t value;
+  SrcLoc loc;
+  struct AstDim *next;
+} AstDim;
+
+typedef struct AstType {
+  const char *dtype;  // unresolved spelling: check.c looks it up
+  SrcLoc dtype_loc;
+  AstDim *dims;
+} AstType;
+
+typedef struct AstExcept {
+  int64_t device;
+  SrcLoc loc;
+  struct AstExcept *next;
+} AstExcept;
+
+typedef struct AstPlace {
+  bool given;          // an `@ ...` annotation was written
+  PlaceKind kind;
+  int64_t index;       // device(N), stage(N)
+  AstExcept *except;   // each except device(A), device(B)
+  SrcLoc loc;          // of the whole annotation, for errors
+  SrcLoc index_loc;
+} AstPlace;
+
+typedef enum { ARG_TENSOR, ARG_IDENT, ARG_INT } AstArgKind;
+
+// One argument of an op call: `x` (a tensor), or `key=value`.
+typedef struct AstArg {
+  const char *key;     // NULL for a positional operand
+  SrcLoc key_loc;
+  AstArgKind kind;     // positional operands are ARG_TENSOR
+  const char *name;    // ARG_TENSOR, ARG_IDENT
+  int64_t num;         // ARG_INT
+  SrcLoc loc;          // of the value
+  struct AstArg *next;
+} AstArg;
+
+typedef enum { STMT_INPUT, STMT_PARAM, STMT_OUTPUT, STMT_ASSIGN, STMT_REPEAT } AstStmtKind;
+
+typedef struct AstStmt {
+  AstStmtKind kind;
+  SrcLoc loc;
+  const char *name;       // declared, assigned or output tensor
+  SrcLoc name_loc;
+  AstType type;           // INPUT, PARAM
+  const char *op;         // ASSIGN
+  SrcLoc op_loc;
+  AstArg *args;           // ASSIGN
+  AstPlace place;
+  int64_t count;          // REPEAT
+  SrcLoc count_loc;
+  struct AstStmt *body;   // REPEAT
+  struct AstStmt *next;
+} AstStmt;
+
+typedef struct Ast {
+  const char *name;
+  SrcLoc loc;
+  const SrcFile *src;
+  AstStmt *body;
+} Ast;
+
+// ===== parse.c (lexer.l, parser.y) =========================================
+
+// The parser's shared state, reachable from the scanner's extra pointer.
+typedef struct ParseCtx {
+  Arena *arena;
+  Diag *diag;
+  const SrcFile *src;
+  Ast *ast;           // the result; NULL until `graph NAME { ... }` reduces
+  int line, col;      // the scanner's position: where the next token starts
+  SrcLoc comment;     // where an open /* comment began
+  bool unterminated;  // an unterminated comment was reported (no EOF cascade)
+  int prev_line, prev_end;  // where the token before the lookahead ends
+  int last_line, last_end;  // where the lookahead token ends
+} ParseCtx;
+
+// A span of source between two bison locations, as a SrcLoc.
+SrcLoc fe_loc(const ParseCtx *c, int first_line, int first_col, int last_line, int last_col);
+
+// Parses a whole .tg file.  Returns NULL after reporting errors.
+Ast *fe_parse(Arena *a, Diag *d, const SrcFile *src);
+// Prints the AST back as .tg source (the --dump-after=parse view).
+void fe_ast_dump(const Ast *ast, FILE *out);
+
+// ===== check.c ==============================================================
+
+// The largest repeat count (a named, documented limit: unrolling is real).
+#define FE_MAX_REPEAT 100000
+
+// Resolves and checks the AST against the topology's device count; returns
+// the graph, or NULL after reporting every error found.
+Graph *fe_check(Arena *a, Diag *d, const Ast *ast, const Topology *topo);
+
+// ===== topology.c ===========================================================
+
+// The deepest nesting of YAML collections accepted (the schema needs 4).
+#define FE_MAX_YAML_DEPTH 64
+
+// Loads and wires a topology file; NULL after reporting errors.
+Topology *fe_load_topology(Arena *a, Diag *d, const char *path);
+// The same from text in memory (tests, fuzzing).
+Topology *fe_load_topology_text(Arena *a, Diag *d, const char *path, const char *text);
+
+#endif

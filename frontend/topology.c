@@ -1,0 +1,621 @@
+// topology.c: reads a topology .yaml into the Topology IR.  Part of the
+// frontend; ir/topology_build.c does the wiring once the keys are checked.
+//
+// libyaml's document API loads the whole file; this file walks it against a
+// fixed schema.  Unknown keys, duplicate keys, wrong node types, missing keys,
+// impossible values and alias loops are errors at the offending node's
+// FILE:LINE:COL.  docs/topology.md lists every key.
+#include "frontend.h"
+
+#include <string.h>
+#include <yaml.h>
+
+typedef struct Loader {
+  Arena *a;
+  Diag *d;
+  const SrcFile *src;
+  yaml_document_t *doc;
+  Topology *t;
+} Loader;
+
+// ---- locations and errors ---------------------------------------------------
+
+static SrcLoc node_loc(const Loader *L, const yaml_node_t *n) {
+  SrcLoc loc = {L->src, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1, 1};
+  if (n->type == YAML_SCALAR_NODE && n->end_mark.line == n->start_mark.line)
+    loc.len = MAX(1, (int)(n->end_mark.index - n->start_mark.index));
+  return loc;
+}
+
+static void error_at(Loader *L, const yaml_node_t *n, const char *fmt, ...) PRINTF_LIKE(3, 4);
+static void error_at(Loader *L, const yaml_node_t *n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(L->d, node_loc(L, n), fmt, ap);
+  va_end(ap);
+}
+
+static yaml_node_t *node_of(Loader *L, int index) { return yaml_document_get_node(L->doc, index); }
+
+static const char *node_kind_name(const yaml_node_t *n) {
+  switch (n->type) {
+  case YAML_SCALAR_NODE: return "a scalar";
+  case YAML_SEQUENCE_NODE: return "a sequence";
+  case YAML_MAPPING_NODE: return "a mapping";
+  default: return "nothing";
+  }
+}
+
+// ---- alias loops --------------------------------------------------------------
+
+// An alias inside the node it names makes the document a cycle; libyaml's
+// document API accepts that, so every walk below would loop.  Colour search.
+enum { WHITE, GREY, BLACK };
+
+static bool check_acyclic(Loader *L, int index, unsigned char *colour, int depth) {
+  yaml_node_t *n = node_of(L, index);
+  if (colour[index] == GREY) {
+    error_at(L, n, "alias loop: this node contains an alias to itself");
+    return false;
+  }
+  if (colour[index] == BLACK) return true;
+  if (depth > FE_MAX_YAML_DEPTH) {
+    error_at(L, n, "nesting deeper than %d levels", FE_MAX_YAML_DEPTH);
+    return false;
+  }
+  colour[index] = GREY;
+  bool ok = true;
+  if (n->type == YAML_SEQUENCE_NODE)
+    for (yaml_node_item_t *i = n->data.sequence.items.start; ok && i < n->data.sequence.items.top; i++)
+      ok = check_acyclic(L, *i, colour, depth + 1);
+  if (n->type == YAML_MAPPING_NODE)
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; ok && p < n->data.mapping.pairs.top; p++)
+      ok = check_acyclic(L, p->key, colour, depth + 1) && check_acyclic(L, p->value, colour, depth + 1);
+  colour[index] = BLACK;
+  return ok;
+}
+
+// ---- scalars ------------------------------------------------------------------
+
+static bool expect_plain_scalar(Loader *L, const yaml_node_t *n, const char *what,
+                                const char *kind) {
+  if (n->type != YAML_SCALAR_NODE) {
+    error_at(L, n, "%s must be %s, not %s", what, kind, node_kind_name(n));
+    return false;
+  }
+  if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE && strcmp(kind, "a string")) {
+    error_at(L, n, "%s must be %s, not a quoted string", what, kind);
+    return false;
+  }
+  return true;
+}
+
+static const char *scalar(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
+
+static bool read_int(Loader *L, const yaml_node_t *n, const char *what, int64_t lo, int64_t hi,
+                     int64_t *out) {
+  if (!expect_plain_scalar(L, n, what, "an integer")) return false;
+  int64_t v;
+  if (!str_to_i64(scalar(n), &v)) {
+    error_at(L, n, "%s must be an integer, got '%s'", what, scalar(n));
+    return false;
+  }
+  if (v < lo) {
+    error_at(L, n, "%s must be at least %lld, got %lld", what, (long long)lo, (long long)v);
+    return false;
+  }
+  if (v > hi) {
+    error_at(L, n, "%s must be at most %lld, got %lld", what, (long long)hi, (long long)v);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+static bool read_int32(Loader *L, const yaml_node_t *n, const char *what, int lo, int hi, int *out) {
+  int64_t v;
+  if (!read_int(L, n, what, lo, hi, &v)) return false;
+  *out = (int)v;
+  return true;
+}
+
+// A number in (lo, hi] when lo_open, else [lo, hi].
+static bool read_number(Loader *L, const yaml_node_t *n, const char *what, double lo, bool lo_open,
+                        double hi, double *out) {
+  if (!expect_plain_scalar(L, n, what, "a number")) return false;
+  double v;
+  if (!str_to_double(scalar(n), &v)) {
+    error_at(L, n, "%s must be a number, got '%s'", what, scalar(n));
+    return false;
+  }
+  if (lo_open ? v <= lo : v < lo) {
+    error_at(L, n, "%s must be %s %g, got %s", what, lo_open ? "above" : "at least", lo, scalar(n));
+    return false;
+  }
+  if (v > hi) {
+    error_at(L, n, "%s must be at most %g, got %s", what, hi, scalar(n));
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+// ---- mappings with a fixed set of keys ------------------------------------------
+
+typedef struct Entry {
+  yaml_node_t *key, *value;  // NULL when absent
+} Entry;
+
+// Collects a mapping's pairs into seen[] by key (indexes of keys[]); reports
+// unknown keys (with a hint), duplicates (with where the first one was) and
+// keys that are not plain scalars.
+static bool collect_keys(Loader *L, yaml_node_t *map, const char *where, const char *const *keys,
+                         int nkeys, Entry *seen) {
+  if (map->type != YAML_MAPPING_NODE) {
+    error_at(L, map, "%s must be a mapping, not %s", where, node_kind_name(map));
+    return false;
+  }
+  int errors = L->d->nerrors;
+  for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = node_of(L, p->key), *v = node_of(L, p->value);
+    if (k->type != YAML_SCALAR_NODE) {
+      error_at(L, k, "a key in %s must be a plain name, not %s", where, node_kind_name(k));
+      continue;
+    }
+    int found = -1, best = -1, best_dist = 3;
+    for (int i = 0; i < nkeys; i++) {
+      if (!strcmp(scalar(k), keys[i])) found = i;
+      int dist = str_edit_distance(scalar(k), keys[i]);
+      if (dist < best_dist) best_dist = dist, best = i;
+    }
+    if (found < 0) {
+      if (best >= 0)
+        error_at(L, k, "unknown key '%s' in %s; did you mean '%s'?", scalar(k), where, keys[best]);
+      else
+        error_at(L, k, "unknown key '%s' in %s", scalar(k), where);
+      continue;
+    }
+    if (seen[found].key) {
+      error_at(L, k, "duplicate key '%s' in %s", scalar(k), where);
+      diag_note(L->d, node_loc(L, seen[found].key), "'%s' was first given here", keys[found]);
+      continue;
+    }
+    seen[found] = (Entry){k, v};
+  }
+  return L->d->nerrors == errors;
+}
+
+// ---- link parameters ------------------------------------------------------------
+
+enum { LK_GBPS, LK_LATENCY, LK_VECTOR_BYTES, LK_WIRE_BYTES, LK_COUNT };
+static const char *const link_keys[LK_COUNT] = {"gbps", "latency_cycles", "vector_bytes",
+                                                "wire_bytes"};
+
+static bool read_latency(Loader *L, yaml_node_t *n, LinkParams *p) {
+  if (n->type != YAML_MAPPING_NODE) {
+    if (!read_int32(L, n, "latency_cycles", 0, IR_MAX_LATENCY_CYCLES, &p->latency_min)) return false;
+    p->latency_max = p->latency_min;
+    return true;
+  }
+  static const char *const keys[] = {"min", "max"};
+  Entry e[2] = {{0}};
+  if (!collect_keys(L, n, "latency_cycles", keys, 2, e)) return false;
+  if (!e[0].key || !e[1].key) {
+    error_at(L, n, "latency_cycles needs both 'min' and 'max'");
+    return false;
+  }
+  if (!read_int32(L, e[0].value, "latency_cycles min", 0, IR_MAX_LATENCY_CYCLES, &p->latency_min) ||
+      !read_int32(L, e[1].value, "latency_cycles max", 0, IR_MAX_LATENCY_CYCLES, &p->latency_max))
+    return false;
+  if (p->latency_max < p->latency_min) {
+    error_at(L, e[1].value, "latency_cycles max (%d) is below min (%d)", p->latency_max,
+             p->latency_min);
+    return false;
+  }
+  return true;
+}
+
+// The most bytes one vector may carry (a named limit: the machine's is 320).
+#define FE_MAX_VECTOR_BYTES (1 << 20)
+
+// Reads the link-parameter entries e[] over *p (which holds the inherited values).
+static bool read_link_entries(Loader *L, yaml_node_t *where, Entry *e, LinkParams *p) {
+  bool ok = true;
+  if (e[LK_GBPS].key) ok &= read_number(L, e[LK_GBPS].value, "gbps", 0, true, 1e6, &p->gbps);
+  if (e[LK_LATENCY].key) ok &= read_latency(L, e[LK_LATENCY].value, p);
+  if (e[LK_VECTOR_BYTES].key)
+    ok &= read_int32(L, e[LK_VECTOR_BYTES].value, "vector_bytes", 1, FE_MAX_VECTOR_BYTES,
+                     &p->vector_bytes);
+  if (e[LK_WIRE_BYTES].key)
+    ok &= read_int32(L, e[LK_WIRE_BYTES].value, "wire_bytes", 1, FE_MAX_VECTOR_BYTES,
+                     &p->wire_bytes);
+  if (ok && p->wire_bytes < p->vector_bytes) {
+    error_at(L, e[LK_WIRE_BYTES].key ? e[LK_WIRE_BYTES].value : where,
+             "wire_bytes (%d) must be at least vector_bytes (%d)", p->wire_bytes, p->vector_bytes);
+    ok = false;
+  }
+  return ok;
+}
+
+static bool read_link_params(Loader *L, yaml_node_t *n, LinkParams *p) {
+  Entry e[LK_COUNT] = {{0}};
+  return collect_keys(L, n, "link", link_keys, LK_COUNT, e) && read_link_entries(L, n, e, p);
+}
+
+// ---- the top level ----------------------------------------------------------------
+
+enum {
+  K_NAME, K_TOPOLOGY, K_DIMS, K_DEVICES, K_LINKS, K_DRAGONFLY, K_LINK,
+  K_FAILED_LINKS, K_SPARE_NODES, K_DRIFT_PPM, K_CLOCK_MHZ, K_COUNT
+};
+static const char *const top_keys[K_COUNT] = {
+    "name", "topology", "dims", "devices", "links", "dragonfly", "link",
+    "failed_links", "spare_nodes", "drift_ppm", "clock_mhz"};
+
+#define FAM(f) (1u << FAMILY_##f)
+#define ALL_FAMILIES ((1u << FAMILY_COUNT) - 1)
+// Which families each key applies to, and which it is required by.
+static const unsigned key_families[K_COUNT] = {
+    [K_NAME] = ALL_FAMILIES, [K_TOPOLOGY] = ALL_FAMILIES,
+    [K_DIMS] = FAM(MESH) | FAM(TORUS),
+    [K_DEVICES] = FAM(RING) | FAM(FULLY_CONNECTED) | FAM(EXPLICIT),
+    [K_LINKS] = FAM(EXPLICIT), [K_DRAGONFLY] = FAM(DRAGONFLY),
+    [K_LINK] = ALL_FAMILIES, [K_FAILED_LINKS] = ALL_FAMILIES, [K_SPARE_NODES] = ALL_FAMILIES,
+    [K_DRIFT_PPM] = ALL_FAMILIES, [K_CLOCK_MHZ] = ALL_FAMILIES};
+static const unsigned key_required_by[K_COUNT] = {
+    [K_TOPOLOGY] = ALL_FAMILIES, [K_DIMS] = FAM(MESH) | FAM(TORUS),
+    [K_DEVICES] = FAM(RING) | FAM(FULLY_CONNECTED) | FAM(EXPLICIT),
+    [K_DRAGONFLY] = FAM(DRAGONFLY)};
+
+static bool read_family(Loader *L, yaml_node_t *n, TopoFamily *out) {
+  if (!expect_plain_scalar(L, n, "topology", "a family name")) return false;
+  int best = -1, best_dist = 4;
+  for (int f = 0; f < FAMILY_COUNT; f++) {
+    if (!strcmp(scalar(n), ir_family_names[f])) {
+      *out = (TopoFamily)f;
+      return true;
+    }
+    int dist = str_edit_distance(scalar(n), ir_family_names[f]);
+    if (dist < best_dist) best_dist = dist, best = f;
+  }
+  if (best >= 0)
+    error_at(L, n, "unknown topology family '%s'; did you mean '%s'?", scalar(n), ir_family_names[best]);
+  else
+    error_at(L, n,
+             "unknown topology family '%s' (expected mesh, torus, ring, fully_connected, explicit "
+             "or dragonfly)",
+             scalar(n));
+  return false;
+}
+
+static bool check_family_keys(Loader *L, yaml_node_t *root, Entry *e, TopoFamily f) {
+  bool ok = true;
+  for (int k = 0; k < K_COUNT; k++) {
+    if (e[k].key && !(key_families[k] & (1u << f))) {
+      error_at(L, e[k].key, "key '%s' does not apply to a %s topology", top_keys[k],
+               ir_family_names[f]);
+      ok = false;
+    }
+    if (!e[k].key && (key_required_by[k] & (1u << f))) {
+      error_at(L, e[K_TOPOLOGY].key ? e[K_TOPOLOGY].value : root,
+               "a %s topology needs the key '%s'", ir_family_names[f], top_keys[k]);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+static bool read_dims(Loader *L, yaml_node_t *n, Topology *t) {
+  if (n->type != YAML_SEQUENCE_NODE) {
+    error_at(L, n, "dims must be a sequence like [4, 4], not %s", node_kind_name(n));
+    return false;
+  }
+  long count = n->data.sequence.items.top - n->data.sequence.items.start;
+  if (count < 1 || count > IR_MAX_TOPO_DIMS) {
+    error_at(L, n, "dims must list 1 to %d sizes, got %ld", IR_MAX_TOPO_DIMS, count);
+    return false;
+  }
+  int64_t product = 1;
+  t->ndims = (int)count;
+  for (int d = 0; d < count; d++) {
+    yaml_node_t *item = node_of(L, n->data.sequence.items.start[d]);
+    if (!read_int32(L, item, "a dimension", 1, IR_MAX_DEVICES, &t->dims[d])) return false;
+    product *= t->dims[d];
+    if (product > IR_MAX_DEVICES) {
+      error_at(L, n, "dims make more than %d devices", IR_MAX_DEVICES);
+      return false;
+    }
+  }
+  t->ndevices = (int)product;
+  return true;
+}
+
+enum { DF_TSPS, DF_GPORTS, DF_NODES, DF_NODES_PER_RACK, DF_RACKS, DF_PAIR_LINKS, DF_COUNT };
+static const char *const df_keys[DF_COUNT] = {"tsps_per_node", "global_ports_per_tsp", "nodes",
+                                              "nodes_per_rack", "racks", "links_per_node_pair"};
+
+static bool read_dragonfly(Loader *L, yaml_node_t *n, Topology *t) {
+  Entry e[DF_COUNT] = {{0}};
+  if (!collect_keys(L, n, "dragonfly", df_keys, DF_COUNT, e)) return false;
+  Dragonfly *df = &t->df;
+  df->tsps_per_node = IR_DEFAULT_TSPS_PER_NODE;
+  df->global_ports_per_tsp = IR_DEFAULT_GLOBAL_PORTS_PER_TSP;
+  df->two_level = e[DF_NODES_PER_RACK].key || e[DF_RACKS].key;
+  df->links_per_node_pair = df->two_level ? IR_DEFAULT_LINKS_PER_NODE_PAIR_TWO_LEVEL
+                                          : IR_DEFAULT_LINKS_PER_NODE_PAIR_ONE_LEVEL;
+  if (e[DF_NODES].key && df->two_level) {
+    error_at(L, e[DF_NODES].key, "give either 'nodes' or 'nodes_per_rack' and 'racks', not both");
+    return false;
+  }
+  if (df->two_level && (!e[DF_NODES_PER_RACK].key || !e[DF_RACKS].key)) {
+    error_at(L, n, "a two-level dragonfly needs both 'nodes_per_rack' and 'racks'");
+    return false;
+  }
+  if (!df->two_level && !e[DF_NODES].key) {
+    error_at(L, n, "dragonfly needs 'nodes', or 'nodes_per_rack' and 'racks'");
+    return false;
+  }
+  bool ok = true;
+  if (e[DF_TSPS].key) ok &= read_int32(L, e[DF_TSPS].value, "tsps_per_node", 1, IR_MAX_DEVICES, &df->tsps_per_node);
+  if (e[DF_GPORTS].key) ok &= read_int32(L, e[DF_GPORTS].value, "global_ports_per_tsp", 0, 1024, &df->global_ports_per_tsp);
+  if (e[DF_PAIR_LINKS].key) ok &= read_int32(L, e[DF_PAIR_LINKS].value, "links_per_node_pair", 1, 1024, &df->links_per_node_pair);
+  if (df->two_level) {
+    ok &= read_int32(L, e[DF_NODES_PER_RACK].value, "nodes_per_rack", 1, IR_MAX_DEVICES, &df->nodes_per_rack);
+    ok &= read_int32(L, e[DF_RACKS].value, "racks", 1, IR_MAX_DEVICES, &df->racks);
+  } else {
+    ok &= read_int32(L, e[DF_NODES].value, "nodes", 1, IR_MAX_DEVICES, &df->nodes_per_rack);
+    df->racks = 1;
+  }
+  if (!ok) return false;
+  int64_t devices = (int64_t)df->tsps_per_node * df->nodes_per_rack * df->racks;
+  if (devices > IR_MAX_DEVICES) {
+    error_at(L, n, "this dragonfly has %lld devices, more than the limit of %d", (long long)devices,
+             IR_MAX_DEVICES);
+    return false;
+  }
+  t->ndevices = (int)devices;
+  return true;
+}
+
+// ---- explicit links, failed links, spares -------------------------------------------
+
+static bool read_device_id(Loader *L, yaml_node_t *n, const char *what, int *out) {
+  int64_t v;
+  if (!read_int(L, n, what, 0, INT32_MAX, &v)) return false;
+  if (v >= L->t->ndevices) {
+    error_at(L, n, "%s %lld is not a device (devices are 0..%d)", what, (long long)v,
+             L->t->ndevices - 1);
+    return false;
+  }
+  *out = (int)v;
+  return true;
+}
+
+// [a, b]: the two device ids of a pair.
+static bool read_pair(Loader *L, yaml_node_t *n, const char *what, int *a, int *b) {
+  if (n->type != YAML_SEQUENCE_NODE ||
+      n->data.sequence.items.top - n->data.sequence.items.start != 2) {
+    error_at(L, n, "%s must be a pair of devices like [0, 1]", what);
+    return false;
+  }
+  return read_device_id(L, node_of(L, n->data.sequence.items.start[0]), "device", a) &&
+         read_device_id(L, node_of(L, n->data.sequence.items.start[1]), "device", b);
+}
+
+static bool read_explicit_link(Loader *L, yaml_node_t *n) {
+  LinkParams p = L->t->link;
+  int a, b;
+  if (n->type == YAML_MAPPING_NODE) {
+    static const char *const keys[] = {"a", "b", "gbps", "latency_cycles", "vector_bytes", "wire_bytes"};
+    Entry e[6] = {{0}};
+    if (!collect_keys(L, n, "a link", keys, 6, e)) return false;
+    if (!e[0].key || !e[1].key) {
+      error_at(L, n, "a link needs both ends, 'a' and 'b'");
+      return false;
+    }
+    if (!read_device_id(L, e[0].value, "device", &a) || !read_device_id(L, e[1].value, "device", &b) ||
+        !read_link_entries(L, n, e + 2, &p))
+      return false;
+  } else if (!read_pair(L, n, "a link", &a, &b)) {
+    return false;
+  }
+  if (a == b) {
+    error_at(L, n, "a link cannot join device %d to itself", a);
+    return false;
+  }
+  if (L->t->links.len >= IR_MAX_LINKS) {
+    error_at(L, n, "more than %d links", IR_MAX_LINKS);
+    return false;
+  }
+  ir_topo_connect(L->t, L->a, a, -1, b, -1, LINK_EXPLICIT, p);
+  return true;
+}
+
+static bool read_explicit_links(Loader *L, yaml_node_t *n) {
+  if (n->type != YAML_SEQUENCE_NODE) {
+    error_at(L, n, "links must be a sequence of [a, b] pairs, not %s", node_kind_name(n));
+    return false;
+  }
+  bool ok = true;
+  for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++)
+    ok &= read_explicit_link(L, node_of(L, *i));
+  return ok;
+}
+
+// Marks the first working link between a and b failed.
+static bool fail_link(Topology *t, int a, int b) {
+  for (int i = 0; i < t->links.len; i++) {
+    Link *l = &t->links.data[i];
+    if (!l->failed && ((l->a == a && l->b == b) || (l->a == b && l->b == a))) {
+      l->failed = true;
+      t->nfailed++;
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool read_failed_links(Loader *L, yaml_node_t *n) {
+  if (n->type != YAML_SEQUENCE_NODE) {
+    error_at(L, n, "failed_links must be a sequence of [a, b] pairs, not %s", node_kind_name(n));
+    return false;
+  }
+  bool ok = true;
+  for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++) {
+    yaml_node_t *item = node_of(L, *i);
+    int a, b;
+    if (!read_pair(L, item, "a failed link", &a, &b)) {
+      ok = false;
+    } else if (!fail_link(L->t, a, b)) {
+      error_at(L, item, "no working link joins devices %d and %d", a, b);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+static bool read_spares(Loader *L, yaml_node_t *n) {
+  Topology *t = L->t;
+  int limit = t->family == FAMILY_DRAGONFLY ? t->df.racks * t->df.nodes_per_rack : t->ndevices;
+  const char *what = t->family == FAMILY_DRAGONFLY ? "node" : "device";
+  if (n->type != YAML_SEQUENCE_NODE) {
+    error_at(L, n, "spare_nodes must be a sequence of %s numbers, not %s", what, node_kind_name(n));
+    return false;
+  }
+  long count = n->data.sequence.items.top - n->data.sequence.items.start;
+  t->spare_nodes = ARENA_ARRAY(L->a, int, count + 1);
+  for (long i = 0; i < count; i++) {
+    yaml_node_t *item = node_of(L, n->data.sequence.items.start[i]);
+    int v;
+    if (!read_int32(L, item, "a spare node", 0, limit - 1, &v)) return false;
+    for (int j = 0; j < t->nspares; j++)
+      if (t->spare_nodes[j] == v) {
+        error_at(L, item, "%s %d is listed as a spare twice", what, v);
+        return false;
+      }
+    t->spare_nodes[t->nspares++] = v;
+  }
+  return true;
+}
+
+// ---- the whole document ---------------------------------------------------------------
+
+static const char *default_name(Arena *a, const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  const char *dot = strrchr(base, '.');
+  return arena_strndup(a, base, dot && dot != base ? (size_t)(dot - base) : strlen(base));
+}
+
+// Reads the keys every family shares, then the family's own.
+static bool read_settings(Loader *L, yaml_node_t *root, Entry *e) {
+  Topology *t = L->t;
+  bool ok = true;
+  t->name = default_name(L->a, L->src->path);
+  if (e[K_NAME].key && expect_plain_scalar(L, e[K_NAME].value, "name", "a string"))
+    t->name = arena_strdup(L->a, scalar(e[K_NAME].value));
+  t->clock_mhz = IR_DEFAULT_CLOCK_MHZ;
+  t->link = ir_link_defaults();
+  if (e[K_CLOCK_MHZ].key) ok &= read_number(L, e[K_CLOCK_MHZ].value, "clock_mhz", 0, true, 1e6, &t->clock_mhz);
+  if (e[K_DRIFT_PPM].key) ok &= read_number(L, e[K_DRIFT_PPM].value, "drift_ppm", 0, false, 1e5, &t->drift_ppm);
+  if (e[K_LINK].key) ok &= read_link_params(L, e[K_LINK].value, &t->link);
+  if (!ok) return false;
+  switch (t->family) {
+  case FAMILY_MESH:
+  case FAMILY_TORUS: return read_dims(L, e[K_DIMS].value, t);
+  case FAMILY_DRAGONFLY: return read_dragonfly(L, e[K_DRAGONFLY].value, t);
+  default: return read_int32(L, e[K_DEVICES].value, "devices", 1, IR_MAX_DEVICES, &t->ndevices);
+  }
+  (void)root;
+}
+
+static bool wire(Loader *L, yaml_node_t *root, Entry *e) {
+  Topology *t = L->t;
+  char err[256];
+  if (!ir_topo_build(t, L->a, err, sizeof err)) {
+    error_at(L, e[K_DRAGONFLY].key ? e[K_DRAGONFLY].value : root, "%s", err);
+    return false;
+  }
+  if (t->family == FAMILY_EXPLICIT) {
+    ir_topo_init_devices(t, L->a, t->ndevices, 0);
+    if (e[K_LINKS].key && !read_explicit_links(L, e[K_LINKS].value)) return false;
+  }
+  if (e[K_FAILED_LINKS].key && !read_failed_links(L, e[K_FAILED_LINKS].value)) return false;
+  if (e[K_SPARE_NODES].key && !read_spares(L, e[K_SPARE_NODES].value)) return false;
+  int unreached;
+  if (!ir_topo_connected(t, &unreached)) {
+    yaml_node_t *at = e[K_FAILED_LINKS].key ? e[K_FAILED_LINKS].value
+                      : e[K_LINKS].key      ? e[K_LINKS].value
+                                            : root;
+    error_at(L, at, "the network is not connected: device %d cannot reach device 0", unreached);
+    return false;
+  }
+  return true;
+}
+
+static Topology *load_document(Loader *L) {
+  yaml_node_t *root = yaml_document_get_root_node(L->doc);
+  if (!root) {
+    diag_error(L->d, (SrcLoc){L->src, 1, 1, 1}, "the topology file is empty");
+    return NULL;
+  }
+  int nnodes = (int)(L->doc->nodes.top - L->doc->nodes.start);
+  unsigned char *colour = xcalloc((size_t)nnodes + 1, 1);
+  bool acyclic = check_acyclic(L, 1, colour, 0);
+  free(colour);
+  if (!acyclic) return NULL;
+  Entry e[K_COUNT] = {{0}};
+  if (!collect_keys(L, root, "the topology", top_keys, K_COUNT, e)) return NULL;
+  if (!e[K_TOPOLOGY].key) {
+    error_at(L, root, "missing key 'topology' (mesh, torus, ring, fully_connected, explicit or dragonfly)");
+    return NULL;
+  }
+  L->t = ARENA_NEW(L->a, Topology);
+  L->t->src = L->src;
+  if (!read_family(L, e[K_TOPOLOGY].value, &L->t->family)) return NULL;
+  if (!check_family_keys(L, root, e, L->t->family)) return NULL;
+  if (!read_settings(L, root, e) || !wire(L, root, e)) return NULL;
+  return L->t;
+}
+
+static Topology *load(Arena *a, Diag *d, const SrcFile *src) {
+  Loader L = {.a = a, .d = d, .src = src};
+  yaml_parser_t parser;
+  yaml_document_t doc;
+  yaml_parser_initialize(&parser);
+  yaml_parser_set_input_string(&parser, (const unsigned char *)src->text, src->len);
+  Topology *t = NULL;
+  if (!yaml_parser_load(&parser, &doc)) {
+    SrcLoc loc = {src, (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1, 1};
+    diag_error(d, loc, "invalid YAML: %s%s%s", parser.problem ? parser.problem : "unknown error",
+               parser.context ? " " : "", parser.context ? parser.context : "");
+  } else {
+    L.doc = &doc;
+    t = load_document(&L);
+    yaml_document_delete(&doc);
+    if (t && yaml_parser_load(&parser, &doc)) {  // a second document?
+      if (yaml_document_get_root_node(&doc)) {
+        SrcLoc loc = {src, (int)doc.start_mark.line + 1, (int)doc.start_mark.column + 1, 1};
+        diag_error(d, loc, "a topology file holds one YAML document; this is a second one");
+        t = NULL;
+      }
+      yaml_document_delete(&doc);
+    }
+  }
+  yaml_parser_delete(&parser);
+  return t;
+}
+
+Topology *fe_load_topology_text(Arena *a, Diag *d, const char *path, const char *text) {
+  return load(a, d, src_from_string(a, path, text));
+}
+
+Topology *fe_load_topology(Arena *a, Diag *d, const char *path) {
+  const char *err;
+  SrcFile *src = src_read(a, path, &err);
+  if (!src) {
+    diag_tool_error(d, "tspc", "cannot read topology '%s': %s", path, err);
+    return NULL;
+  }
+  return load(a, d, src);
+}

@@ -1,0 +1,124 @@
+// graph.c: the graph IR's tables (dtypes, ops), shape and placement helpers,
+// and the text dump printed by --dump-after=check.  Part of ir/.
+#include "ir.h"
+
+#include <string.h>
+
+const char *const ir_dtype_names[DT_COUNT] = {
+#define X(e, name, size) name,
+    IR_DTYPES(X)
+#undef X
+};
+
+const int ir_dtype_bytes[DT_COUNT] = {
+#define X(e, name, size) size,
+    IR_DTYPES(X)
+#undef X
+};
+
+const OpInfo ir_op_info[OP_COUNT] = {
+#define X(e, name, amin, amax, kws) {name, amin, amax, kws},
+    IR_OPS(X)
+#undef X
+};
+
+bool ir_dtype_lookup(const char *name, DType *out) {
+  for (int i = 0; i < DT_COUNT; i++)
+    if (!strcmp(name, ir_dtype_names[i])) {
+      *out = (DType)i;
+      return true;
+    }
+  return false;
+}
+
+bool ir_op_lookup(const char *name, OpKind *out) {
+  for (int i = 0; i < OP_COUNT; i++)
+    if (!strcmp(name, ir_op_info[i].name)) {
+      *out = (OpKind)i;
+      return true;
+    }
+  return false;
+}
+
+int64_t ir_shape_elems(const Shape *s) {
+  int64_t n = 1;
+  for (int i = 0; i < s->rank; i++) n *= s->dim[i];
+  return n;
+}
+
+int64_t ir_tensor_bytes(const Tensor *t) {
+  return ir_shape_elems(&t->shape) * ir_dtype_bytes[t->dtype];
+}
+
+bool ir_shape_equal(const Shape *a, const Shape *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dim[i] != b->dim[i]) return false;
+  return true;
+}
+
+void ir_format_type(char *dst, size_t n, DType dt, const Shape *s) {
+  size_t at = (size_t)snprintf(dst, n, "%s[", ir_dtype_names[dt]);
+  for (int i = 0; i < s->rank && at < n; i++)
+    at += (size_t)snprintf(dst + at, n - at, "%s%lld", i ? ", " : "", (long long)s->dim[i]);
+  if (at < n) snprintf(dst + at, n - at, "]");
+}
+
+void ir_format_place(char *dst, size_t n, const Placement *p) {
+  size_t at = 0;
+  switch (p->kind) {
+  case PLACE_AUTO: snprintf(dst, n, "auto"); return;
+  case PLACE_DEVICE: snprintf(dst, n, "device(%d)", p->index); return;
+  case PLACE_STAGE: snprintf(dst, n, "stage(%d)", p->index); return;
+  case PLACE_EACH:
+    at = (size_t)snprintf(dst, n, "each");
+    for (int i = 0; i < p->nexcept && at < n; i++)
+      at += (size_t)snprintf(dst + at, n - at, "%sdevice(%d)", i ? ", " : " except ",
+                             p->except[i]);
+    return;
+  }
+  unreachable();
+}
+
+bool ir_place_equal(const Placement *a, const Placement *b) {
+  if (a->kind != b->kind) return false;
+  if (a->kind == PLACE_DEVICE || a->kind == PLACE_STAGE) return a->index == b->index;
+  if (a->nexcept != b->nexcept) return false;
+  for (int i = 0; i < a->nexcept; i++)
+    if (a->except[i] != b->except[i]) return false;
+  return true;
+}
+
+static void dump_op_call(const Op *op, FILE *out) {
+  fprintf(out, "%s(", ir_op_info[op->kind].name);
+  for (int i = 0; i < op->nargs; i++) fprintf(out, "%s%s", i ? ", " : "", op->args[i]->name);
+  unsigned kws = ir_op_info[op->kind].keywords;
+  if (kws & KW_OP) fprintf(out, ", op=%s", op->reduce == REDUCE_MAX ? "max" : "sum");
+  if (kws & KW_ALGO) fprintf(out, ", algo=%s", op->algo);
+  if (kws & KW_AXIS) fprintf(out, ", axis=%d", op->axis);
+  fprintf(out, ")");
+}
+
+// One tensor per line, in definition order, every name resolved, every
+// repeat unrolled, every type and placement explicit:
+//   param w1.0 : f16[1024, 4096] @ device(0);      // 8.0 MiB
+//   h.0 : f16[8, 4096] = matmul(x, w1.0) @ device(0);
+void ir_graph_dump(const Graph *g, FILE *out) {
+  fprintf(out, "graph %s {  // %d tensors, %d ops\n", g->name, g->tensors.len, g->ops.len);
+  for (int i = 0; i < g->tensors.len; i++) {
+    const Tensor *t = g->tensors.data[i];
+    char type[160], place[160], size[32];
+    ir_format_type(type, sizeof type, t->dtype, &t->shape);
+    ir_format_place(place, sizeof place, &t->place);
+    str_human_bytes(size, sizeof size, (double)ir_tensor_bytes(t));
+    if (t->kind == TENSOR_VALUE) {
+      fprintf(out, "  %s : %s = ", t->name, type);
+      dump_op_call(t->def, out);
+    } else {
+      fprintf(out, "  %s %s : %s", t->kind == TENSOR_INPUT ? "input" : "param", t->name, type);
+    }
+    fprintf(out, " @ %s;  // %s, line %d\n", place, size, t->loc.line);
+  }
+  for (int i = 0; i < g->outputs.len; i++) fprintf(out, "  output %s;\n", g->outputs.data[i]->name);
+  fprintf(out, "}\n");
+}

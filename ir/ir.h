@@ -1,0 +1,290 @@
+// ir.h: the data types every pass of tspc reads and writes.
+//
+// Two IRs live here, both owned by the compilation's Arena (support.h):
+//
+//   Graph     tensors and the ops that define them, after name resolution,
+//             repeat unrolling and shape checking (frontend/check.c builds it);
+//   Topology  devices, their numbered ports and the links (bidirectional
+//             cables) between them, built from a family description
+//             (frontend/topology.c reads the YAML, ir/topology.c wires it).
+//
+// Later layers add the DAG and per-device programs below these.
+#ifndef TSPC_IR_H
+#define TSPC_IR_H
+
+#include "../support/support.h"
+
+// ===== Graph IR ============================================================
+
+// dtype   name    bytes per element
+#define IR_DTYPES(X)     \
+  X(F32, "f32", 4)       \
+  X(F16, "f16", 2)       \
+  X(BF16, "bf16", 2)     \
+  X(I32, "i32", 4)       \
+  X(I8, "i8", 1)
+
+typedef enum {
+#define X(e, name, size) DT_##e,
+  IR_DTYPES(X)
+#undef X
+  DT_COUNT
+} DType;
+
+// The highest tensor rank the DSL accepts (a named, documented limit).
+#define IR_MAX_RANK 8
+// The most operands any op takes (layernorm: x, gamma, beta).
+#define IR_MAX_OPERANDS 3
+// The largest tensor, in bytes, one declaration may describe: 2^50 (1 PiB),
+// far above any real model, low enough that size arithmetic never overflows.
+#define IR_MAX_TENSOR_BYTES ((int64_t)1 << 50)
+
+typedef struct Shape {
+  int rank;
+  int64_t dim[IR_MAX_RANK];
+} Shape;
+
+// Where a tensor lives.  AUTO: not said; the partitioner decides.  EACH: one
+// copy per device, except the devices listed.  DEVICE: on device `index`.
+// STAGE: on pipeline stage `index` (the partitioner maps stages to devices).
+typedef enum { PLACE_AUTO, PLACE_EACH, PLACE_DEVICE, PLACE_STAGE } PlaceKind;
+
+typedef struct Placement {
+  PlaceKind kind;
+  int index;    // DEVICE, STAGE
+  int nexcept;  // EACH: devices excluded, ascending, no repeats
+  int *except;
+} Placement;
+
+// Keywords an op may take.
+typedef enum { KW_OP = 1 << 0, KW_ALGO = 1 << 1, KW_AXIS = 1 << 2 } OpKeyword;
+
+// op              spelling          operands  keywords          what it computes
+#define IR_OPS(X)                                                                            \
+  X(ALLREDUCE, "allreduce", 1, 1, KW_OP | KW_ALGO)      /* every device: reduce of all  */ \
+  X(REDUCE_SCATTER, "reduce_scatter", 1, 1, KW_OP | KW_ALGO) /* device i: shard i of it */ \
+  X(ALL_GATHER, "all_gather", 1, 1, KW_ALGO)            /* every device: all shards     */ \
+  X(COPY, "copy", 1, 1, 0)                              /* move to result's placement   */ \
+  X(MATMUL, "matmul", 2, 2, 0)                          /* [..,M,K] x [K,N] -> [..,M,N] */ \
+  X(ADD, "add", 2, 2, 0)                                /* elementwise, or bias [N]     */ \
+  X(RELU, "relu", 1, 1, 0)                              /* max(x, 0)                    */ \
+  X(GELU, "gelu", 1, 1, 0)                              /* x * Phi(x)                   */ \
+  X(SOFTMAX, "softmax", 1, 1, KW_AXIS)                  /* along axis (default last)    */ \
+  X(LAYERNORM, "layernorm", 1, 3, KW_AXIS)              /* (x [, gamma, beta])          */ \
+  X(TRANSPOSE, "transpose", 1, 1, 0)                    /* swaps the last two dims      */
+
+typedef enum {
+#define X(e, name, amin, amax, kws) OP_##e,
+  IR_OPS(X)
+#undef X
+  OP_COUNT
+} OpKind;
+
+typedef struct OpInfo {
+  const char *name;
+  int min_operands, max_operands;
+  unsigned keywords;  // OpKeyword mask
+} OpInfo;
+
+typedef enum { REDUCE_SUM, REDUCE_MAX } ReduceOp;
+
+typedef enum { TENSOR_INPUT, TENSOR_PARAM, TENSOR_VALUE } TensorKind;
+
+typedef struct Op Op;
+
+typedef struct Tensor {
+  int id;            // index in Graph.tensors
+  const char *name;  // unique; "w.3" for iteration 3 of a repeat body
+  TensorKind kind;
+  DType dtype;
+  Shape shape;       // per copy (an EACH tensor has this shape on every device)
+  Placement place;
+  Op *def;           // the op computing it; NULL for inputs and params
+  bool is_output;
+  SrcLoc loc;        // where it was declared or assigned
+} Tensor;
+
+struct Op {
+  int id;  // index in Graph.ops
+  OpKind kind;
+  Tensor *result;
+  int nargs;
+  Tensor *args[IR_MAX_OPERANDS];
+  ReduceOp reduce;   // collectives: op=sum|max (default sum)
+  const char *algo;  // collectives: algo=NAME (default "auto")
+  int axis;          // softmax, layernorm: a non-negative axis (default last)
+  SrcLoc loc;
+};
+
+typedef struct Graph {
+  const char *name;
+  SrcLoc loc;
+  const SrcFile *src;
+  VEC(Tensor *) tensors;  // in definition order: a topological order
+  VEC(Op *) ops;          // in definition order
+  VEC(Tensor *) outputs;  // in `output` order
+} Graph;
+
+// ---- graph.c ----
+extern const OpInfo ir_op_info[OP_COUNT];
+extern const char *const ir_dtype_names[DT_COUNT];
+extern const int ir_dtype_bytes[DT_COUNT];
+
+bool ir_dtype_lookup(const char *name, DType *out);
+bool ir_op_lookup(const char *name, OpKind *out);
+int64_t ir_shape_elems(const Shape *s);
+int64_t ir_tensor_bytes(const Tensor *t);  // bytes of one copy
+bool ir_shape_equal(const Shape *a, const Shape *b);
+// "f16[800, 32576]"
+void ir_format_type(char *dst, size_t n, DType dt, const Shape *s);
+// "each", "each except device(3)", "device(2)", "stage(1)", "auto"
+void ir_format_place(char *dst, size_t n, const Placement *p);
+bool ir_place_equal(const Placement *a, const Placement *b);
+// Prints the graph in .tg-like text: one line per tensor, resolved and unrolled.
+void ir_graph_dump(const Graph *g, FILE *out);
+
+// ===== Topology IR =========================================================
+
+// family            spelling
+#define IR_FAMILIES(X)                   \
+  X(MESH, "mesh")                        \
+  X(TORUS, "torus")                      \
+  X(RING, "ring")                        \
+  X(FULLY_CONNECTED, "fully_connected")  \
+  X(EXPLICIT, "explicit")                \
+  X(DRAGONFLY, "dragonfly")
+
+typedef enum {
+#define X(e, name) FAMILY_##e,
+  IR_FAMILIES(X)
+#undef X
+  FAMILY_COUNT
+} TopoFamily;
+
+// What a cable joins, for people reading --describe and for routing policy.
+// kind       spelling
+#define IR_LINK_KINDS(X)   \
+  X(MESH, "mesh")          \
+  X(WRAP, "wrap")          \
+  X(RING, "ring")          \
+  X(DIRECT, "direct")      \
+  X(EXPLICIT, "explicit")  \
+  X(LOCAL, "local")        \
+  X(NODE, "node")          \
+  X(RACK, "rack")
+
+typedef enum {
+#define X(e, name) LINK_##e,
+  IR_LINK_KINDS(X)
+#undef X
+  LINK_KIND_COUNT
+} LinkKind;
+
+// The most mesh/torus dimensions (x, y, z).
+#define IR_MAX_TOPO_DIMS 3
+
+// Link defaults from seed 002: s2.3 (4 x 25 Gb/s), Table 2 (209..228 cycles),
+// fig 11 (320 B payload in 328 B on the wire), s5.2 (900 MHz).
+#define IR_DEFAULT_GBPS 100.0
+#define IR_DEFAULT_LATENCY_MIN 209
+#define IR_DEFAULT_LATENCY_MAX 228
+#define IR_DEFAULT_VECTOR_BYTES 320
+#define IR_DEFAULT_WIRE_BYTES 328
+#define IR_DEFAULT_CLOCK_MHZ 900.0
+// Dragonfly defaults (002 s2.2): 8 TSPs a node, 4 global ports a TSP; node
+// pairs joined once in a one-level system (nodes: N), twice inside a rack of
+// a two-level one ("doubly connect the set of nine nodes").
+#define IR_DEFAULT_TSPS_PER_NODE 8
+#define IR_DEFAULT_GLOBAL_PORTS_PER_TSP 4
+#define IR_DEFAULT_LINKS_PER_NODE_PAIR_ONE_LEVEL 1
+#define IR_DEFAULT_LINKS_PER_NODE_PAIR_TWO_LEVEL 2
+// Limits that keep the arithmetic exact and the tables small.
+#define IR_MAX_DEVICES (1 << 20)
+#define IR_MAX_LINKS (1 << 24)
+#define IR_MAX_LATENCY_CYCLES 1000000
+
+typedef struct LinkParams {
+  double gbps;        // per direction
+  int latency_min;    // cycles from the first bit leaving to the vector landing
+  int latency_max;
+  int vector_bytes;   // payload of one vector (flit)
+  int wire_bytes;     // what one vector occupies on the wire
+} LinkParams;
+
+typedef struct Link {
+  int id;
+  int a, b;            // devices, a != b
+  int a_port, b_port;  // the port of a and of b the cable plugs into
+  LinkKind kind;
+  LinkParams p;
+  bool failed;         // listed in failed_links: present but unusable
+} Link;
+
+typedef struct Port {
+  int link;  // index in Topology.links, or -1 when nothing is plugged in
+  int peer, peer_port;
+} Port;
+
+typedef struct Device {
+  int id;
+  int nports;
+  Port *ports;
+  int coord[IR_MAX_TOPO_DIMS];  // mesh/torus: x, y, z; dragonfly: rack, node, tsp
+} Device;
+
+typedef struct Dragonfly {
+  int tsps_per_node, global_ports_per_tsp;
+  int nodes_per_rack, racks;  // one level (nodes: N): nodes_per_rack = N, racks = 1
+  bool two_level;             // given as nodes_per_rack + racks
+  int links_per_node_pair;    // cables joining two nodes of one rack
+} Dragonfly;
+
+typedef struct Topology {
+  const char *name;
+  TopoFamily family;
+  const SrcFile *src;
+  int ndims;
+  int dims[IR_MAX_TOPO_DIMS];  // mesh/torus
+  Dragonfly df;
+  double clock_mhz;
+  LinkParams link;             // defaults for every link
+  double drift_ppm;            // emulator: each device's clock off by up to +-drift_ppm
+  int nspares;
+  int *spare_nodes;            // dragonfly: node indices; other families: device ids
+  int ndevices;
+  Device *devices;
+  VEC(Link) links;
+  int nfailed;
+} Topology;
+
+// ---- topology.c ----
+extern const char *const ir_family_names[FAMILY_COUNT];
+extern const char *const ir_link_kind_names[LINK_KIND_COUNT];
+
+LinkParams ir_link_defaults(void);
+// Cycles one vector occupies a link direction: ceil(wire_bits * clock / rate).
+int ir_cycles_per_vector(const LinkParams *p, double clock_mhz);
+// Allocates devices 0..n-1, each with `nports` unconnected ports.
+void ir_topo_init_devices(Topology *t, Arena *a, int n, int nports);
+// Plugs a cable into port pa of a and pb of b (-1: the next port, growing the
+// device's port list: explicit topologies number ports in link order).
+int ir_topo_connect(Topology *t, Arena *a, int da, int pa, int db, int pb, LinkKind kind,
+                    LinkParams p);
+
+// ---- topology_build.c ----
+// Wires devices and links for t->family from the family's parameters.  Checks
+// what only the wiring can tell (a dragonfly's port budget) and on failure
+// returns false with a message in err.
+bool ir_topo_build(Topology *t, Arena *a, char *err, size_t errlen);
+
+// ---- topology_metrics.c ----
+// Hops of the longest shortest path over working links; -1 if disconnected
+// (then *unreached, if given, is a device device 0 cannot reach).
+int ir_topo_diameter(const Topology *t, int *unreached);
+// One BFS from device 0 over working links: false (and *unreached set) if some
+// device cannot be reached.
+bool ir_topo_connected(const Topology *t, int *unreached);
+// --describe: YAML summary; with ports, every device's numbered ports.
+void ir_topo_describe(const Topology *t, FILE *out, bool ports);
+
+#endif

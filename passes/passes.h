@@ -1,0 +1,41 @@
+// passes.h: the compilation state and the pipeline of passes over it.
+//
+// A pass takes the Compilation, reads the IR the passes before it left, and
+// adds or rewrites its own.  The pipeline is one table (pipeline.c); the
+// driver runs it in order and stops at the first pass that reports errors,
+// so --dump-after=PASS and --stats come for free.  Today's table holds the
+// frontend stages (parse, check); partitioning, collective lowering, routing,
+// scheduling and synchronisation join it as they are built.
+#ifndef TSPC_PASSES_H
+#define TSPC_PASSES_H
+
+#include "../frontend/frontend.h"
+
+typedef struct Compilation {
+  Arena arena;           // owns every IR below
+  Diag diag;
+  const char *model_path;
+  const SrcFile *src;    // the .tg text
+  Topology *topo;
+  Ast *ast;              // after parse
+  Graph *graph;          // after check
+  double pass_seconds[16];
+} Compilation;
+
+typedef struct Pass {
+  const char *name;
+  const char *summary;                          // one line, for --help
+  bool (*run)(Compilation *c);                  // false after reporting errors
+  void (*dump)(const Compilation *c, FILE *out);
+} Pass;
+
+// ---- pipeline.c ----
+extern const Pass pass_pipeline[];
+extern const int pass_count;
+
+const Pass *pass_lookup(const char *name);
+// Runs every pass in order; after a pass whose name is dump_after (or every
+// pass, for "all") prints "*** IR Dump After NAME ***" and its dump on stderr.
+bool pass_run_pipeline(Compilation *c, const char *dump_after);
+
+#endif

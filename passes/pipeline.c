@@ -1,0 +1,53 @@
+// pipeline.c: the pass table and the loop that runs it.  Part of passes/;
+// the driver (tools/tspc.c) calls pass_run_pipeline once per compilation.
+#include "passes.h"
+
+#include <string.h>
+#include <time.h>
+
+// ---- parse: .tg text -> Ast (frontend/parse.c) ----
+static bool run_parse(Compilation *c) {
+  c->ast = fe_parse(&c->arena, &c->diag, c->src);
+  return c->ast != NULL;
+}
+static void dump_parse(const Compilation *c, FILE *out) { fe_ast_dump(c->ast, out); }
+
+// ---- check: Ast -> Graph (frontend/check.c) ----
+static bool run_check(Compilation *c) {
+  c->graph = fe_check(&c->arena, &c->diag, c->ast, c->topo);
+  return c->graph != NULL;
+}
+static void dump_check(const Compilation *c, FILE *out) { ir_graph_dump(c->graph, out); }
+
+const Pass pass_pipeline[] = {
+    {"parse", "read the .tg source into an AST", run_parse, dump_parse},
+    {"check", "resolve names, unroll repeat, check shapes and placements", run_check, dump_check},
+};
+const int pass_count = (int)ARRAY_LEN(pass_pipeline);
+
+const Pass *pass_lookup(const char *name) {
+  for (int i = 0; i < pass_count; i++)
+    if (!strcmp(pass_pipeline[i].name, name)) return &pass_pipeline[i];
+  return NULL;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+bool pass_run_pipeline(Compilation *c, const char *dump_after) {
+  for (int i = 0; i < pass_count; i++) {
+    const Pass *p = &pass_pipeline[i];
+    double start = now_seconds();
+    bool ok = p->run(c);
+    if (i < (int)ARRAY_LEN(c->pass_seconds)) c->pass_seconds[i] = now_seconds() - start;
+    if (!ok) return false;
+    if (dump_after && (!strcmp(dump_after, "all") || !strcmp(dump_after, p->name))) {
+      fprintf(stderr, "*** IR Dump After %s ***\n", p->name);
+      p->dump(c, stderr);
+    }
+  }
+  return true;
+}

@@ -1,0 +1,25 @@
+#!/bin/sh
+# install-deps.sh: installs the Debian packages tspc builds and tests with.
+# As root it runs apt-get for whatever is missing; otherwise it prints the
+# exact command and fails.  `make demo` and `make check` run it first.
+set -eu
+
+packages="gcc make flex bison pkg-config libyaml-dev libcmocka-dev llvm-14-tools python3"
+
+missing=""
+for p in $packages; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages:$missing" >&2
+  echo "install-deps: run as root: apt-get update && apt-get install -y$missing" >&2
+  exit 1
+fi
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,152 @@
+// outdir.c: atomic output directories.  Part of support/; the backend writes
+// a compilation's files through it, tsp-as too.
+//
+// Files go into a fresh sibling directory "<out>.tmp.XXXXXX".  Commit swaps it
+// into place (an old tspc output directory is moved aside and removed); abort
+// removes it.  A failed run therefore leaves the old directory or nothing, and
+// never a half-written one.  An existing directory is only ever replaced when
+// it is empty or is a tspc output directory (its manifest starts with
+// OUTDIR_MANIFEST_MARKER), so a typo in -o cannot wipe a user's files.
+#define _XOPEN_SOURCE 700
+#include "support.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+static void remove_tree(const char *path) {
+  nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static bool dir_is_empty(const char *path) {
+  DIR *dir = opendir(path);
+  if (!dir) return false;
+  struct dirent *e;
+  bool empty = true;
+  while (empty && (e = readdir(dir)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = false;
+  closedir(dir);
+  return empty;
+}
+
+static bool dir_is_tspc_output(const char *path) {
+  char *manifest = xmalloc(strlen(path) + 32);
+  sprintf(manifest, "%s/manifest.yaml", path);
+  FILE *fp = fopen(manifest, "r");
+  free(manifest);
+  if (!fp) return false;
+  char line[64] = "";
+  bool ok = fgets(line, sizeof line, fp) &&
+            !strncmp(line, OUTDIR_MANIFEST_MARKER, strlen(OUTDIR_MANIFEST_MARKER));
+  fclose(fp);
+  return ok;
+}
+
+// "<path minus trailing slashes><suffix>XXXXXX", ready for mkdtemp.
+static char *sibling_template(const char *path, const char *suffix) {
+  size_t n = strlen(path);
+  while (n > 1 && path[n - 1] == '/') n--;
+  char *t = xmalloc(n + strlen(suffix) + 8);
+  sprintf(t, "%.*s%sXXXXXX", (int)n, path, suffix);
+  return t;
+}
+
+// mkdir -p of the directory that will hold `path`.
+static bool make_parents(const char *path) {
+  char *p = xstrdup(path);
+  bool ok = true;
+  for (char *s = p + 1; *s && ok; s++) {
+    if (*s != '/') continue;
+    *s = '\0';
+    if (mkdir(p, 0777) != 0 && errno != EEXIST) ok = false;
+    *s = '/';
+  }
+  free(p);
+  return ok;
+}
+
+bool outdir_begin(OutDir *o, const char *path, Diag *d, const char *tool) {
+  *o = (OutDir){0};
+  if (!make_parents(path)) {
+    diag_tool_error(d, tool, "cannot create the directories above '%s': %s", path, strerror(errno));
+    return false;
+  }
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) {
+      diag_tool_error(d, tool, "output '%s' exists and is not a directory", path);
+      return false;
+    }
+    if (!dir_is_empty(path) && !dir_is_tspc_output(path)) {
+      diag_tool_error(d, tool,
+                      "refusing to replace '%s': it is not empty and holds no tspc manifest.yaml",
+                      path);
+      return false;
+    }
+  }
+  o->tmp_path = sibling_template(path, ".tmp.");
+  if (!mkdtemp(o->tmp_path)) {
+    diag_tool_error(d, tool, "cannot create a directory beside '%s': %s", path, strerror(errno));
+    free(o->tmp_path);
+    o->tmp_path = NULL;
+    return false;
+  }
+  o->final_path = xstrdup(path);
+  return true;
+}
+
+FILE *outdir_create_file(OutDir *o, const char *name, Diag *d, const char *tool) {
+  char *p = xmalloc(strlen(o->tmp_path) + strlen(name) + 2);
+  sprintf(p, "%s/%s", o->tmp_path, name);
+  FILE *fp = fopen(p, "wb");
+  if (!fp) diag_tool_error(d, tool, "cannot write '%s/%s': %s", o->final_path, name, strerror(errno));
+  free(p);
+  return fp;
+}
+
+static void outdir_release(OutDir *o) {
+  free(o->tmp_path);
+  free(o->final_path);
+  *o = (OutDir){0};
+}
+
+void outdir_abort(OutDir *o) {
+  if (o->tmp_path) remove_tree(o->tmp_path);
+  outdir_release(o);
+}
+
+bool outdir_commit(OutDir *o, Diag *d, const char *tool) {
+  char *old = NULL;
+  struct stat st;
+  if (stat(o->final_path, &st) == 0) {
+    old = sibling_template(o->final_path, ".old.");
+    // mkdtemp reserves a unique name; rename() may replace an empty directory.
+    if (!mkdtemp(old) || rename(o->final_path, old) != 0) {
+      diag_tool_error(d, tool, "cannot move '%s' aside: %s", o->final_path, strerror(errno));
+      if (old) rmdir(old);
+      free(old);
+      outdir_abort(o);
+      return false;
+    }
+  }
+  if (rename(o->tmp_path, o->final_path) != 0) {
+    diag_tool_error(d, tool, "cannot rename output into '%s': %s", o->final_path, strerror(errno));
+    if (old) rename(old, o->final_path);  // put the previous output back
+    free(old);
+    outdir_abort(o);
+    return false;
+  }
+  if (old) remove_tree(old);
+  free(old);
+  outdir_release(o);
+  return true;
+}

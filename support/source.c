@@ -1,0 +1,57 @@
+// source.c: source files held in memory, and lookup of a line's text for
+// diagnostics.  Part of support/; the .tg parser and the YAML loader both
+// read their input through src_read so every error can quote its line.
+#include "support.h"
+
+#include <errno.h>
+#include <string.h>
+
+SrcFile *src_from_string(Arena *a, const char *path, const char *text) {
+  SrcFile *f = ARENA_NEW(a, SrcFile);
+  f->path = arena_strdup(a, path);
+  f->len = strlen(text);
+  f->text = arena_strndup(a, text, f->len);
+  return f;
+}
+
+SrcFile *src_read(Arena *a, const char *path, const char **err) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) {
+    *err = strerror(errno);
+    return NULL;
+  }
+  Buf b = {0};
+  char chunk[16384];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) buf_printf(&b, "%.*s", (int)n, chunk);
+  bool failed = ferror(fp);
+  fclose(fp);
+  if (failed) {
+    *err = "read error";
+    buf_free(&b);
+    return NULL;
+  }
+  // The text may hold NUL bytes; readers scan by length and report them.
+  SrcFile *f = ARENA_NEW(a, SrcFile);
+  f->path = arena_strdup(a, path);
+  f->len = b.len;
+  f->text = arena_strndup(a, b.data ? b.data : "", b.len);
+  buf_free(&b);
+  return f;
+}
+
+const char *src_line(const SrcFile *f, int line, int *len) {
+  const char *p = f->text, *end = f->text + f->len;
+  for (int l = 1; l < line && p < end; l++) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) {
+      p = end;
+      break;
+    }
+    p = nl + 1;
+  }
+  const char *e = p;
+  while (e < end && *e != '\n' && *e != '\r') e++;
+  *len = (int)(e - p);
+  return p;
+}

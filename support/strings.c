@@ -1,0 +1,98 @@
+// strings.c: small string helpers: growable buffers, number parsing that
+// rejects junk and overflow, edit distance for hints, digests, byte sizes.
+// Part of support/.
+#include "support.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void buf_vprintf(Buf *b, const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  if (b->len + (size_t)n + 1 > b->cap) {
+    b->cap = MAX(b->cap * 2, b->len + (size_t)n + 1);
+    b->data = xrealloc(b->data, b->cap);
+  }
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap2);
+  b->len += (size_t)n;
+  va_end(ap2);
+}
+
+void buf_printf(Buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  buf_vprintf(b, fmt, ap);
+  va_end(ap);
+}
+
+void buf_free(Buf *b) {
+  free(b->data);
+  *b = (Buf){0};
+}
+
+int str_edit_distance(const char *a, const char *b) {
+  size_t n = strlen(a), m = strlen(b);
+  int *row = xmalloc(sizeof(int) * (m + 1));
+  for (size_t j = 0; j <= m; j++) row[j] = (int)j;
+  for (size_t i = 1; i <= n; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= m; j++) {
+      int up = row[j];
+      int best = diag + (a[i - 1] != b[j - 1]);
+      best = MIN(best, up + 1);
+      best = MIN(best, row[j - 1] + 1);
+      row[j] = best;
+      diag = up;
+    }
+  }
+  int d = row[m];
+  free(row);
+  return d;
+}
+
+bool str_to_i64(const char *s, int64_t *out) {
+  if (!*s) return false;
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end) return false;
+  *out = v;
+  return true;
+}
+
+bool str_to_double(const char *s, double *out) {
+  if (!*s) return false;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || *end || !isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+void str_human_bytes(char *dst, size_t n, double bytes) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  size_t u = 0;
+  while (bytes >= 1024 && u + 1 < ARRAY_LEN(units)) {
+    bytes /= 1024;
+    u++;
+  }
+  if (u == 0)
+    snprintf(dst, n, "%.0f B", bytes);
+  else
+    snprintf(dst, n, "%.1f %s", bytes, units[u]);
+}
+
+uint64_t digest_fnv1a64(const void *data, size_t len) {
+  const unsigned char *p = data;
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV offset basis
+  for (size_t i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;  // FNV prime
+  }
+  return h;
+}

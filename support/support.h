@@ -1,0 +1,158 @@
+// support.h: the small library every layer of tspc stands on.
+//
+// Nothing here knows about tensors or networks.  It holds the arena that owns
+// all compiler IR, growable arrays, source files and locations, the
+// diagnostics engine (user errors as FILE:LINE:COL with a caret), the one
+// internal-error path (die/unreachable), digests, and the writer that puts an
+// output directory in place atomically.
+//
+// Ownership: every object reachable from an Arena is freed by arena_free();
+// nothing allocated from an arena is ever freed on its own.
+#ifndef TSPC_SUPPORT_H
+#define TSPC_SUPPORT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TSPC_VERSION "0.1.0"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#if defined(__GNUC__)
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#define NORETURN __attribute__((noreturn))
+#else
+#define PRINTF_LIKE(f, a)
+#define NORETURN
+#endif
+
+// ---- die.c: internal errors --------------------------------------------
+// An internal error is a bug in tspc, never the user's fault: it names the
+// source position of the check that failed and aborts.
+NORETURN void die_at(const char *file, int line, const char *fmt, ...) PRINTF_LIKE(3, 4);
+#define die(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
+#define unreachable() die_at(__FILE__, __LINE__, "unreachable")
+
+// Allocation that cannot fail (out of memory is reported through die()).
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+// ---- arena.c: region allocation ----------------------------------------
+typedef struct ArenaChunk ArenaChunk;
+typedef struct Arena {
+  ArenaChunk *head;  // newest chunk first
+  size_t used;       // bytes handed out, for --stats
+} Arena;
+
+void *arena_alloc(Arena *a, size_t n);            // zeroed, 16-byte aligned
+char *arena_strdup(Arena *a, const char *s);
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_printf(Arena *a, const char *fmt, ...) PRINTF_LIKE(2, 3);
+void arena_free(Arena *a);
+
+#define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
+#define ARENA_ARRAY(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)(n)))
+
+// A growable array of T in an arena: `VEC(int) v = {0}; VEC_PUSH(arena, &v, 3);`
+// Growth doubles and abandons the old block to the arena (at most 2x waste).
+#define VEC(T) struct { T *data; int len, cap; }
+#define VEC_PUSH(arena, v, x)                                                  \
+  do {                                                                         \
+    if ((v)->len == (v)->cap)                                                  \
+      vec_grow_((arena), (void **)&(v)->data, &(v)->cap, sizeof(*(v)->data)); \
+    (v)->data[(v)->len++] = (x);                                               \
+  } while (0)
+void vec_grow_(Arena *a, void **data, int *cap, size_t elem);
+
+// ---- buf.c: a malloc-backed growable string ------------------------------
+typedef struct Buf {
+  char *data;
+  size_t len, cap;
+} Buf;
+void buf_printf(Buf *b, const char *fmt, ...) PRINTF_LIKE(2, 3);
+void buf_vprintf(Buf *b, const char *fmt, va_list ap);
+void buf_free(Buf *b);
+
+// ---- source.c: source files and locations -------------------------------
+typedef struct SrcFile {
+  const char *path;  // as the user named it
+  char *text;        // NUL-terminated contents
+  size_t len;
+} SrcFile;
+
+// A position in a source file: 1-based line and column (columns count bytes),
+// and the length of the span to underline (at least 1).
+typedef struct SrcLoc {
+  const SrcFile *file;
+  int line, col, len;
+} SrcLoc;
+
+// Reads PATH whole. On failure returns NULL and fills ERR (strerror text).
+SrcFile *src_read(Arena *a, const char *path, const char **err);
+SrcFile *src_from_string(Arena *a, const char *path, const char *text);
+// The text of line LINE (1-based) without its newline; *len set to its length.
+const char *src_line(const SrcFile *f, int line, int *len);
+
+// ---- diag.c: user-facing diagnostics --------------------------------------
+// Errors accumulate; the caller decides when to stop.  Each one prints as
+//   FILE:LINE:COL: error: MESSAGE
+//     <the source line>
+//     ^~~~
+typedef struct Diag {
+  FILE *out;        // where diagnostics go (stderr by default)
+  int nerrors;      // errors reported so far
+  int max_errors;   // stop reporting after this many (DIAG_DEFAULT_MAX_ERRORS)
+  bool suppressed;  // set once max_errors was reached
+} Diag;
+
+// The default for --max-errors: after this many errors a run says so and
+// stops reporting more (a cascade rarely helps the reader).
+#define DIAG_DEFAULT_MAX_ERRORS 20
+
+void diag_init(Diag *d, FILE *out);
+void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) PRINTF_LIKE(3, 4);
+void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap);
+void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) PRINTF_LIKE(3, 4);
+// An error with no source position: "tspc: error: MESSAGE".
+void diag_tool_error(Diag *d, const char *tool, const char *fmt, ...) PRINTF_LIKE(3, 4);
+
+// ---- digest.c --------------------------------------------------------------
+// FNV-1a, 64 bit: a content fingerprint for manifests (not a security hash).
+uint64_t digest_fnv1a64(const void *data, size_t len);
+
+// ---- outdir.c: atomic output directories --------------------------------
+// Files are written into a fresh sibling directory and renamed into place by
+// outdir_commit(); outdir_abort() (or a failed commit) removes every trace,
+// so an output directory is either the old one, or the complete new one.
+typedef struct OutDir {
+  char *final_path;  // the directory the user asked for
+  char *tmp_path;    // where files are written until commit
+} OutDir;
+
+// The first line of every manifest tspc writes: an existing directory is only
+// replaced when it is empty or holds a manifest starting with this marker.
+#define OUTDIR_MANIFEST_MARKER "# tspc manifest"
+
+bool outdir_begin(OutDir *o, const char *path, Diag *d, const char *tool);
+FILE *outdir_create_file(OutDir *o, const char *name, Diag *d, const char *tool);
+bool outdir_commit(OutDir *o, Diag *d, const char *tool);
+void outdir_abort(OutDir *o);
+
+// ---- strings.c ------------------------------------------------------------
+// Levenshtein distance, for "did you mean" hints.
+int str_edit_distance(const char *a, const char *b);
+// Parses a whole string as a decimal int64 (optional sign); false on junk or overflow.
+bool str_to_i64(const char *s, int64_t *out);
+// Parses a whole string as a finite double; false on junk.
+bool str_to_double(const char *s, double *out);
+// "4.0 KiB", "1.5 MiB": bytes for people.
+void str_human_bytes(char *dst, size_t n, double bytes);
+
+#endif

@@ -1,0 +1,166 @@
+// tspc.c: the compiler driver.  Reads the command line, loads the topology,
+// runs the pass pipeline (passes/pipeline.c) over the model, and writes the
+// output directory atomically (support/outdir.c).
+//
+//   tspc MODEL.tg -t TOPOLOGY.yaml [-o OUT/] [--dump-after=PASS|all] [--stats]
+//   tspc -t TOPOLOGY.yaml --describe [--ports]
+//
+// Exit status: 0 on success, 1 on any error (the diagnostics say which).
+#include "../backend/backend.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+typedef struct Options {
+  const char *model;
+  const char *topology;
+  const char *out;
+  const char *dump_after;
+  bool describe, ports, stats;
+  int max_errors;
+} Options;
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: tspc MODEL.tg -t TOPOLOGY.yaml [-o OUT] [options]\n"
+          "       tspc -t TOPOLOGY.yaml --describe [--ports]\n"
+          "\n"
+          "  -t, --topology FILE    the system to compile for (docs/topology.md)\n"
+          "  -o, --output DIR       write manifest.yaml (and, later, device binaries) to DIR\n"
+          "      --describe         print the topology's devices, links and diameter as YAML\n"
+          "      --ports            with --describe: every device's numbered ports\n"
+          "      --dump-after=PASS  print the IR after PASS (or 'all') on stderr\n"
+          "      --max-errors=N     stop reporting after N errors (default %d; 0: no limit)\n"
+          "      --stats            print compile figures on stderr\n"
+          "      --version, --help\n"
+          "\n"
+          "passes:\n",
+          DIAG_DEFAULT_MAX_ERRORS);
+  for (int i = 0; i < pass_count; i++)
+    fprintf(out, "  %-8s %s\n", pass_pipeline[i].name, pass_pipeline[i].summary);
+}
+
+enum { OPT_DESCRIBE = 256, OPT_PORTS, OPT_DUMP_AFTER, OPT_MAX_ERRORS, OPT_STATS, OPT_VERSION, OPT_HELP };
+
+// Parses argv into o; false (with a message) on a usage error.
+static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
+  static const struct option longopts[] = {
+      {"topology", required_argument, 0, 't'},    {"output", required_argument, 0, 'o'},
+      {"describe", no_argument, 0, OPT_DESCRIBE}, {"ports", no_argument, 0, OPT_PORTS},
+      {"dump-after", required_argument, 0, OPT_DUMP_AFTER},
+      {"max-errors", required_argument, 0, OPT_MAX_ERRORS},
+      {"stats", no_argument, 0, OPT_STATS},       {"version", no_argument, 0, OPT_VERSION},
+      {"help", no_argument, 0, OPT_HELP},         {0, 0, 0, 0}};
+  *o = (Options){.max_errors = DIAG_DEFAULT_MAX_ERRORS};
+  opterr = 0;
+  int ch;
+  int64_t n;
+  while ((ch = getopt_long(argc, argv, ":t:o:h", longopts, NULL)) != -1) {
+    switch (ch) {
+    case 't': o->topology = optarg; break;
+    case 'o': o->out = optarg; break;
+    case OPT_DESCRIBE: o->describe = true; break;
+    case OPT_PORTS: o->ports = true; break;
+    case OPT_STATS: o->stats = true; break;
+    case OPT_DUMP_AFTER:
+      if (strcmp(optarg, "all") && !pass_lookup(optarg)) {
+        diag_tool_error(d, "tspc", "unknown pass '%s' for --dump-after (try --help)", optarg);
+        return false;
+      }
+      o->dump_after = optarg;
+      break;
+    case OPT_MAX_ERRORS:
+      if (!str_to_i64(optarg, &n) || n < 0 || n > 1000000) {
+        diag_tool_error(d, "tspc", "--max-errors needs a count from 0 to 1000000, got '%s'", optarg);
+        return false;
+      }
+      o->max_errors = (int)n;
+      break;
+    case OPT_VERSION: printf("tspc %s\n", TSPC_VERSION); exit(0);
+    case 'h':
+    case OPT_HELP: usage(stdout); exit(0);
+    case ':': diag_tool_error(d, "tspc", "option '%s' needs a value", argv[optind - 1]); return false;
+    default: diag_tool_error(d, "tspc", "unknown option '%s' (try --help)", argv[optind - 1]); return false;
+    }
+  }
+  if (optind < argc) o->model = argv[optind++];
+  if (optind < argc) {
+    diag_tool_error(d, "tspc", "more than one model given ('%s' and '%s')", o->model, argv[optind]);
+    return false;
+  }
+  if (!o->topology) {
+    diag_tool_error(d, "tspc", "no topology: give one with -t FILE.yaml");
+    return false;
+  }
+  if (!o->describe && !o->model) {
+    diag_tool_error(d, "tspc", "no model: give a .tg file, or --describe the topology");
+    return false;
+  }
+  if (o->ports && !o->describe) {
+    diag_tool_error(d, "tspc", "--ports only applies to --describe");
+    return false;
+  }
+  return true;
+}
+
+static bool write_outputs(Compilation *c, const char *dir) {
+  OutDir od;
+  if (!outdir_begin(&od, dir, &c->diag, "tspc")) return false;
+  FILE *fp = outdir_create_file(&od, "manifest.yaml", &c->diag, "tspc");
+  if (!fp) {
+    outdir_abort(&od);
+    return false;
+  }
+  be_write_manifest(c, fp);
+  if (fclose(fp) != 0) {
+    diag_tool_error(&c->diag, "tspc", "cannot finish writing '%s/manifest.yaml'", dir);
+    outdir_abort(&od);
+    return false;
+  }
+  return outdir_commit(&od, &c->diag, "tspc");
+}
+
+static void print_stats(const Compilation *c) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  fprintf(stderr, "*** Statistics ***\n");
+  fprintf(stderr, "devices: %d\nlinks: %d\n", c->topo->ndevices, c->topo->links.len);
+  if (c->graph) fprintf(stderr, "tensors: %d\nops: %d\n", c->graph->tensors.len, c->graph->ops.len);
+  for (int i = 0; i < pass_count && i < (int)ARRAY_LEN(c->pass_seconds); i++)
+    fprintf(stderr, "time.%s: %.6f s\n", pass_pipeline[i].name, c->pass_seconds[i]);
+  fprintf(stderr, "ir_bytes: %zu\npeak_rss_kib: %ld\n", c->arena.used, ru.ru_maxrss);
+}
+
+static int compile(Compilation *c, const Options *o) {
+  const char *err;
+  c->src = src_read(&c->arena, o->model, &err);
+  if (!c->src) {
+    diag_tool_error(&c->diag, "tspc", "cannot read model '%s': %s", o->model, err);
+    return 1;
+  }
+  c->model_path = o->model;
+  if (!pass_run_pipeline(c, o->dump_after)) return 1;
+  if (o->out && !write_outputs(c, o->out)) return 1;
+  if (o->stats) print_stats(c);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  Compilation c = {0};
+  diag_init(&c.diag, stderr);
+  Options o;
+  if (!parse_options(argc, argv, &o, &c.diag)) return 1;
+  c.diag.max_errors = o.max_errors;
+  int status = 1;
+  c.topo = fe_load_topology(&c.arena, &c.diag, o.topology);
+  if (c.topo && o.describe) {
+    ir_topo_describe(c.topo, stdout, o.ports);
+    status = fflush(stdout) == 0 ? 0 : 1;
+  } else if (c.topo) {
+    status = compile(&c, &o);
+  }
+  arena_free(&c.arena);
+  return status;
+}
