@@ -23,7 +23,7 @@
 
 typedef struct Binding {
   const char *name;       // the source name
-  Tensor *tensor;         // its current value
+  Tensor *tensor;         // its current value; NULL if its definition failed
   int depth;              // repeat nesting where it was first defined
   long rebound_in;        // the iteration serial of its last loop-carried update
   struct Binding *next;   // hash chain
@@ -62,6 +62,12 @@ static Binding *bind(Checker *c, const char *name, Tensor *t) {
   c->buckets[h] = b;
   VEC_PUSH(c->a, &c->created, b);
   return b;
+}
+
+// Binds a name whose definition failed, so that its uses stay quiet: every
+// mistake is reported once, where it was made.
+static void poison(Checker *c, const char *name) {
+  if (!lookup(c, name)) bind(c, name, NULL);
 }
 
 // Drops the bindings made at depth > `depth` (the end of a repeat iteration).
@@ -206,7 +212,7 @@ static bool may_define(Checker *c, const char *name, SrcLoc loc, bool is_assign,
     return true;
   }
   diag_error(c->d, loc, "redefinition of tensor '%s'", name);
-  diag_note(c->d, b->tensor->loc, "'%s' was defined here", name);
+  if (b->tensor) diag_note(c->d, b->tensor->loc, "'%s' was defined here", name);
   return false;
 }
 
@@ -220,8 +226,10 @@ static void check_decl(Checker *c, const AstStmt *s) {
   DType dt;
   Shape shape;
   Placement place;
-  if (!resolve_type(c, &s->type, s->name, &dt, &shape) | !resolve_place(c, &s->place, &place))
+  if (!resolve_type(c, &s->type, s->name, &dt, &shape) | !resolve_place(c, &s->place, &place)) {
+    poison(c, s->name);
     return;
+  }
   Tensor *t = new_tensor(c, s->name, s->kind == STMT_INPUT ? TENSOR_INPUT : TENSOR_PARAM, s->name_loc);
   t->dtype = dt;
   t->shape = shape;
@@ -244,6 +252,7 @@ static void check_output(Checker *c, const AstStmt *s) {
     return;
   }
   Tensor *t = b->tensor;
+  if (!t) return;  // its definition failed and was reported
   if (t->is_output) {
     diag_error(c->d, s->name_loc, "'%s' is already an output", s->name);
     return;
@@ -316,7 +325,7 @@ static void arity_error(Checker *c, const Call *call, int got) {
 
 static Tensor *resolve_operand(Checker *c, const AstArg *a) {
   Binding *b = lookup(c, a->name);
-  if (b) return b->tensor;
+  if (b) return b->tensor;  // NULL, quietly, for a poisoned name
   const char *hint = closest_name(c, a->name);
   if (hint)
     diag_error(c->d, a->loc, "undefined tensor '%s'; did you mean '%s'?", a->name, hint);
@@ -597,9 +606,10 @@ static bool place_result(Checker *c, const Call *call, const Placement *given, P
   return true;
 }
 
-static void check_assign(Checker *c, const AstStmt *s) {
-  Call call = {.s = s};
-  if (!ir_op_lookup(s->op, &call.kind)) {
+// Checks one op call and returns its result tensor, or NULL after reporting.
+static Tensor *check_call(Checker *c, Call *call, bool carried) {
+  const AstStmt *s = call->s;
+  if (!ir_op_lookup(s->op, &call->kind)) {
     const char *hint = NULL;
     for (int i = 0; i < OP_COUNT; i++)
       if (str_edit_distance(s->op, ir_op_info[i].name) <= 2) hint = ir_op_info[i].name;
@@ -607,18 +617,20 @@ static void check_assign(Checker *c, const AstStmt *s) {
       diag_error(c->d, s->op_loc, "unknown op '%s'; did you mean '%s'?", s->op, hint);
     else
       diag_error(c->d, s->op_loc, "unknown op '%s'", s->op);
-    return;
+    return NULL;
   }
-  call.info = &ir_op_info[call.kind];
-  bool carried;
+  call->info = &ir_op_info[call->kind];
   Placement given;
-  if (!gather_call(c, &call) | !resolve_place(c, &s->place, &given)) return;
-  if (!may_define(c, s->name, s->name_loc, true, &carried)) return;
+  if (!gather_call(c, call) | !resolve_place(c, &s->place, &given)) return NULL;
+  for (int i = 0; i < call->nargs; i++)
+    if (!call->args[i]) return NULL;  // a poisoned operand: already reported
   Op *op = ARENA_NEW(c->a, Op);
   Tensor r = {0};
-  if (!shape_rules[call.kind](c, &call, op, &r) || !place_result(c, &call, &given, &r.place)) return;
+  if (!shape_rules[call->kind](c, call, op, &r) || !place_result(c, call, &given, &r.place))
+    return NULL;
   Binding *b = lookup(c, s->name);
-  if (carried && (r.dtype != b->tensor->dtype || !ir_shape_equal(&r.shape, &b->tensor->shape))) {
+  if (carried && b->tensor &&
+      (r.dtype != b->tensor->dtype || !ir_shape_equal(&r.shape, &b->tensor->shape))) {
     char was[128], now[128];
     type_string(was, sizeof was, b->tensor);
     ir_format_type(now, sizeof now, r.dtype, &r.shape);
@@ -626,7 +638,7 @@ static void check_assign(Checker *c, const AstStmt *s) {
                "'%s' is carried from one repeat iteration to the next, so it must keep its type "
                "%s; this makes it %s",
                s->name, was, now);
-    return;
+    return NULL;
   }
   Tensor *t = new_tensor(c, s->name, TENSOR_VALUE, s->name_loc);
   t->dtype = r.dtype;
@@ -634,13 +646,26 @@ static void check_assign(Checker *c, const AstStmt *s) {
   t->place = r.place;
   t->def = op;
   op->id = c->g->ops.len;  // reduce, algo and axis were set by the shape rule
-  op->kind = call.kind;
+  op->kind = call->kind;
   op->result = t;
-  op->nargs = call.nargs;
-  memcpy(op->args, call.args, sizeof call.args);
+  op->nargs = call->nargs;
+  memcpy(op->args, call->args, sizeof call->args);
   op->loc = s->loc;
   VEC_PUSH(c->a, &c->g->ops, op);
+  return t;
+}
+
+static void check_assign(Checker *c, const AstStmt *s) {
+  Call call = {.s = s};
+  bool carried;
+  if (!may_define(c, s->name, s->name_loc, true, &carried)) return;
+  Tensor *t = check_call(c, &call, carried);
+  if (!t) {
+    poison(c, s->name);
+    return;
+  }
   if (carried) {
+    Binding *b = lookup(c, s->name);
     b->tensor = t;
     b->rebound_in = c->iteration;
   } else {

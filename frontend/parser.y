@@ -8,6 +8,7 @@
 %define api.pure full
 %define api.prefix {tg}
 %define parse.error custom
+%define parse.lac full
 %locations
 %expect 0
 %parse-param {void *scanner} {ParseCtx *ctx}

@@ -1,0 +1,30 @@
+# lit configuration for tspc's end-to-end tests.
+#
+# Each test is a source file (.tg, .yaml, .test) whose RUN: lines drive the
+# tools and whose CHECK: lines FileCheck matches against their output.
+# Parameters:  -Dbindir=DIR  the tools to test (bin/ or build/asan/bin/)
+import os
+import lit.formats
+
+config.name = 'tspc'
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = ['.tg', '.yaml', '.test']
+config.excludes = ['Inputs']
+config.test_source_root = os.path.dirname(__file__)
+
+root = os.path.abspath(os.path.join(config.test_source_root, '..', '..'))
+bindir = os.path.abspath(lit_config.params.get('bindir', os.path.join(root, 'bin')))
+config.test_exec_root = os.path.join(root, 'build', 'lit', os.path.basename(os.path.dirname(bindir)) + '-' + os.path.basename(bindir))
+
+config.substitutions.append(('%tspc', os.path.join(bindir, 'tspc')))
+config.substitutions.append(('%examples', os.path.join(root, 'examples')))
+config.substitutions.append(('%inputs', os.path.join(config.test_source_root, 'Inputs')))
+# %exit N CMD: runs CMD and fails unless it exits with status N.
+config.substitutions.append(('%exit', os.path.join(config.test_source_root, 'expect-exit')))
+
+llvm_bin = '/usr/lib/llvm-14/bin'
+config.environment['PATH'] = os.pathsep.join([llvm_bin, os.environ.get('PATH', '')])
+# Sanitizer findings must never pass for an expected exit status of 1.
+config.environment['ASAN_OPTIONS'] = 'exitcode=86:detect_leaks=1:abort_on_error=0'
+config.environment['UBSAN_OPTIONS'] = 'halt_on_error=1:exitcode=87:print_stacktrace=1'
+config.environment['LSAN_OPTIONS'] = 'exitcode=88'

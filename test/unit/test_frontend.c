@@ -1,0 +1,255 @@
+// test_frontend.c: unit tests of the .tg front end: the parser's AST, the
+// checker's graph (every op's shape rule, placements, keyword defaults,
+// repeat unrolling with loop-carried names) and error counting.
+#include "harness.h"
+
+static const char *const TOPO16 = "topology: mesh\ndims: [4, 4]\n";
+
+typedef struct Compiled {
+  Arena arena;
+  Captured cap;
+  Topology *topo;
+  Ast *ast;
+  Graph *graph;
+} Compiled;
+
+static void compile_text(Compiled *c, const char *tg) {
+  memset(c, 0, sizeof *c);
+  capture_begin(&c->cap);
+  c->topo = topo_ok(&c->arena, TOPO16);
+  SrcFile *src = src_from_string(&c->arena, "m.tg", tg);
+  c->ast = fe_parse(&c->arena, &c->cap.diag, src);
+  if (c->ast) c->graph = fe_check(&c->arena, &c->cap.diag, c->ast, c->topo);
+}
+
+static void compiled_free(Compiled *c) {
+  capture_end(&c->cap);
+  arena_free(&c->arena);
+}
+
+static Graph *graph_ok(Compiled *c, const char *tg) {
+  compile_text(c, tg);
+  if (!c->graph) fail_msg("rejected:\n%s", captured_text(&c->cap));
+  return c->graph;
+}
+
+static Tensor *tensor(Graph *g, const char *name) {
+  for (int i = 0; i < g->tensors.len; i++)
+    if (!strcmp(g->tensors.data[i]->name, name)) return g->tensors.data[i];
+  fail_msg("no tensor %s", name);
+  return NULL;
+}
+
+static void assert_type(const Tensor *t, const char *want) {
+  char got[128];
+  ir_format_type(got, sizeof got, t->dtype, &t->shape);
+  assert_string_equal(got, want);
+}
+
+static void assert_place(const Tensor *t, const char *want) {
+  char got[128];
+  ir_format_place(got, sizeof got, &t->place);
+  assert_string_equal(got, want);
+}
+
+static void parser_builds_the_statement_list(void **state) {
+  (void)state;
+  Compiled c;
+  compile_text(&c, "graph g {\n"
+                   "  input x : bf16[2, 3] @ each except device(4), device(1);\n"
+                   "  y = softmax(x, axis=-1);\n"
+                   "  repeat 2 { param w : bf16[3]; }\n"
+                   "  output y;\n"
+                   "}\n");
+  assert_non_null(c.ast);
+  assert_string_equal(c.ast->name, "g");
+  AstStmt *s = c.ast->body;
+  assert_int_equal(s->kind, STMT_INPUT);
+  assert_string_equal(s->type.dtype, "bf16");
+  assert_int_equal(s->type.dims->value, 2);
+  assert_int_equal(s->type.dims->next->value, 3);
+  assert_int_equal(s->place.kind, PLACE_EACH);
+  assert_int_equal(s->place.except->device, 4);
+  assert_int_equal(s->name_loc.line, 2);
+  assert_int_equal(s->name_loc.col, 9);
+  s = s->next;
+  assert_int_equal(s->kind, STMT_ASSIGN);
+  assert_string_equal(s->op, "softmax");
+  assert_null(s->args->key);
+  assert_string_equal(s->args->next->key, "axis");
+  assert_int_equal(s->args->next->num, -1);
+  s = s->next;
+  assert_int_equal(s->kind, STMT_REPEAT);
+  assert_int_equal(s->count, 2);
+  assert_int_equal(s->body->kind, STMT_PARAM);
+  assert_int_equal(s->next->kind, STMT_OUTPUT);
+  // The sorted except list, after check.
+  assert_place(tensor(c.graph, "x"), "each except device(1), device(4)");
+  assert_int_equal(tensor(c.graph, "y")->def->axis, 1);
+  compiled_free(&c);
+}
+
+static void every_op_gets_its_result_shape(void **state) {
+  (void)state;
+  Compiled c;
+  Graph *g = graph_ok(&c, "graph g {\n"
+                          "  input a : f16[4, 8, 16] @ device(2);\n"
+                          "  param w : f16[16, 32] @ device(2);\n"
+                          "  param b : f16[32] @ device(2);\n"
+                          "  param gm : f16[32] @ device(2);\n"
+                          "  m = matmul(a, w);\n"
+                          "  mb = add(m, b);\n"
+                          "  r = relu(mb);\n"
+                          "  e = gelu(r);\n"
+                          "  s = softmax(e);\n"
+                          "  n = layernorm(s, gm, b);\n"
+                          "  t = transpose(n);\n"
+                          "  moved = copy(t) @ device(7);\n"
+                          "  output moved;\n"
+                          "}\n");
+  assert_type(tensor(g, "m"), "f16[4, 8, 32]");
+  assert_type(tensor(g, "mb"), "f16[4, 8, 32]");
+  assert_type(tensor(g, "n"), "f16[4, 8, 32]");
+  assert_type(tensor(g, "t"), "f16[4, 32, 8]");
+  assert_place(tensor(g, "t"), "device(2)");
+  assert_place(tensor(g, "moved"), "device(7)");
+  assert_int_equal(g->ops.len, 8);
+  assert_int_equal(tensor(g, "s")->def->axis, 2);
+  assert_true(tensor(g, "moved")->is_output);
+  assert_int_equal(g->outputs.len, 1);
+  compiled_free(&c);
+}
+
+// The group of a collective is the operand's devices: 16 minus 4 excluded.
+static void collectives_scale_by_their_group(void **state) {
+  (void)state;
+  Compiled c;
+  Graph *g = graph_ok(&c, "graph g {\n"
+                          "  input x : i32[24, 5] @ each except device(0), device(5), device(10), device(15);\n"
+                          "  s = allreduce(x, op=max, algo=ring);\n"
+                          "  rs = reduce_scatter(x);\n"
+                          "  ag = all_gather(x);\n"
+                          "  output s;\n"
+                          "}\n");
+  Tensor *s = tensor(g, "s");
+  assert_type(s, "i32[24, 5]");
+  assert_int_equal(s->def->reduce, REDUCE_MAX);
+  assert_string_equal(s->def->algo, "ring");
+  assert_place(s, "each except device(0), device(5), device(10), device(15)");
+  assert_type(tensor(g, "rs"), "i32[2, 5]");
+  assert_int_equal(tensor(g, "rs")->def->reduce, REDUCE_SUM);
+  assert_string_equal(tensor(g, "rs")->def->algo, "auto");
+  assert_type(tensor(g, "ag"), "i32[288, 5]");
+  compiled_free(&c);
+}
+
+// Names assigned before a repeat are carried; the rest are per iteration.
+static void repeat_unrolls_with_carried_names(void **state) {
+  (void)state;
+  Compiled c;
+  Graph *g = graph_ok(&c, "graph g {\n"
+                          "  input x : f32[2, 4];\n"
+                          "  repeat 3 {\n"
+                          "    param w : f32[4, 4];\n"
+                          "    h = matmul(x, w);\n"
+                          "    repeat 2 { h = relu(h); }\n"
+                          "    x = add(h, x);\n"
+                          "  }\n"
+                          "  output x;\n"
+                          "}\n");
+  // x + 3 x (w, h, 2 relu, add)
+  assert_int_equal(g->tensors.len, 1 + 3 * 5);
+  assert_non_null(tensor(g, "w.2"));
+  assert_non_null(tensor(g, "h.1.0"));
+  Tensor *x2 = tensor(g, "x.2");
+  assert_true(x2->is_output);
+  assert_ptr_equal(g->outputs.data[0], x2);
+  // Iteration 1's matmul reads iteration 0's x; the inner relus chain.
+  assert_ptr_equal(tensor(g, "h.1")->def->args[0], tensor(g, "x.0"));
+  assert_ptr_equal(tensor(g, "h.1.1")->def->args[0], tensor(g, "h.1.0"));
+  assert_ptr_equal(tensor(g, "x.1")->def->args[0], tensor(g, "h.1.1"));
+  assert_place(x2, "auto");
+  compiled_free(&c);
+}
+
+static void placements_follow_operands(void **state) {
+  (void)state;
+  Compiled c;
+  Graph *g = graph_ok(&c, "graph g {\n"
+                          "  input a : f16[8] @ stage(3);\n"
+                          "  input b : f16[8];\n"
+                          "  c1 = relu(a);\n"
+                          "  c2 = add(a, b);\n"
+                          "  c3 = add(b, b) @ device(1);\n"
+                          "  output c1 @ stage(3);\n"
+                          "}\n");
+  assert_place(tensor(g, "c1"), "stage(3)");
+  assert_place(tensor(g, "c2"), "auto");
+  assert_place(tensor(g, "c3"), "device(1)");
+  compiled_free(&c);
+}
+
+static void errors_are_counted_and_do_not_cascade(void **state) {
+  (void)state;
+  Compiled c;
+  compile_text(&c, "graph g {\n"
+                   "  input x : f16[8, 8];\n"
+                   "  a = relu(nope);\n"
+                   "  b = relu(a);\n"
+                   "  c = add(x, a);\n"
+                   "  d = matmul(x, x, x);\n"
+                   "  output b;\n"
+                   "}\n");
+  assert_null(c.graph);
+  assert_int_equal(c.cap.diag.nerrors, 2);
+  const char *text = captured_text(&c.cap);
+  assert_non_null(strstr(text, "m.tg:3:12: error: undefined tensor 'nope'\n"));
+  assert_non_null(strstr(text, "m.tg:6:7: error: matmul expects 2 operands, got 3\n"));
+  compiled_free(&c);
+}
+
+static void syntax_errors_recover_at_the_next_statement(void **state) {
+  (void)state;
+  Compiled c;
+  compile_text(&c, "graph g {\n"
+                   "  input x : f16[8] @ each;\n"
+                   "  y = relu(x) @;\n"
+                   "  z = relu(x) ) ;\n"
+                   "  output z;\n"
+                   "}\n");
+  assert_null(c.ast);
+  assert_int_equal(c.cap.diag.nerrors, 2);
+  assert_non_null(strstr(captured_text(&c.cap),
+                         "m.tg:3:16: error: unexpected ';', expected each, device or stage\n"));
+  assert_non_null(strstr(captured_text(&c.cap), "m.tg:4:15: error: unexpected ')', expected ';' or '@'\n"));
+  compiled_free(&c);
+}
+
+static void dtype_and_op_tables_agree(void **state) {
+  (void)state;
+  DType dt;
+  OpKind op;
+  assert_true(ir_dtype_lookup("bf16", &dt));
+  assert_int_equal(ir_dtype_bytes[dt], 2);
+  assert_true(ir_dtype_lookup("i8", &dt));
+  assert_int_equal(ir_dtype_bytes[dt], 1);
+  assert_false(ir_dtype_lookup("f64", &dt));
+  assert_true(ir_op_lookup("layernorm", &op));
+  assert_int_equal(ir_op_info[op].min_operands, 1);
+  assert_int_equal(ir_op_info[op].max_operands, 3);
+  assert_false(ir_op_lookup("conv", &op));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(parser_builds_the_statement_list),
+      cmocka_unit_test(every_op_gets_its_result_shape),
+      cmocka_unit_test(collectives_scale_by_their_group),
+      cmocka_unit_test(repeat_unrolls_with_carried_names),
+      cmocka_unit_test(placements_follow_operands),
+      cmocka_unit_test(errors_are_counted_and_do_not_cascade),
+      cmocka_unit_test(syntax_errors_recover_at_the_next_statement),
+      cmocka_unit_test(dtype_and_op_tables_agree),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

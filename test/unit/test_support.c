@@ -1,0 +1,213 @@
+// test_support.c: unit tests of support/: arena, growable arrays, number
+// parsing, edit distance, digests, diagnostics with carets, atomic output
+// directories.
+#define _DEFAULT_SOURCE
+#include "harness.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void arena_allocations_are_zeroed_and_aligned(void **state) {
+  (void)state;
+  Arena a = {0};
+  for (int i = 1; i < 2000; i += 37) {
+    unsigned char *p = arena_alloc(&a, (size_t)i);
+    assert_int_equal((uintptr_t)p % 16, 0);
+    for (int j = 0; j < i; j++) assert_int_equal(p[j], 0);
+    memset(p, 0xff, (size_t)i);
+  }
+  void *big = arena_alloc(&a, 1 << 20);  // larger than a chunk
+  assert_non_null(big);
+  assert_string_equal(arena_printf(&a, "%s-%d", "dev", 7), "dev-7");
+  assert_string_equal(arena_strndup(&a, "abcdef", 3), "abc");
+  arena_free(&a);
+  assert_null(a.head);
+}
+
+static void vec_push_keeps_every_element(void **state) {
+  (void)state;
+  Arena a = {0};
+  VEC(int) v = {0};
+  for (int i = 0; i < 1000; i++) VEC_PUSH(&a, &v, i * 3);
+  assert_int_equal(v.len, 1000);
+  for (int i = 0; i < 1000; i++) assert_int_equal(v.data[i], i * 3);
+  arena_free(&a);
+}
+
+static void integers_parse_whole_and_reject_junk(void **state) {
+  (void)state;
+  int64_t v;
+  assert_true(str_to_i64("42", &v));
+  assert_int_equal(v, 42);
+  assert_true(str_to_i64("-7", &v));
+  assert_int_equal(v, -7);
+  assert_false(str_to_i64("", &v));
+  assert_false(str_to_i64("4x", &v));
+  assert_false(str_to_i64("2.5", &v));
+  assert_false(str_to_i64("99999999999999999999", &v));  // overflow
+  double d;
+  assert_true(str_to_double("2.5", &d));
+  assert_true(d == 2.5);
+  assert_false(str_to_double("nan", &d));
+  assert_false(str_to_double("1e999", &d));
+  assert_false(str_to_double("3 ", &d));
+}
+
+static void edit_distance_counts_single_edits(void **state) {
+  (void)state;
+  assert_int_equal(str_edit_distance("matmul", "matmul"), 0);
+  assert_int_equal(str_edit_distance("matmull", "matmul"), 1);
+  assert_int_equal(str_edit_distance("alg", "algo"), 1);
+  assert_int_equal(str_edit_distance("kitten", "sitting"), 3);
+  assert_int_equal(str_edit_distance("", "abc"), 3);
+}
+
+static void fnv1a_matches_reference_vectors(void **state) {
+  (void)state;
+  // The FNV-1a 64 reference values for "" and "a".
+  assert_true(digest_fnv1a64("", 0) == 0xcbf29ce484222325ull);
+  assert_true(digest_fnv1a64("a", 1) == 0xaf63dc4c8601ec8cull);
+}
+
+static void human_bytes_use_binary_units(void **state) {
+  (void)state;
+  char s[32];
+  str_human_bytes(s, sizeof s, 512);
+  assert_string_equal(s, "512 B");
+  str_human_bytes(s, sizeof s, 4096);
+  assert_string_equal(s, "4.0 KiB");
+  str_human_bytes(s, sizeof s, 1.5 * 1024 * 1024);
+  assert_string_equal(s, "1.5 MiB");
+}
+
+static void src_line_finds_each_line(void **state) {
+  (void)state;
+  Arena a = {0};
+  SrcFile *f = src_from_string(&a, "x", "one\ntwo\r\nthree");
+  int n;
+  const char *l = src_line(f, 2, &n);
+  assert_int_equal(n, 3);
+  assert_memory_equal(l, "two", 3);
+  l = src_line(f, 3, &n);
+  assert_int_equal(n, 5);
+  l = src_line(f, 9, &n);  // past the end: empty
+  assert_int_equal(n, 0);
+  arena_free(&a);
+}
+
+static void diag_quotes_the_line_and_underlines_the_span(void **state) {
+  (void)state;
+  Arena a = {0};
+  SrcFile *f = src_from_string(&a, "m.tg", "graph g {\n\ty = relu(q);\n}\n");
+  Captured c;
+  capture_begin(&c);
+  diag_error(&c.diag, (SrcLoc){f, 2, 11, 1}, "undefined tensor '%s'", "q");
+  diag_note(&c.diag, (SrcLoc){f, 2, 6, 4}, "in this call");
+  assert_string_equal(captured_text(&c),
+                      "m.tg:2:11: error: undefined tensor 'q'\n"
+                      "\ty = relu(q);\n"
+                      "\t         ^\n"
+                      "m.tg:2:6: note: in this call\n"
+                      "\ty = relu(q);\n"
+                      "\t    ^~~~\n");
+  assert_int_equal(c.diag.nerrors, 1);
+  capture_end(&c);
+  arena_free(&a);
+}
+
+static void diag_stops_printing_after_max_errors(void **state) {
+  (void)state;
+  Captured c;
+  capture_begin(&c);
+  c.diag.max_errors = 2;
+  for (int i = 0; i < 5; i++) diag_error(&c.diag, (SrcLoc){0}, "e%d", i);
+  assert_string_equal(captured_text(&c),
+                      "error: e0\nerror: e1\nnote: stopping after 2 errors (--max-errors)\n");
+  assert_int_equal(c.diag.nerrors, 5);
+  capture_end(&c);
+}
+
+static char *temp_dir(void) {
+  char *t = xstrdup("/tmp/tspc-unit-XXXXXX");
+  assert_non_null(mkdtemp(t));
+  return t;
+}
+
+static bool exists(const char *dir, const char *name) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  struct stat st;
+  return stat(p, &st) == 0;
+}
+
+static void outdir_commit_puts_files_in_place(void **state) {
+  (void)state;
+  char *base = temp_dir(), out[256];
+  snprintf(out, sizeof out, "%s/a/b/out", base);
+  Captured c;
+  capture_begin(&c);
+  OutDir od;
+  assert_true(outdir_begin(&od, out, &c.diag, "t"));
+  FILE *fp = outdir_create_file(&od, "manifest.yaml", &c.diag, "t");
+  fprintf(fp, "%s\n", OUTDIR_MANIFEST_MARKER);
+  fclose(fp);
+  assert_false(exists(out, "manifest.yaml"));  // not before commit
+  assert_true(outdir_commit(&od, &c.diag, "t"));
+  assert_true(exists(out, "manifest.yaml"));
+  // A second run replaces the tspc directory.
+  assert_true(outdir_begin(&od, out, &c.diag, "t"));
+  fp = outdir_create_file(&od, "manifest.yaml", &c.diag, "t");
+  fprintf(fp, "%s\nsecond\n", OUTDIR_MANIFEST_MARKER);
+  fclose(fp);
+  assert_true(outdir_commit(&od, &c.diag, "t"));
+  assert_int_equal(c.diag.nerrors, 0);
+  capture_end(&c);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "grep -q second %s/manifest.yaml && test $(ls %s/a/b | wc -l) -eq 1", out, base);
+  assert_int_equal(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  assert_int_equal(system(cmd), 0);
+  free(base);
+}
+
+static void outdir_abort_leaves_nothing_and_foreign_dirs_are_refused(void **state) {
+  (void)state;
+  char *base = temp_dir(), out[256];
+  snprintf(out, sizeof out, "%s/out", base);
+  Captured c;
+  capture_begin(&c);
+  OutDir od;
+  assert_true(outdir_begin(&od, out, &c.diag, "t"));
+  fclose(outdir_create_file(&od, "half.tsp", &c.diag, "t"));
+  outdir_abort(&od);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s)\"", base);
+  assert_int_equal(system(cmd), 0);
+  // A directory the user made, with a file in it, is never replaced.
+  snprintf(cmd, sizeof cmd, "mkdir %s && touch %s/precious", out, out);
+  assert_int_equal(system(cmd), 0);
+  assert_false(outdir_begin(&od, out, &c.diag, "t"));
+  assert_true(exists(out, "precious"));
+  assert_non_null(strstr(captured_text(&c), "refusing to replace"));
+  capture_end(&c);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  assert_int_equal(system(cmd), 0);
+  free(base);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(arena_allocations_are_zeroed_and_aligned),
+      cmocka_unit_test(vec_push_keeps_every_element),
+      cmocka_unit_test(integers_parse_whole_and_reject_junk),
+      cmocka_unit_test(edit_distance_counts_single_edits),
+      cmocka_unit_test(fnv1a_matches_reference_vectors),
+      cmocka_unit_test(human_bytes_use_binary_units),
+      cmocka_unit_test(src_line_finds_each_line),
+      cmocka_unit_test(diag_quotes_the_line_and_underlines_the_span),
+      cmocka_unit_test(diag_stops_printing_after_max_errors),
+      cmocka_unit_test(outdir_commit_puts_files_in_place),
+      cmocka_unit_test(outdir_abort_leaves_nothing_and_foreign_dirs_are_refused),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
