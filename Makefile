@@ -6,6 +6,8 @@
 #   make demo         install, build, describe rack72 and compile an example
 #   make install      PREFIX/prefix, bindir and DESTDIR are honoured
 #   make VARIANT=asan the sanitizer build, into build/asan/bin
+#   make fuzz         libFuzzer (clang) on the .tg and topology parsers,
+#                     FUZZ_SECONDS each (default 60)
 #
 # Generated parser and scanner sources are build outputs under build/.
 
@@ -22,8 +24,12 @@ ifeq ($(VARIANT),asan)
 else ifeq ($(VARIANT),release)
   OPT    := -O2 -g
   BINDIR := bin
+else ifeq ($(VARIANT),fuzz)
+  CC     := clang
+  OPT    := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+  BINDIR := build/fuzz/bin
 else
-  $(error VARIANT must be release or asan)
+  $(error VARIANT must be release, asan or fuzz)
 endif
 
 OBJ      := build/$(VARIANT)
@@ -45,7 +51,7 @@ TOOLS    := tspc
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:test/unit/%.c=$(OBJ)/test/%)
 
-.PHONY: all tools unit check demo deps install clean
+.PHONY: all tools unit check demo deps install clean fuzz fuzzers
 all: tools unit
 tools: $(TOOLS:%=$(BINDIR)/%)
 unit: $(UNIT_BINS)
@@ -80,6 +86,23 @@ $(BINDIR)/%: $(OBJ)/tools/%.o $(LIB)
 
 $(OBJ)/test/%: $(OBJ)/test/unit/%.o $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) $(CMOCKA_LIBS) -o $@
+
+# ---- fuzzing (VARIANT=fuzz) ------------------------------------------------------
+FUZZERS := $(patsubst test/fuzz/%.c,$(OBJ)/fuzz/%,$(wildcard test/fuzz/fuzz_*.c))
+fuzzers: $(FUZZERS)
+$(OBJ)/fuzz/%: $(OBJ)/test/fuzz/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer $^ $(LDLIBS) -o $@
+
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	$(MAKE) VARIANT=fuzz fuzzers
+	@mkdir -p build/fuzz/corpus-tg build/fuzz/corpus-yaml
+	cp examples/*.tg build/fuzz/corpus-tg/ && cp examples/*.yaml build/fuzz/corpus-yaml/
+	build/fuzz/fuzz/fuzz_tg -max_total_time=$(FUZZ_SECONDS) -dict=test/fuzz/dsl.dict \
+	  -max_len=4096 build/fuzz/corpus-tg
+	build/fuzz/fuzz/fuzz_topology -max_total_time=$(FUZZ_SECONDS) -dict=test/fuzz/yaml.dict \
+	  -max_len=4096 -timeout=10 build/fuzz/corpus-yaml
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 

@@ -33,10 +33,15 @@ void be_write_manifest(const Compilation *c, FILE *out) {
   fprintf(out, "%s\n", OUTDIR_MANIFEST_MARKER);
   fprintf(out, "format_version: %d\n", BE_MANIFEST_VERSION);
   fprintf(out, "tool: tspc %s\n", TSPC_VERSION);
-  fprintf(out, "source: {path: \"%s\", digest: \"fnv1a64:%016llx\"}\n", c->src->path,
+  fprintf(out, "source: {path: ");
+  str_print_yaml(out, c->src->path);
+  fprintf(out, ", digest: \"fnv1a64:%016llx\"}\n",
           (unsigned long long)digest_fnv1a64(c->src->text, c->src->len));
-  fprintf(out, "topology: {path: \"%s\", name: \"%s\", family: %s, digest: \"fnv1a64:%016llx\"}\n",
-          t->src->path, t->name, ir_family_names[t->family],
+  fprintf(out, "topology: {path: ");
+  str_print_yaml(out, t->src->path);
+  fprintf(out, ", name: ");
+  str_print_yaml(out, t->name);
+  fprintf(out, ", family: %s, digest: \"fnv1a64:%016llx\"}\n", ir_family_names[t->family],
           (unsigned long long)digest_fnv1a64(t->src->text, t->src->len));
   fprintf(out, "graph: %s\n", g->name);
   fprintf(out, "devices: %d\n", t->ndevices);

@@ -226,7 +226,9 @@ static void check_decl(Checker *c, const AstStmt *s) {
   DType dt;
   Shape shape;
   Placement place;
-  if (!resolve_type(c, &s->type, s->name, &dt, &shape) | !resolve_place(c, &s->place, &place)) {
+  bool type_ok = resolve_type(c, &s->type, s->name, &dt, &shape);
+  bool place_ok = resolve_place(c, &s->place, &place);  // report both
+  if (!type_ok || !place_ok) {
     poison(c, s->name);
     return;
   }
@@ -621,7 +623,9 @@ static Tensor *check_call(Checker *c, Call *call, bool carried) {
   }
   call->info = &ir_op_info[call->kind];
   Placement given;
-  if (!gather_call(c, call) | !resolve_place(c, &s->place, &given)) return NULL;
+  bool args_ok = gather_call(c, call);
+  bool place_ok = resolve_place(c, &s->place, &given);  // report both
+  if (!args_ok || !place_ok) return NULL;
   for (int i = 0; i < call->nargs; i++)
     if (!call->args[i]) return NULL;  // a poisoned operand: already reported
   Op *op = ARENA_NEW(c->a, Op);

@@ -158,6 +158,16 @@ static void describe_link_params(const Topology *t, FILE *out) {
   fprintf(out, "  cycles_per_vector: %d\n", ir_cycles_per_vector(p, t->clock_mhz));
 }
 
+// A link's own parameters, when they differ from the topology's defaults.
+static void describe_overrides(const Topology *t, const Link *l, FILE *out) {
+  const LinkParams *p = &l->p, *d = &t->link;
+  if (p->gbps != d->gbps) fprintf(out, ", gbps: %g", p->gbps);
+  if (p->latency_min != d->latency_min || p->latency_max != d->latency_max)
+    fprintf(out, ", latency_cycles: {min: %d, max: %d}", p->latency_min, p->latency_max);
+  if (p->vector_bytes != d->vector_bytes) fprintf(out, ", vector_bytes: %d", p->vector_bytes);
+  if (p->wire_bytes != d->wire_bytes) fprintf(out, ", wire_bytes: %d", p->wire_bytes);
+}
+
 static void describe_ports(const Topology *t, FILE *out) {
   fprintf(out, "ports:\n");
   for (int i = 0; i < t->ndevices; i++) {
@@ -179,9 +189,10 @@ static void describe_ports(const Topology *t, FILE *out) {
         continue;
       }
       const Link *l = &t->links.data[port->link];
-      fprintf(out, "      - {port: %d, peer: %d, peer_port: %d, link: %d, kind: %s%s}\n", p,
-              port->peer, port->peer_port, l->id, ir_link_kind_names[l->kind],
-              l->failed ? ", failed: true" : "");
+      fprintf(out, "      - {port: %d, peer: %d, peer_port: %d, link: %d, kind: %s", p, port->peer,
+              port->peer_port, l->id, ir_link_kind_names[l->kind]);
+      describe_overrides(t, l, out);
+      fprintf(out, "%s}\n", l->failed ? ", failed: true" : "");
     }
   }
 }
@@ -191,7 +202,9 @@ void ir_topo_describe(const Topology *t, FILE *out, bool ports) {
   int max_ports = 0;
   for (int i = 0; i < t->links.len; i++) kinds[t->links.data[i].kind]++;
   for (int i = 0; i < t->ndevices; i++) max_ports = MAX(max_ports, t->devices[i].nports);
-  fprintf(out, "name: %s\n", t->name);
+  fprintf(out, "name: ");
+  str_print_yaml(out, t->name);
+  fputc('\n', out);
   fprintf(out, "topology: %s\n", ir_family_names[t->family]);
   describe_family(t, out);
   fprintf(out, "devices: %d\n", t->ndevices);

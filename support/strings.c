@@ -74,6 +74,27 @@ bool str_to_double(const char *s, double *out) {
   return true;
 }
 
+void str_print_yaml(FILE *out, const char *s) {
+  bool plain = *s && !strchr("-?:,[]{}#&*!|>'\"%@`~ ", *s);
+  for (const char *p = s; *p && plain; p++)
+    plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("_.-/+", *p);
+  if (plain && strcmp(s, "null") && strcmp(s, "true") && strcmp(s, "false") && strcmp(s, "~")) {
+    fputs(s, out);
+    return;
+  }
+  fputc('"', out);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(out, "\\%c", *p);
+    else if (*p < 0x20 || *p == 0x7f)
+      fprintf(out, "\\x%02x", *p);
+    else
+      fputc(*p, out);
+  }
+  fputc('"', out);
+}
+
 void str_human_bytes(char *dst, size_t n, double bytes) {
   static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   size_t u = 0;

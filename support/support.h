@@ -152,6 +152,9 @@ int str_edit_distance(const char *a, const char *b);
 bool str_to_i64(const char *s, int64_t *out);
 // Parses a whole string as a finite double; false on junk.
 bool str_to_double(const char *s, double *out);
+// Prints s as a YAML scalar: plain when it is a simple word or path,
+// double-quoted with escapes otherwise (so names never break the document).
+void str_print_yaml(FILE *out, const char *s);
 // "4.0 KiB", "1.5 MiB": bytes for people.
 void str_human_bytes(char *dst, size_t n, double bytes);
 
