@@ -16,8 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-// The most tensors one graph may unroll to (a named, documented limit).
-#define FE_MAX_GRAPH_TENSORS (1 << 22)
+// The most tensors one graph may unroll to, and the most repeat iterations
+// it may run (named, documented limits: unrolling is real work and memory).
+#define FE_MAX_GRAPH_TENSORS (1 << 20)
+#define FE_MAX_UNROLLED_ITERATIONS (1 << 20)
 
 // ---- name bindings: a chained hash table -------------------------------------
 
@@ -691,6 +693,12 @@ static void check_repeat(Checker *c, const AstStmt *s) {
   c->depth++;
   for (int64_t i = 0; i < s->count && !c->too_many; i++) {
     int errors = c->d->nerrors;
+    if (c->iteration >= FE_MAX_UNROLLED_ITERATIONS) {
+      diag_error(c->d, s->count_loc, "the graph unrolls to more than %d repeat iterations",
+                 FE_MAX_UNROLLED_ITERATIONS);
+      c->too_many = true;
+      break;
+    }
     snprintf(c->suffix + base, sizeof c->suffix - base, ".%lld", (long long)i);
     c->iteration++;
     check_stmts(c, s->body);

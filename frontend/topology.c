@@ -533,7 +533,11 @@ static bool wire(Loader *L, yaml_node_t *root, Entry *e) {
   Topology *t = L->t;
   char err[256];
   if (!ir_topo_build(t, L->a, err, sizeof err)) {
-    error_at(L, e[K_DRAGONFLY].key ? e[K_DRAGONFLY].value : root, "%s", err);
+    yaml_node_t *size = e[K_DRAGONFLY].key ? e[K_DRAGONFLY].value
+                        : e[K_DEVICES].key ? e[K_DEVICES].value
+                        : e[K_DIMS].key    ? e[K_DIMS].value
+                                           : root;
+    error_at(L, size, "%s", err);
     return false;
   }
   if (t->family == FAMILY_EXPLICIT) {

@@ -279,8 +279,12 @@ bool ir_topo_build(Topology *t, Arena *a, char *err, size_t errlen);
 
 // ---- topology_metrics.c ----
 // Hops of the longest shortest path over working links; -1 if disconnected
-// (then *unreached, if given, is a device device 0 cannot reach).
+// (then *unreached, if given, is a device device 0 cannot reach).  Closed
+// forms for intact meshes, tori, rings and fully connected systems; the
+// search below for everything else.
 int ir_topo_diameter(const Topology *t, int *unreached);
+// The same by exhaustive bit-parallel BFS, for any topology.
+int ir_topo_diameter_search(const Topology *t, int *unreached);
 // One BFS from device 0 over working links: false (and *unreached set) if some
 // device cannot be reached.
 bool ir_topo_connected(const Topology *t, int *unreached);

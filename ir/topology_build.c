@@ -131,7 +131,30 @@ static void build_dragonfly(Topology *t, Arena *a) {
     }
 }
 
+// The number of cables a family will make, computed before making them.
+static int64_t planned_links(const Topology *t) {
+  int64_t n = t->ndevices;
+  switch (t->family) {
+  case FAMILY_MESH:
+  case FAMILY_TORUS: return n * t->ndims;  // an upper bound
+  case FAMILY_RING: return n;
+  case FAMILY_FULLY_CONNECTED: return n * (n - 1) / 2;
+  case FAMILY_DRAGONFLY: {
+    const Dragonfly *df = &t->df;
+    int64_t tpn = df->tsps_per_node, nodes = (int64_t)df->nodes_per_rack * df->racks;
+    return nodes * (tpn * (tpn - 1) / 2) + nodes * tpn * df->global_ports_per_tsp / 2;
+  }
+  default: return 0;
+  }
+}
+
 bool ir_topo_build(Topology *t, Arena *a, char *err, size_t errlen) {
+  int64_t links = planned_links(t);
+  if (links > IR_MAX_LINKS) {
+    snprintf(err, errlen, "this topology would have %lld links, more than the limit of %d",
+             (long long)links, IR_MAX_LINKS);
+    return false;
+  }
   switch (t->family) {
   case FAMILY_MESH: build_grid(t, a, false); return true;
   case FAMILY_TORUS: build_grid(t, a, true); return true;

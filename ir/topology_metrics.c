@@ -1,5 +1,5 @@
-// topology_metrics.c: exact figures of a wired topology (hop diameter) and
-// the --describe report.  Part of ir/; the driver prints it, later passes use
+// topology_metrics.c: exact figures of a wired topology (hop diameter,
+// connectivity) and the --describe report.  Part of ir/; the driver prints it, later passes use
 // the diameter for bounds.
 //
 // The diameter is exact for any topology: a breadth-first search from every
@@ -76,7 +76,7 @@ static int bfs_batch(const Adjacency *g, int n, int first, uint64_t *cur, uint64
   return rounds;
 }
 
-int ir_topo_diameter(const Topology *t, int *unreached) {
+int ir_topo_diameter_search(const Topology *t, int *unreached) {
   int n = t->ndevices;
   if (n <= 1) return 0;
   Adjacency g = adjacency_build(t);
@@ -97,6 +97,25 @@ int ir_topo_diameter(const Topology *t, int *unreached) {
   free(g.start);
   free(g.nbr);
   return diameter;
+}
+
+// Regular families without failed links have exact closed forms (checked
+// against the search by test/unit/test_topology.c): a mesh's longest path
+// walks every dimension end to end, a torus's half of every ring.
+int ir_topo_diameter(const Topology *t, int *unreached) {
+  int d = 0;
+  if (t->nfailed > 0 || t->ndevices <= 1) return ir_topo_diameter_search(t, unreached);
+  switch (t->family) {
+  case FAMILY_MESH:
+    for (int k = 0; k < t->ndims; k++) d += t->dims[k] - 1;
+    return d;
+  case FAMILY_TORUS:
+    for (int k = 0; k < t->ndims; k++) d += t->dims[k] / 2;
+    return d;
+  case FAMILY_RING: return t->ndevices / 2;
+  case FAMILY_FULLY_CONNECTED: return 1;
+  default: return ir_topo_diameter_search(t, unreached);
+  }
 }
 
 bool ir_topo_connected(const Topology *t, int *unreached) {

@@ -74,6 +74,7 @@ static void mesh_links_and_diameter_follow_closed_forms(void **state) {
         assert_int_equal(t->ndevices, n);
         assert_int_equal(t->links.len, links);
         assert_int_equal(ir_topo_diameter(t, NULL), diameter);
+        assert_int_equal(ir_topo_diameter_search(t, NULL), diameter);
         assert_ports_consistent(t);
         arena_free(&a);
       }
@@ -89,6 +90,7 @@ static void torus_links_and_diameter_follow_closed_forms(void **state) {
       int n = x * y;
       assert_int_equal(t->links.len, (x >= 2 ? n : 0) + (y >= 2 ? n : 0));
       assert_int_equal(ir_topo_diameter(t, NULL), x / 2 + y / 2);
+      assert_int_equal(ir_topo_diameter_search(t, NULL), x / 2 + y / 2);
       assert_ports_consistent(t);
       arena_free(&a);
     }
@@ -103,11 +105,13 @@ static void ring_and_fully_connected_follow_closed_forms(void **state) {
     Topology *t = topo_ok(&a, yaml);
     assert_int_equal(t->links.len, n >= 2 ? n : 0);
     assert_int_equal(ir_topo_diameter(t, NULL), n / 2);
+    assert_int_equal(ir_topo_diameter_search(t, NULL), n / 2);
     assert_ports_consistent(t);
     snprintf(yaml, sizeof yaml, "topology: fully_connected\ndevices: %d\n", n);
     t = topo_ok(&a, yaml);
     assert_int_equal(t->links.len, n * (n - 1) / 2);
     assert_int_equal(ir_topo_diameter(t, NULL), n >= 2 ? 1 : 0);
+    assert_int_equal(ir_topo_diameter_search(t, NULL), n >= 2 ? 1 : 0);
     assert_ports_consistent(t);
     arena_free(&a);
   }
@@ -217,6 +221,17 @@ static void failed_links_lengthen_paths(void **state) {
 }
 
 // One vector holds a link for ceil(wire_bits * clock / rate) cycles.
+static void huge_systems_are_refused_or_fast(void **state) {
+  (void)state;
+  Arena a = {0};
+  assert_string_equal(topo_error(&a, "topology: fully_connected\ndevices: 100000\n"),
+                      "t.yaml:2:10: error: this topology would have 4999950000 links, more than "
+                      "the limit of 16777216");
+  Topology *t = topo_ok(&a, "topology: mesh\ndims: [1000, 1000]\n");  // a closed form
+  assert_int_equal(ir_topo_diameter(t, NULL), 1998);
+  arena_free(&a);
+}
+
 static void cycles_per_vector_rounds_up(void **state) {
   (void)state;
   LinkParams p = ir_link_defaults();
@@ -284,6 +299,7 @@ int main(void) {
       cmocka_unit_test(dragonflies_match_the_reference_bfs),
       cmocka_unit_test(bit_parallel_diameter_matches_plain_bfs),
       cmocka_unit_test(failed_links_lengthen_paths),
+      cmocka_unit_test(huge_systems_are_refused_or_fast),
       cmocka_unit_test(cycles_per_vector_rounds_up),
       cmocka_unit_test(link_overrides_apply_to_one_link),
       cmocka_unit_test(spares_and_drift_are_kept),
