@@ -104,7 +104,7 @@ fuzz: deps
 	build/fuzz/fuzz/fuzz_topology -max_total_time=$(FUZZ_SECONDS) -dict=test/fuzz/yaml.dict \
 	  -max_len=4096 -timeout=10 build/fuzz/corpus-yaml
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find $(OBJ) -name '*.d' -type f 2>/dev/null)
 
 # ---- the newcomer's commands ----------------------------------------------------
 deps:

@@ -14,17 +14,18 @@ static const char *tensor_kind_name(const Tensor *t) {
 }
 
 static void write_tensors(const Graph *g, FILE *out) {
+  Arena scratch = {0};
   fprintf(out, "tensors:\n");
   for (int i = 0; i < g->tensors.len; i++) {
     const Tensor *t = g->tensors.data[i];
     if (t->kind == TENSOR_VALUE && !t->is_output) continue;
-    char place[128];
-    ir_format_place(place, sizeof place, &t->place);
+    const char *place = ir_place_str(&scratch, &t->place);
     fprintf(out, "  - {name: %s, kind: %s, dtype: %s, shape: ", t->name, tensor_kind_name(t),
             ir_dtype_names[t->dtype]);
     write_shape(&t->shape, out);
     fprintf(out, ", place: \"%s\", bytes: %lld}\n", place, (long long)ir_tensor_bytes(t));
   }
+  arena_free(&scratch);
 }
 
 void be_write_manifest(const Compilation *c, FILE *out) {

@@ -20,6 +20,8 @@
 // it may run (named, documented limits: unrolling is real work and memory).
 #define FE_MAX_GRAPH_TENSORS (1 << 20)
 #define FE_MAX_UNROLLED_ITERATIONS (1 << 20)
+// Names longer than this get no "did you mean" hint (the search is quadratic).
+#define FE_MAX_HINT_LENGTH 64
 
 // ---- name bindings: a chained hash table -------------------------------------
 
@@ -41,7 +43,7 @@ typedef struct Checker {
   Binding *buckets[BINDING_BUCKETS];
   int depth;              // current repeat nesting
   long iteration;         // serial number of the current repeat iteration
-  char suffix[256];       // ".3.1" while unrolling iteration 3 of an inner 1
+  Buf suffix;             // ".3.1" while unrolling iteration 3, inner iteration 1
   bool too_many;          // FE_MAX_GRAPH_TENSORS reached (reported once)
   VEC(Binding *) created; // every live binding, oldest first
 } Checker;
@@ -89,9 +91,12 @@ static void free_bindings(Checker *c) { unbind_deeper(c, -1); }
 // The bound name closest to `name`, for "did you mean" (NULL if none is close).
 static const char *closest_name(Checker *c, const char *name) {
   const char *best = NULL;
-  int best_dist = (int)strlen(name) / 3 + 1;  // one edit per three letters; none for 'q'
+  int len = (int)strlen(name);
+  int best_dist = len / 3 + 1;  // one edit per three letters; none for 'q'
+  if (c->d->suppressed || len > FE_MAX_HINT_LENGTH) return NULL;  // nobody reads it
   for (int h = 0; h < BINDING_BUCKETS; h++)
     for (Binding *b = c->buckets[h]; b; b = b->next) {
+      if (abs((int)strlen(b->name) - len) >= best_dist) continue;  // too far already
       int dist = str_edit_distance(name, b->name);
       if (dist < best_dist) best_dist = dist, best = b->name;
     }
@@ -103,7 +108,7 @@ static const char *closest_name(Checker *c, const char *name) {
 static Tensor *new_tensor(Checker *c, const char *name, TensorKind kind, SrcLoc loc) {
   Tensor *t = ARENA_NEW(c->a, Tensor);
   t->id = c->g->tensors.len;
-  t->name = c->depth ? arena_printf(c->a, "%s%s", name, c->suffix) : name;
+  t->name = c->depth ? arena_printf(c->a, "%s%s", name, c->suffix.data) : name;
   t->kind = kind;
   t->loc = loc;
   VEC_PUSH(c->a, &c->g->tensors, t);
@@ -222,6 +227,7 @@ static void check_decl(Checker *c, const AstStmt *s) {
   bool carried;
   if (s->kind == STMT_INPUT && c->depth > 0) {
     diag_error(c->d, s->loc, "input '%s' is declared inside repeat; declare inputs before it", s->name);
+    poison(c, s->name);
     return;
   }
   if (!may_define(c, s->name, s->name_loc, false, &carried)) return;
@@ -264,11 +270,8 @@ static void check_output(Checker *c, const AstStmt *s) {
   Placement want;
   if (!resolve_place(c, &s->place, &want)) return;
   if (s->place.given && !ir_place_equal(&want, &t->place)) {
-    char have[128], asked[128];
-    ir_format_place(have, sizeof have, &t->place);
-    ir_format_place(asked, sizeof asked, &want);
     diag_error(c->d, s->place.loc, "output '%s' is placed @ %s, not @ %s; copy it there first",
-               s->name, have, asked);
+               s->name, ir_place_str(c->a, &t->place), ir_place_str(c->a, &want));
     return;
   }
   t->is_output = true;
@@ -317,14 +320,17 @@ static bool read_keyword(Checker *c, Call *call, const AstArg *a) {
   return false;
 }
 
+// "relu expects 1 operand", "matmul expects 2 operands", "layernorm expects 1 or 3 operands"
 static void arity_error(Checker *c, const Call *call, int got) {
-  const OpInfo *i = call->info;
-  if (i->min_operands == i->max_operands)
-    diag_error(c->d, call->s->op_loc, "%s expects %d operand%s, got %d", i->name, i->min_operands,
-               i->min_operands == 1 ? "" : "s", got);
-  else
-    diag_error(c->d, call->s->op_loc, "%s expects %d or %d operands, got %d", i->name,
-               i->min_operands, i->max_operands, got);
+  Buf want = {0};
+  int counts[IR_MAX_OPERANDS + 1], n = 0;
+  for (int k = 0; k <= IR_MAX_OPERANDS; k++)
+    if (call->info->arity & ARITY(k)) counts[n++] = k;
+  for (int i = 0; i < n; i++)
+    buf_printf(&want, "%s%d", i == 0 ? "" : i == n - 1 ? " or " : ", ", counts[i]);
+  diag_error(c->d, call->s->op_loc, "%s expects %s operand%s, got %d", call->info->name, want.data,
+             n == 1 && counts[0] == 1 ? "" : "s", got);
+  buf_free(&want);
 }
 
 static Tensor *resolve_operand(Checker *c, const AstArg *a) {
@@ -355,7 +361,7 @@ static bool gather_call(Checker *c, Call *call) {
     if (count < IR_MAX_OPERANDS) call->arg_ast[count] = a;
     count++;
   }
-  if (count < call->info->min_operands || count > call->info->max_operands) {
+  if (count > IR_MAX_OPERANDS || !(call->info->arity & ARITY(count))) {
     arity_error(c, call, count);
     return false;
   }
@@ -381,7 +387,7 @@ static bool same_dtypes(Checker *c, const Call *call) {
 // Reads op=sum|max and algo=NAME into the op.
 static bool collective_keywords(Checker *c, const Call *call, Op *op) {
   op->reduce = REDUCE_SUM;
-  op->algo = "auto";
+  op->algo = ALGO_AUTO;
   if (call->kw_op) {
     const AstArg *a = call->kw_op;
     bool is_sum = a->kind == ARG_IDENT && !strcmp(a->name, "sum");
@@ -396,11 +402,18 @@ static bool collective_keywords(Checker *c, const Call *call, Op *op) {
     op->reduce = is_max ? REDUCE_MAX : REDUCE_SUM;
   }
   if (call->kw_algo) {
-    if (call->kw_algo->kind != ARG_IDENT) {
-      diag_error(c->d, call->kw_algo->loc, "algo must be an algorithm name such as ring or auto");
+    const AstArg *a = call->kw_algo;
+    if (a->kind != ARG_IDENT) {
+      diag_error(c->d, a->loc, "algo must be an algorithm name such as ring or auto");
       return false;
     }
-    op->algo = call->kw_algo->name;
+    if (!ir_algo_lookup(a->name, &op->algo)) {
+      Buf known = {0};
+      for (int i = 0; i < ALGO_COUNT; i++) buf_printf(&known, "%s%s", i ? ", " : "", ir_algo_names[i]);
+      diag_error(c->d, a->loc, "unknown algorithm '%s' (known: %s)", a->name, known.data);
+      buf_free(&known);
+      return false;
+    }
   }
   return true;
 }
@@ -429,11 +442,9 @@ static bool shape_collective(Checker *c, const Call *call, Op *op, Tensor *r) {
   Tensor *x = call->args[0];
   if (!collective_keywords(c, call, op)) return false;
   if (x->place.kind != PLACE_EACH) {
-    char where[64];
-    ir_format_place(where, sizeof where, &x->place);
     diag_error(c->d, call->arg_ast[0]->loc,
                "%s needs an operand with one copy per device (@ each); '%s' is @ %s",
-               call->info->name, x->name, where);
+               call->info->name, x->name, ir_place_str(c->a, &x->place));
     return false;
   }
   int group = each_group_size(c, &x->place);
@@ -560,53 +571,64 @@ static bool is_collective(OpKind k) {
   return k == OP_ALLREDUCE || k == OP_REDUCE_SCATTER || k == OP_ALL_GATHER;
 }
 
+// copy: the annotation is the destination.  The copies of an @ each tensor
+// cannot be gathered or rearranged by a copy: that is a collective's work.
+static bool place_copy(Checker *c, const Call *call, const Placement *given, Placement *out) {
+  const AstStmt *s = call->s;
+  const Placement *src = &call->args[0]->place;
+  if (!s->place.given) {
+    diag_error(c->d, s->op_loc, "copy needs a destination: add a placement such as @ device(1)");
+    return false;
+  }
+  if (src->kind == PLACE_EACH && given->kind != PLACE_EACH) {
+    diag_error(c->d, s->place.loc,
+               "copy cannot gather the copies of an @ each tensor; use all_gather or allreduce");
+    return false;
+  }
+  if (src->kind == PLACE_EACH && !ir_place_equal(src, given)) {
+    diag_error(c->d, s->place.loc,
+               "copy cannot move an @ each tensor to another group of devices (@ %s to @ %s)",
+               ir_place_str(c->a, src), ir_place_str(c->a, given));
+    return false;
+  }
+  *out = *given;
+  return true;
+}
+
 // Where the result lives.  copy: where the annotation says.  Collectives:
-// where the operand is.  Compute ops: where the operands are (which must
-// agree); an annotation may only restate it.
+// where the operand is.  Compute ops: where the operands are.  Operands not
+// yet placed (auto) follow the others; the placed ones must agree, and an
+// annotation may only restate their placement (or place an all-auto call).
 static bool place_result(Checker *c, const Call *call, const Placement *given, Placement *out) {
   const AstStmt *s = call->s;
-  char a[128], b[128];
-  if (call->kind == OP_COPY) {
-    const Placement *src = &call->args[0]->place;
-    if (!s->place.given) {
-      diag_error(c->d, s->op_loc, "copy needs a destination: add a placement such as @ device(1)");
-      return false;
-    }
-    if (src->kind == PLACE_EACH && !ir_place_equal(src, given)) {
-      diag_error(c->d, s->place.loc,
-                 "copy cannot gather the copies of an @ each tensor; use all_gather or allreduce");
-      return false;
-    }
-    *out = *given;
-    return true;
-  }
-  Placement common = call->args[0]->place;
-  for (int i = 1; i < call->nargs; i++) {
+  if (call->kind == OP_COPY) return place_copy(c, call, given, out);
+  int first = -1;  // the first placed operand
+  for (int i = 0; i < call->nargs; i++) {
     const Placement *p = &call->args[i]->place;
-    if (p->kind == PLACE_AUTO || common.kind == PLACE_AUTO) {
-      common.kind = PLACE_AUTO;
-      continue;
-    }
-    if (!ir_place_equal(p, &common)) {
-      ir_format_place(a, sizeof a, &common);
-      ir_format_place(b, sizeof b, p);
+    if (p->kind == PLACE_AUTO) continue;
+    if (first < 0) {
+      first = i;
+    } else if (!ir_place_equal(p, &call->args[first]->place)) {
       diag_error(c->d, call->arg_ast[i]->loc,
                  "operands of %s are placed apart: '%s' is @ %s and '%s' is @ %s; copy one of "
                  "them first",
-                 call->info->name, call->args[0]->name, a, call->args[i]->name, b);
+                 call->info->name, call->args[first]->name,
+                 ir_place_str(c->a, &call->args[first]->place), call->args[i]->name,
+                 ir_place_str(c->a, p));
       return false;
     }
   }
-  if (s->place.given && common.kind != PLACE_AUTO && !ir_place_equal(given, &common)) {
-    ir_format_place(a, sizeof a, &common);
-    ir_format_place(b, sizeof b, given);
+  if (first < 0) {  // every operand is auto: the annotation, if any, decides
+    *out = s->place.given && !is_collective(call->kind) ? *given : call->args[0]->place;
+    return true;
+  }
+  *out = call->args[first]->place;
+  if (s->place.given && !ir_place_equal(given, out)) {
     diag_error(c->d, s->place.loc,
                "%s runs where its operands are (@ %s), not @ %s; use copy to move the result",
-               call->info->name, a, b);
+               call->info->name, ir_place_str(c->a, out), ir_place_str(c->a, given));
     return false;
   }
-  *out = s->place.given && common.kind == PLACE_AUTO ? *given : common;
-  if (is_collective(call->kind)) *out = call->args[0]->place;
   return true;
 }
 
@@ -615,8 +637,11 @@ static Tensor *check_call(Checker *c, Call *call, bool carried) {
   const AstStmt *s = call->s;
   if (!ir_op_lookup(s->op, &call->kind)) {
     const char *hint = NULL;
-    for (int i = 0; i < OP_COUNT; i++)
-      if (str_edit_distance(s->op, ir_op_info[i].name) <= 2) hint = ir_op_info[i].name;
+    int best = 3;  // at most two edits away
+    for (int i = 0; i < OP_COUNT; i++) {
+      int dist = str_edit_distance(s->op, ir_op_info[i].name);
+      if (dist < best) best = dist, hint = ir_op_info[i].name;
+    }
     if (hint)
       diag_error(c->d, s->op_loc, "unknown op '%s'; did you mean '%s'?", s->op, hint);
     else
@@ -689,7 +714,7 @@ static void check_repeat(Checker *c, const AstStmt *s) {
                (long long)s->count);
     return;
   }
-  size_t base = strlen(c->suffix);
+  size_t base = c->suffix.len;
   c->depth++;
   for (int64_t i = 0; i < s->count && !c->too_many; i++) {
     int errors = c->d->nerrors;
@@ -699,14 +724,16 @@ static void check_repeat(Checker *c, const AstStmt *s) {
       c->too_many = true;
       break;
     }
-    snprintf(c->suffix + base, sizeof c->suffix - base, ".%lld", (long long)i);
+    c->suffix.len = base;
+    buf_printf(&c->suffix, ".%lld", (long long)i);
     c->iteration++;
     check_stmts(c, s->body);
     unbind_deeper(c, c->depth - 1);
     if (c->d->nerrors > errors) break;  // the same errors would repeat
   }
   c->depth--;
-  c->suffix[base] = '\0';
+  c->suffix.len = base;
+  c->suffix.data[base] = '\0';
 }
 
 static void check_stmts(Checker *c, const AstStmt *s) {
@@ -740,6 +767,7 @@ Graph *fe_check(Arena *a, Diag *d, const Ast *ast, const Topology *topo) {
   check_stmts(c, ast->body);
   Graph *g = d->nerrors == errors ? c->g : NULL;
   free_bindings(c);
+  buf_free(&c->suffix);
   free(c);
   return g;
 }

@@ -36,6 +36,8 @@ static SrcLoc L(ParseCtx *c, TGLTYPE l) {
 
 static void tgerror(TGLTYPE *loc, void *scanner, ParseCtx *ctx, const char *msg) {
   (void)scanner;
+  if (!strcmp(msg, "memory exhausted")) /* bison's stack: YYMAXDEPTH */
+    msg = "the program is nested too deeply";
   diag_error(ctx->diag, L(ctx, *loc), "%s", msg);
 }
 
@@ -76,7 +78,7 @@ static AstArg *new_arg(ParseCtx *c, const char *key, TGLTYPE key_loc, AstArgKind
 %token <num> INT "integer"
 
 %type <stmt> stmt
-%type <stmts> stmts
+%type <stmts> stmts block
 %type <arg> arg
 %type <args> args args_opt
 %type <dims> dims
@@ -88,13 +90,20 @@ static AstArg *new_arg(ParseCtx *c, const char *key, TGLTYPE key_loc, AstArgKind
 
 /* file = "graph" IDENT "{" stmt* "}" */
 file:
-  GRAPH IDENT '{' stmts '}' {
+  GRAPH IDENT '{' block '}' {
     ctx->ast = ARENA_NEW(ctx->arena, Ast);
     ctx->ast->name = $2;
     ctx->ast->loc = L(ctx, @2);
     ctx->ast->src = ctx->src;
     ctx->ast->body = $4.head;
   }
+;
+
+/* A block's statements.  An error in its last statement (one with no ';'
+ * before the '}') recovers at the '}' so the block still closes. */
+block:
+  stmts
+| stmts error { $$ = $1; }
 ;
 
 stmts:
@@ -130,7 +139,7 @@ stmt:
     $$->op = $3; $$->op_loc = L(ctx, @3);
     $$->args = $5.head; $$->place = $7;
   }
-| REPEAT INT '{' stmts '}' {
+| REPEAT INT '{' block '}' {
     $$ = new_stmt(ctx, STMT_REPEAT, @$);
     $$->count = $2; $$->count_loc = L(ctx, @2); $$->body = $4.head;
   }

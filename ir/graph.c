@@ -17,10 +17,25 @@ const int ir_dtype_bytes[DT_COUNT] = {
 };
 
 const OpInfo ir_op_info[OP_COUNT] = {
-#define X(e, name, amin, amax, kws) {name, amin, amax, kws},
+#define X(e, name, arity, kws) {name, arity, kws},
     IR_OPS(X)
 #undef X
 };
+
+const char *const ir_algo_names[ALGO_COUNT] = {
+#define X(e, name) name,
+    IR_ALGOS(X)
+#undef X
+};
+
+bool ir_algo_lookup(const char *name, AlgoKind *out) {
+  for (int i = 0; i < ALGO_COUNT; i++)
+    if (!strcmp(name, ir_algo_names[i])) {
+      *out = (AlgoKind)i;
+      return true;
+    }
+  return false;
+}
 
 bool ir_dtype_lookup(const char *name, DType *out) {
   for (int i = 0; i < DT_COUNT; i++)
@@ -64,20 +79,20 @@ void ir_format_type(char *dst, size_t n, DType dt, const Shape *s) {
   if (at < n) snprintf(dst + at, n - at, "]");
 }
 
-void ir_format_place(char *dst, size_t n, const Placement *p) {
-  size_t at = 0;
+const char *ir_place_str(Arena *a, const Placement *p) {
   switch (p->kind) {
-  case PLACE_AUTO: snprintf(dst, n, "auto"); return;
-  case PLACE_DEVICE: snprintf(dst, n, "device(%d)", p->index); return;
-  case PLACE_STAGE: snprintf(dst, n, "stage(%d)", p->index); return;
-  case PLACE_EACH:
-    at = (size_t)snprintf(dst, n, "each");
-    for (int i = 0; i < p->nexcept && at < n; i++)
-      at += (size_t)snprintf(dst + at, n - at, "%sdevice(%d)", i ? ", " : " except ",
-                             p->except[i]);
-    return;
+  case PLACE_AUTO: return "auto";
+  case PLACE_DEVICE: return arena_printf(a, "device(%d)", p->index);
+  case PLACE_STAGE: return arena_printf(a, "stage(%d)", p->index);
+  case PLACE_EACH: break;
   }
-  unreachable();
+  Buf b = {0};
+  buf_printf(&b, "each");
+  for (int i = 0; i < p->nexcept; i++)
+    buf_printf(&b, "%sdevice(%d)", i ? ", " : " except ", p->except[i]);
+  const char *str = arena_strdup(a, b.data);
+  buf_free(&b);
+  return str;
 }
 
 bool ir_place_equal(const Placement *a, const Placement *b) {
@@ -94,7 +109,7 @@ static void dump_op_call(const Op *op, FILE *out) {
   for (int i = 0; i < op->nargs; i++) fprintf(out, "%s%s", i ? ", " : "", op->args[i]->name);
   unsigned kws = ir_op_info[op->kind].keywords;
   if (kws & KW_OP) fprintf(out, ", op=%s", op->reduce == REDUCE_MAX ? "max" : "sum");
-  if (kws & KW_ALGO) fprintf(out, ", algo=%s", op->algo);
+  if (kws & KW_ALGO) fprintf(out, ", algo=%s", ir_algo_names[op->algo]);
   if (kws & KW_AXIS) fprintf(out, ", axis=%d", op->axis);
   fprintf(out, ")");
 }
@@ -104,12 +119,13 @@ static void dump_op_call(const Op *op, FILE *out) {
 //   param w1.0 : f16[1024, 4096] @ device(0);      // 8.0 MiB
 //   h.0 : f16[8, 4096] = matmul(x, w1.0) @ device(0);
 void ir_graph_dump(const Graph *g, FILE *out) {
+  Arena scratch = {0};
   fprintf(out, "graph %s {  // %d tensors, %d ops\n", g->name, g->tensors.len, g->ops.len);
   for (int i = 0; i < g->tensors.len; i++) {
     const Tensor *t = g->tensors.data[i];
-    char type[160], place[160], size[32];
+    char type[IR_TYPE_STR_MAX], size[32];
     ir_format_type(type, sizeof type, t->dtype, &t->shape);
-    ir_format_place(place, sizeof place, &t->place);
+    const char *place = ir_place_str(&scratch, &t->place);
     str_human_bytes(size, sizeof size, (double)ir_tensor_bytes(t));
     if (t->kind == TENSOR_VALUE) {
       fprintf(out, "  %s : %s = ", t->name, type);
@@ -121,4 +137,5 @@ void ir_graph_dump(const Graph *g, FILE *out) {
   }
   for (int i = 0; i < g->outputs.len; i++) fprintf(out, "  output %s;\n", g->outputs.data[i]->name);
   fprintf(out, "}\n");
+  arena_free(&scratch);
 }

@@ -59,22 +59,25 @@ typedef struct Placement {
 // Keywords an op may take.
 typedef enum { KW_OP = 1 << 0, KW_ALGO = 1 << 1, KW_AXIS = 1 << 2 } OpKeyword;
 
-// op              spelling          operands  keywords          what it computes
-#define IR_OPS(X)                                                                            \
-  X(ALLREDUCE, "allreduce", 1, 1, KW_OP | KW_ALGO)      /* every device: reduce of all  */ \
-  X(REDUCE_SCATTER, "reduce_scatter", 1, 1, KW_OP | KW_ALGO) /* device i: shard i of it */ \
-  X(ALL_GATHER, "all_gather", 1, 1, KW_ALGO)            /* every device: all shards     */ \
-  X(COPY, "copy", 1, 1, 0)                              /* move to result's placement   */ \
-  X(MATMUL, "matmul", 2, 2, 0)                          /* [..,M,K] x [K,N] -> [..,M,N] */ \
-  X(ADD, "add", 2, 2, 0)                                /* elementwise, or bias [N]     */ \
-  X(RELU, "relu", 1, 1, 0)                              /* max(x, 0)                    */ \
-  X(GELU, "gelu", 1, 1, 0)                              /* x * Phi(x)                   */ \
-  X(SOFTMAX, "softmax", 1, 1, KW_AXIS)                  /* along axis (default last)    */ \
-  X(LAYERNORM, "layernorm", 1, 3, KW_AXIS)              /* (x [, gamma, beta])          */ \
-  X(TRANSPOSE, "transpose", 1, 1, 0)                    /* swaps the last two dims      */
+// Operand counts an op accepts, as a bit set (bit n: n operands).
+#define ARITY(n) (1u << (n))
+
+// op              spelling          operands          keywords          what it computes
+#define IR_OPS(X)                                                                                \
+  X(ALLREDUCE, "allreduce", ARITY(1), KW_OP | KW_ALGO)      /* every device: reduce of all  */ \
+  X(REDUCE_SCATTER, "reduce_scatter", ARITY(1), KW_OP | KW_ALGO) /* device i: shard i     */ \
+  X(ALL_GATHER, "all_gather", ARITY(1), KW_ALGO)            /* every device: all shards     */ \
+  X(COPY, "copy", ARITY(1), 0)                              /* move to result's placement   */ \
+  X(MATMUL, "matmul", ARITY(2), 0)                          /* [..,M,K] x [K,N] -> [..,M,N] */ \
+  X(ADD, "add", ARITY(2), 0)                                /* elementwise, or bias [N]     */ \
+  X(RELU, "relu", ARITY(1), 0)                              /* max(x, 0)                    */ \
+  X(GELU, "gelu", ARITY(1), 0)                              /* x * Phi(x)                   */ \
+  X(SOFTMAX, "softmax", ARITY(1), KW_AXIS)                  /* along axis (default last)    */ \
+  X(LAYERNORM, "layernorm", ARITY(1) | ARITY(3), KW_AXIS)   /* (x [, gamma, beta])          */ \
+  X(TRANSPOSE, "transpose", ARITY(1), 0)                    /* swaps the last two dims      */
 
 typedef enum {
-#define X(e, name, amin, amax, kws) OP_##e,
+#define X(e, name, arity, kws) OP_##e,
   IR_OPS(X)
 #undef X
   OP_COUNT
@@ -82,9 +85,33 @@ typedef enum {
 
 typedef struct OpInfo {
   const char *name;
-  int min_operands, max_operands;
+  unsigned arity;     // ARITY(n) bits: the operand counts accepted
   unsigned keywords;  // OpKeyword mask
 } OpInfo;
+
+// The collective algorithms the compiler knows by name (algo=NAME, --algo).
+// The lowering pass registers one implementation per name; the seed
+// section each comes from is cited in its file.
+#define IR_ALGOS(X) \
+  X(AUTO, "auto")           /* the fastest that applies, by exact cost  */ \
+  X(RING, "ring")           /* unidirectional ring                      */ \
+  X(BIRING, "biring")       /* two opposite rings, half the data each   */ \
+  X(DIRECT, "direct")       /* fully connected reduce-scatter/gather    */ \
+  X(RINGBIODD, "ringbiodd") /* 003 Algorithm 1: odd meshes              */ \
+  X(RING2D, "ring2d")       /* 003 s II-B: rings along x then y         */ \
+  X(DBTREE, "dbtree")       /* double binary tree                       */ \
+  X(MULTITREE, "multitree") /* 003 s II-B, 004 s IV-B                   */ \
+  X(TTO, "tto")             /* 003 Algorithm 2: three disjoint trees    */ \
+  X(HRING, "hring")         /* 004 s IV-A: hierarchical rings           */ \
+  X(CTREE, "ctree")         /* 004 s IV-B: concentrated multi-tree      */ \
+  X(DRAGONFLY3, "dragonfly3") /* 002 s5.6: three-stage hierarchical     */
+
+typedef enum {
+#define X(e, name) ALGO_##e,
+  IR_ALGOS(X)
+#undef X
+  ALGO_COUNT
+} AlgoKind;
 
 typedef enum { REDUCE_SUM, REDUCE_MAX } ReduceOp;
 
@@ -111,7 +138,7 @@ struct Op {
   int nargs;
   Tensor *args[IR_MAX_OPERANDS];
   ReduceOp reduce;   // collectives: op=sum|max (default sum)
-  const char *algo;  // collectives: algo=NAME (default "auto")
+  AlgoKind algo;     // collectives: algo=NAME (default auto)
   int axis;          // softmax, layernorm: a non-negative axis (default last)
   SrcLoc loc;
 };
@@ -127,18 +154,23 @@ typedef struct Graph {
 
 // ---- graph.c ----
 extern const OpInfo ir_op_info[OP_COUNT];
+extern const char *const ir_algo_names[ALGO_COUNT];
 extern const char *const ir_dtype_names[DT_COUNT];
 extern const int ir_dtype_bytes[DT_COUNT];
 
 bool ir_dtype_lookup(const char *name, DType *out);
 bool ir_op_lookup(const char *name, OpKind *out);
+bool ir_algo_lookup(const char *name, AlgoKind *out);
 int64_t ir_shape_elems(const Shape *s);
 int64_t ir_tensor_bytes(const Tensor *t);  // bytes of one copy
 bool ir_shape_equal(const Shape *a, const Shape *b);
+// Room for any type string: a dtype and IR_MAX_RANK 19-digit dimensions.
+#define IR_TYPE_STR_MAX 256
 // "f16[800, 32576]"
 void ir_format_type(char *dst, size_t n, DType dt, const Shape *s);
-// "each", "each except device(3)", "device(2)", "stage(1)", "auto"
-void ir_format_place(char *dst, size_t n, const Placement *p);
+// "each", "each except device(3), device(5)", "device(2)", "stage(1)",
+// "auto", whole however long, allocated in a.
+const char *ir_place_str(Arena *a, const Placement *p);
 bool ir_place_equal(const Placement *a, const Placement *b);
 // Prints the graph in .tg-like text: one line per tensor, resolved and unrolled.
 void ir_graph_dump(const Graph *g, FILE *out);

@@ -21,7 +21,8 @@ static void print_caret(Diag *d, SrcLoc loc) {
   if (!loc.file || loc.line < 1) return;
   int n;
   const char *line = src_line(loc.file, loc.line, &n);
-  fprintf(d->out, "%.*s\n", n, line);
+  for (int i = 0; i < n; i++) fputc(line[i] ? line[i] : ' ', d->out);  // a NUL shows as a space
+  fputc('\n', d->out);
   for (int i = 0; i < loc.col - 1 && i < n; i++) fputc(line[i] == '\t' ? '\t' : ' ', d->out);
   fputc('^', d->out);
   for (int i = 1; i < loc.len && loc.col - 1 + i < n; i++) fputc('~', d->out);

@@ -23,7 +23,7 @@ SrcFile *src_read(Arena *a, const char *path, const char **err) {
   Buf b = {0};
   char chunk[16384];
   size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) buf_printf(&b, "%.*s", (int)n, chunk);
+  while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) buf_append(&b, chunk, n);
   bool failed = ferror(fp);
   fclose(fp);
   if (failed) {

@@ -21,6 +21,16 @@ void buf_vprintf(Buf *b, const char *fmt, va_list ap) {
   va_end(ap2);
 }
 
+void buf_append(Buf *b, const void *data, size_t n) {
+  if (b->len + n + 1 > b->cap) {
+    b->cap = MAX(b->cap * 2, b->len + n + 1);
+    b->data = xrealloc(b->data, b->cap);
+  }
+  memcpy(b->data + b->len, data, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+
 void buf_printf(Buf *b, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

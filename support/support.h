@@ -77,6 +77,7 @@ typedef struct Buf {
   size_t len, cap;
 } Buf;
 void buf_printf(Buf *b, const char *fmt, ...) PRINTF_LIKE(2, 3);
+void buf_append(Buf *b, const void *data, size_t n);  // byte-exact, NULs included
 void buf_vprintf(Buf *b, const char *fmt, va_list ap);
 void buf_free(Buf *b);
 
