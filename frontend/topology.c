@@ -16,6 +16,7 @@ typedef struct Loader {
   const SrcFile *src;
   yaml_document_t *doc;
   Topology *t;
+  yaml_node_t *df_nodes, *df_racks;  // the values a port-budget error is about
 } Loader;
 
 // ---- locations and errors ---------------------------------------------------
@@ -73,6 +74,91 @@ static bool check_acyclic(Loader *L, int index, unsigned char *colour, int depth
       ok = check_acyclic(L, p->key, colour, depth + 1) && check_acyclic(L, p->value, colour, depth + 1);
   colour[index] = BLACK;
   return ok;
+}
+
+// ---- alias positions ------------------------------------------------------------
+
+// libyaml's document API resolves an alias to the node it names and forgets
+// where the alias was written, so an error about `*n` would point at `&n`.
+// A second pass over the parser's events, in step with the document, finds
+// every alias and gives its use a shallow copy of the node, marked at the
+// alias.  (Children of an aliased collection keep their anchor's positions:
+// that is where they are written.)
+typedef struct Events {
+  yaml_parser_t parser;
+  yaml_event_t ev;
+  bool have;  // ev holds an event to delete
+} Events;
+
+static bool events_next(Events *e) {
+  if (e->have) yaml_event_delete(&e->ev);
+  e->have = yaml_parser_parse(&e->parser, &e->ev);
+  return e->have;
+}
+
+// A copy of node `index` (sharing its children) marked at [start, end].
+static int clone_at(yaml_document_t *doc, int index, yaml_mark_t start, yaml_mark_t end) {
+  yaml_node_t n = *yaml_document_get_node(doc, index);  // by value: nodes may move
+  int copy = 0;
+  if (n.type == YAML_SCALAR_NODE) {
+    copy = yaml_document_add_scalar(doc, n.tag, n.data.scalar.value, (int)n.data.scalar.length,
+                                    n.data.scalar.style);
+  } else if (n.type == YAML_SEQUENCE_NODE) {
+    copy = yaml_document_add_sequence(doc, n.tag, n.data.sequence.style);
+    for (yaml_node_item_t *i = n.data.sequence.items.start; copy && i < n.data.sequence.items.top; i++)
+      yaml_document_append_sequence_item(doc, copy, *i);
+  } else if (n.type == YAML_MAPPING_NODE) {
+    copy = yaml_document_add_mapping(doc, n.tag, n.data.mapping.style);
+    for (yaml_node_pair_t *p = n.data.mapping.pairs.start; copy && p < n.data.mapping.pairs.top; p++)
+      yaml_document_append_mapping_pair(doc, copy, p->key, p->value);
+  }
+  if (!copy) return index;  // out of memory: keep the anchor's position
+  yaml_node_t *c = yaml_document_get_node(doc, copy);
+  c->start_mark = start;
+  c->end_mark = end;
+  return copy;
+}
+
+// Walks the node in *slot and its events together; an alias event rewrites
+// *slot to a copy marked at the alias.  False if the two ever disagree.
+static bool mark_aliases(yaml_document_t *doc, Events *e, int *slot) {
+  if (e->ev.type == YAML_ALIAS_EVENT) {
+    *slot = clone_at(doc, *slot, e->ev.start_mark, e->ev.end_mark);
+    return events_next(e);
+  }
+  if (e->ev.type == YAML_SCALAR_EVENT) return events_next(e);
+  yaml_event_type_t end;
+  if (e->ev.type == YAML_SEQUENCE_START_EVENT)
+    end = YAML_SEQUENCE_END_EVENT;
+  else if (e->ev.type == YAML_MAPPING_START_EVENT)
+    end = YAML_MAPPING_END_EVENT;
+  else
+    return false;
+  if (!events_next(e)) return false;
+  // The items (or pairs) array belongs to this node and never moves while
+  // copies are appended to the document, so slots into it stay valid.
+  yaml_node_t *n = yaml_document_get_node(doc, *slot);
+  if (n->type == YAML_SEQUENCE_NODE) {
+    for (yaml_node_item_t *i = n->data.sequence.items.start, *top = n->data.sequence.items.top; i < top; i++)
+      if (!mark_aliases(doc, e, i)) return false;
+  } else {
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start, *top = n->data.mapping.pairs.top; p < top; p++)
+      if (!mark_aliases(doc, e, &p->key) || !mark_aliases(doc, e, &p->value)) return false;
+  }
+  return e->ev.type == end && events_next(e);
+}
+
+// Runs mark_aliases over the first document of src (already loaded, acyclic).
+static void mark_alias_positions(yaml_document_t *doc, const SrcFile *src) {
+  Events e = {0};
+  yaml_parser_initialize(&e.parser);
+  yaml_parser_set_input_string(&e.parser, (const unsigned char *)src->text, src->len);
+  int root = 1;
+  // STREAM-START, DOCUMENT-START, then the root node's events.
+  if (events_next(&e) && events_next(&e) && e.ev.type == YAML_DOCUMENT_START_EVENT && events_next(&e))
+    mark_aliases(doc, &e, &root);
+  if (e.have) yaml_event_delete(&e.ev);
+  yaml_parser_delete(&e.parser);
 }
 
 // ---- scalars ------------------------------------------------------------------
@@ -185,13 +271,24 @@ static bool collect_keys(Loader *L, yaml_node_t *map, const char *where, const c
   return L->d->nerrors == errors;
 }
 
+// Where to point for an error about a whole entry: at its value when that is
+// a scalar or a flow collection ({...}, [...]) written on the key's line, at
+// its key when the value is a block spread over the lines below.
+static yaml_node_t *entry_at(const Entry *e) {
+  const yaml_node_t *v = e->value;
+  bool block = (v->type == YAML_MAPPING_NODE && v->data.mapping.style == YAML_BLOCK_MAPPING_STYLE) ||
+               (v->type == YAML_SEQUENCE_NODE && v->data.sequence.style == YAML_BLOCK_SEQUENCE_STYLE);
+  return block ? e->key : e->value;
+}
+
 // ---- link parameters ------------------------------------------------------------
 
 enum { LK_GBPS, LK_LATENCY, LK_VECTOR_BYTES, LK_WIRE_BYTES, LK_COUNT };
 static const char *const link_keys[LK_COUNT] = {"gbps", "latency_cycles", "vector_bytes",
                                                 "wire_bytes"};
 
-static bool read_latency(Loader *L, yaml_node_t *n, LinkParams *p) {
+static bool read_latency(Loader *L, const Entry *entry, LinkParams *p) {
+  yaml_node_t *n = entry->value;
   if (n->type != YAML_MAPPING_NODE) {
     if (!read_int32(L, n, "latency_cycles", 0, IR_MAX_LATENCY_CYCLES, &p->latency_min)) return false;
     p->latency_max = p->latency_min;
@@ -201,7 +298,7 @@ static bool read_latency(Loader *L, yaml_node_t *n, LinkParams *p) {
   Entry e[2] = {{0}};
   if (!collect_keys(L, n, "latency_cycles", keys, 2, e)) return false;
   if (!e[0].key || !e[1].key) {
-    error_at(L, n, "latency_cycles needs both 'min' and 'max'");
+    error_at(L, entry_at(entry), "latency_cycles needs both 'min' and 'max'");
     return false;
   }
   if (!read_int32(L, e[0].value, "latency_cycles min", 0, IR_MAX_LATENCY_CYCLES, &p->latency_min) ||
@@ -222,7 +319,7 @@ static bool read_latency(Loader *L, yaml_node_t *n, LinkParams *p) {
 static bool read_link_entries(Loader *L, yaml_node_t *where, Entry *e, LinkParams *p) {
   bool ok = true;
   if (e[LK_GBPS].key) ok &= read_number(L, e[LK_GBPS].value, "gbps", 0, true, 1e6, &p->gbps);
-  if (e[LK_LATENCY].key) ok &= read_latency(L, e[LK_LATENCY].value, p);
+  if (e[LK_LATENCY].key) ok &= read_latency(L, &e[LK_LATENCY], p);
   if (e[LK_VECTOR_BYTES].key)
     ok &= read_int32(L, e[LK_VECTOR_BYTES].value, "vector_bytes", 1, FE_MAX_VECTOR_BYTES,
                      &p->vector_bytes);
@@ -232,6 +329,13 @@ static bool read_link_entries(Loader *L, yaml_node_t *where, Entry *e, LinkParam
   if (ok && p->wire_bytes < p->vector_bytes) {
     error_at(L, e[LK_WIRE_BYTES].key ? e[LK_WIRE_BYTES].value : where,
              "wire_bytes (%d) must be at least vector_bytes (%d)", p->wire_bytes, p->vector_bytes);
+    ok = false;
+  }
+  if (ok && ir_cycles_per_vector(p, L->t->clock_mhz) < 0) {
+    error_at(L, e[LK_GBPS].key ? e[LK_GBPS].value : where,
+             "one vector would hold this link for more than %d cycles (%d wire bytes at %g "
+             "Gb/s and %g MHz)",
+             IR_MAX_CYCLES_PER_VECTOR, p->wire_bytes, p->gbps, L->t->clock_mhz);
     ok = false;
   }
   return ok;
@@ -334,7 +438,8 @@ enum { DF_TSPS, DF_GPORTS, DF_NODES, DF_NODES_PER_RACK, DF_RACKS, DF_PAIR_LINKS,
 static const char *const df_keys[DF_COUNT] = {"tsps_per_node", "global_ports_per_tsp", "nodes",
                                               "nodes_per_rack", "racks", "links_per_node_pair"};
 
-static bool read_dragonfly(Loader *L, yaml_node_t *n, Topology *t) {
+static bool read_dragonfly(Loader *L, const Entry *entry, Topology *t) {
+  yaml_node_t *n = entry->value, *key = entry_at(entry);
   Entry e[DF_COUNT] = {{0}};
   if (!collect_keys(L, n, "dragonfly", df_keys, DF_COUNT, e)) return false;
   Dragonfly *df = &t->df;
@@ -348,13 +453,15 @@ static bool read_dragonfly(Loader *L, yaml_node_t *n, Topology *t) {
     return false;
   }
   if (df->two_level && (!e[DF_NODES_PER_RACK].key || !e[DF_RACKS].key)) {
-    error_at(L, n, "a two-level dragonfly needs both 'nodes_per_rack' and 'racks'");
+    error_at(L, key, "a two-level dragonfly needs both 'nodes_per_rack' and 'racks'");
     return false;
   }
   if (!df->two_level && !e[DF_NODES].key) {
-    error_at(L, n, "dragonfly needs 'nodes', or 'nodes_per_rack' and 'racks'");
+    error_at(L, key, "dragonfly needs 'nodes', or 'nodes_per_rack' and 'racks'");
     return false;
   }
+  L->df_nodes = df->two_level ? e[DF_NODES_PER_RACK].value : e[DF_NODES].value;
+  L->df_racks = df->two_level ? e[DF_RACKS].value : NULL;
   bool ok = true;
   if (e[DF_TSPS].key) ok &= read_int32(L, e[DF_TSPS].value, "tsps_per_node", 1, IR_MAX_DEVICES, &df->tsps_per_node);
   if (e[DF_GPORTS].key) ok &= read_int32(L, e[DF_GPORTS].value, "global_ports_per_tsp", 0, 1024, &df->global_ports_per_tsp);
@@ -383,7 +490,7 @@ static bool read_device_id(Loader *L, yaml_node_t *n, const char *what, int *out
   int64_t v;
   if (!read_int(L, n, what, 0, INT32_MAX, &v)) return false;
   if (v >= L->t->ndevices) {
-    error_at(L, n, "%s %lld is not a device (devices are 0..%d)", what, (long long)v,
+    error_at(L, n, "%s %lld does not exist (devices are 0..%d)", what, (long long)v,
              L->t->ndevices - 1);
     return false;
   }
@@ -512,8 +619,15 @@ static bool read_settings(Loader *L, yaml_node_t *root, Entry *e) {
   Topology *t = L->t;
   bool ok = true;
   t->name = default_name(L->a, L->src->path);
-  if (e[K_NAME].key && expect_plain_scalar(L, e[K_NAME].value, "name", "a string"))
-    t->name = arena_strdup(L->a, scalar(e[K_NAME].value));
+  if (e[K_NAME].key) {
+    yaml_node_t *n = e[K_NAME].value;
+    if (!expect_plain_scalar(L, n, "name", "a string")) return false;
+    if (!*scalar(n)) {
+      error_at(L, e[K_NAME].key, "name must not be empty");
+      return false;
+    }
+    t->name = arena_strdup(L->a, scalar(n));
+  }
   t->clock_mhz = IR_DEFAULT_CLOCK_MHZ;
   t->link = ir_link_defaults();
   if (e[K_CLOCK_MHZ].key) ok &= read_number(L, e[K_CLOCK_MHZ].value, "clock_mhz", 0, true, 1e6, &t->clock_mhz);
@@ -523,7 +637,7 @@ static bool read_settings(Loader *L, yaml_node_t *root, Entry *e) {
   switch (t->family) {
   case FAMILY_MESH:
   case FAMILY_TORUS: return read_dims(L, e[K_DIMS].value, t);
-  case FAMILY_DRAGONFLY: return read_dragonfly(L, e[K_DRAGONFLY].value, t);
+  case FAMILY_DRAGONFLY: return read_dragonfly(L, &e[K_DRAGONFLY], t);
   default: return read_int32(L, e[K_DEVICES].value, "devices", 1, IR_MAX_DEVICES, &t->ndevices);
   }
   (void)root;
@@ -532,12 +646,15 @@ static bool read_settings(Loader *L, yaml_node_t *root, Entry *e) {
 static bool wire(Loader *L, yaml_node_t *root, Entry *e) {
   Topology *t = L->t;
   char err[256];
-  if (!ir_topo_build(t, L->a, err, sizeof err)) {
-    yaml_node_t *size = e[K_DRAGONFLY].key ? e[K_DRAGONFLY].value
-                        : e[K_DEVICES].key ? e[K_DEVICES].value
-                        : e[K_DIMS].key    ? e[K_DIMS].value
+  TopoBuildError problem = ir_topo_build(t, L->a, err, sizeof err);
+  if (problem != TOPO_BUILD_OK) {
+    yaml_node_t *at = problem == TOPO_BUILD_NODE_PORTS                 ? L->df_nodes
+                      : problem == TOPO_BUILD_RACK_PORTS               ? L->df_racks
+                      : e[K_DRAGONFLY].key ? entry_at(&e[K_DRAGONFLY])
+                      : e[K_DEVICES].key   ? e[K_DEVICES].value
+                      : e[K_DIMS].key      ? e[K_DIMS].value
                                            : root;
-    error_at(L, size, "%s", err);
+    error_at(L, at, "%s", err);
     return false;
   }
   if (t->family == FAMILY_EXPLICIT) {
@@ -548,8 +665,8 @@ static bool wire(Loader *L, yaml_node_t *root, Entry *e) {
   if (e[K_SPARE_NODES].key && !read_spares(L, e[K_SPARE_NODES].value)) return false;
   int unreached;
   if (!ir_topo_connected(t, &unreached)) {
-    yaml_node_t *at = e[K_FAILED_LINKS].key ? e[K_FAILED_LINKS].value
-                      : e[K_LINKS].key      ? e[K_LINKS].value
+    yaml_node_t *at = e[K_FAILED_LINKS].key ? entry_at(&e[K_FAILED_LINKS])
+                      : e[K_LINKS].key      ? entry_at(&e[K_LINKS])
                                             : root;
     error_at(L, at, "the network is not connected: device %d cannot reach device 0", unreached);
     return false;
@@ -568,6 +685,8 @@ static Topology *load_document(Loader *L) {
   bool acyclic = check_acyclic(L, 1, colour, 0);
   free(colour);
   if (!acyclic) return NULL;
+  mark_alias_positions(L->doc, L->src);
+  root = yaml_document_get_root_node(L->doc);  // copies may have moved the nodes
   Entry e[K_COUNT] = {{0}};
   if (!collect_keys(L, root, "the topology", top_keys, K_COUNT, e)) return NULL;
   if (!e[K_TOPOLOGY].key) {
@@ -582,6 +701,29 @@ static Topology *load_document(Loader *L) {
   return L->t;
 }
 
+// Where libyaml's parser stopped: reader errors (bad bytes, bad UTF-8) carry
+// a byte offset, scanner and parser errors a mark.
+static SrcLoc problem_loc(const yaml_parser_t *p, const SrcFile *src) {
+  if (p->error != YAML_READER_ERROR)
+    return (SrcLoc){src, (int)p->problem_mark.line + 1, (int)p->problem_mark.column + 1, 1};
+  SrcLoc loc = {src, 1, 1, 1};
+  for (size_t i = 0; i < p->problem_offset && i < src->len; i++) {
+    if (src->text[i] == '\n') {
+      loc.line++;
+      loc.col = 1;
+    } else {
+      loc.col++;
+    }
+  }
+  return loc;
+}
+
+static void report_yaml_error(Diag *d, const yaml_parser_t *p, const SrcFile *src) {
+  diag_error(d, problem_loc(p, src), "invalid YAML: %s%s%s",
+             p->problem ? p->problem : "unknown error", p->context ? " " : "",
+             p->context ? p->context : "");
+}
+
 static Topology *load(Arena *a, Diag *d, const SrcFile *src) {
   Loader L = {.a = a, .d = d, .src = src};
   yaml_parser_t parser;
@@ -590,14 +732,15 @@ static Topology *load(Arena *a, Diag *d, const SrcFile *src) {
   yaml_parser_set_input_string(&parser, (const unsigned char *)src->text, src->len);
   Topology *t = NULL;
   if (!yaml_parser_load(&parser, &doc)) {
-    SrcLoc loc = {src, (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1, 1};
-    diag_error(d, loc, "invalid YAML: %s%s%s", parser.problem ? parser.problem : "unknown error",
-               parser.context ? " " : "", parser.context ? parser.context : "");
+    report_yaml_error(d, &parser, src);
   } else {
     L.doc = &doc;
     t = load_document(&L);
     yaml_document_delete(&doc);
-    if (t && yaml_parser_load(&parser, &doc)) {  // a second document?
+    if (t && !yaml_parser_load(&parser, &doc)) {  // a second document that does not parse
+      report_yaml_error(d, &parser, src);
+      t = NULL;
+    } else if (t) {
       if (yaml_document_get_root_node(&doc)) {
         SrcLoc loc = {src, (int)doc.start_mark.line + 1, (int)doc.start_mark.column + 1, 1};
         diag_error(d, loc, "a topology file holds one YAML document; this is a second one");

@@ -234,6 +234,8 @@ typedef enum {
 #define IR_MAX_DEVICES (1 << 20)
 #define IR_MAX_LINKS (1 << 24)
 #define IR_MAX_LATENCY_CYCLES 1000000
+// The longest one vector may hold a link direction (a slower link is refused).
+#define IR_MAX_CYCLES_PER_VECTOR 1000000000
 
 typedef struct LinkParams {
   double gbps;        // per direction
@@ -294,7 +296,8 @@ extern const char *const ir_family_names[FAMILY_COUNT];
 extern const char *const ir_link_kind_names[LINK_KIND_COUNT];
 
 LinkParams ir_link_defaults(void);
-// Cycles one vector occupies a link direction: ceil(wire_bits * clock / rate).
+// Cycles one vector occupies a link direction: ceil(wire_bits * clock / rate),
+// at least 1; past IR_MAX_CYCLES_PER_VECTOR it returns -1 (the loader refuses).
 int ir_cycles_per_vector(const LinkParams *p, double clock_mhz);
 // Allocates devices 0..n-1, each with `nports` unconnected ports.
 void ir_topo_init_devices(Topology *t, Arena *a, int n, int nports);
@@ -304,10 +307,18 @@ int ir_topo_connect(Topology *t, Arena *a, int da, int pa, int db, int pb, LinkK
                     LinkParams p);
 
 // ---- topology_build.c ----
+// What ir_topo_build found wrong, so the loader can point at the right key.
+typedef enum {
+  TOPO_BUILD_OK,
+  TOPO_BUILD_NODE_PORTS,  // node pairs need more global ports than a node has
+  TOPO_BUILD_RACK_PORTS,  // rack pairs need more than the ports left
+  TOPO_BUILD_TOO_MANY_LINKS,
+} TopoBuildError;
+
 // Wires devices and links for t->family from the family's parameters.  Checks
-// what only the wiring can tell (a dragonfly's port budget) and on failure
-// returns false with a message in err.
-bool ir_topo_build(Topology *t, Arena *a, char *err, size_t errlen);
+// what only the wiring can tell (a dragonfly's port budget, the link count)
+// and on failure returns the problem with a message in err.
+TopoBuildError ir_topo_build(Topology *t, Arena *a, char *err, size_t errlen);
 
 // ---- topology_metrics.c ----
 // Hops of the longest shortest path over working links; -1 if disconnected

@@ -28,11 +28,12 @@ LinkParams ir_link_defaults(void) {
 
 // One vector holds a link direction for wire_bytes * 8 bits at gbps, in
 // cycles of a clock_mhz clock, rounded up: 328 * 8 * 900e6 / 100e9 = 23.6 -> 24.
-// The product is formed in one expression and a tiny tolerance absorbs the
-// rounding of decimal rates such as 12.5 Gb/s.
+// A relative tolerance absorbs the rounding of decimal rates (26.24 Gb/s is
+// exactly 90 cycles, not 91); no vector takes less than one cycle.
 int ir_cycles_per_vector(const LinkParams *p, double clock_mhz) {
   double cycles = (double)p->wire_bytes * 8.0 * clock_mhz / (p->gbps * 1000.0);
-  return (int)ceil(cycles - 1e-9);
+  if (!(cycles <= IR_MAX_CYCLES_PER_VECTOR)) return -1;
+  return MAX(1, (int)ceil(cycles * (1 - 1e-12)));
 }
 
 void ir_topo_init_devices(Topology *t, Arena *a, int n, int nports) {

@@ -75,7 +75,7 @@ static void df_connect_slots(Topology *t, Arena *a, int node_a, int slot_a, int 
                   df_device(df, node_b, slot_b % tpn), tpn - 1 + slot_b / tpn, kind, t->link);
 }
 
-static bool df_check_budget(const Topology *t, char *err, size_t errlen) {
+static TopoBuildError df_check_budget(const Topology *t, char *err, size_t errlen) {
   const Dragonfly *df = &t->df;
   int slots = df->tsps_per_node * df->global_ports_per_tsp;
   int per_pair = df->links_per_node_pair;
@@ -86,7 +86,7 @@ static bool df_check_budget(const Topology *t, char *err, size_t errlen) {
              "node has %d (%d TSPs x %d)",
              df->nodes_per_rack, per_pair, node_slots, slots, df->tsps_per_node,
              df->global_ports_per_tsp);
-    return false;
+    return TOPO_BUILD_NODE_PORTS;
   }
   long long rack_slots = (df->racks - 1 + df->nodes_per_rack - 1) / df->nodes_per_rack;
   if (rack_slots > slots - node_slots) {
@@ -94,9 +94,9 @@ static bool df_check_budget(const Topology *t, char *err, size_t errlen) {
              "%d racks need %lld global ports per node for rack-to-rack links, but only %lld "
              "of a node's %d are left after the links inside the rack",
              df->racks, rack_slots, slots - node_slots, slots);
-    return false;
+    return TOPO_BUILD_RACK_PORTS;
   }
-  return true;
+  return TOPO_BUILD_OK;
 }
 
 static void build_dragonfly(Topology *t, Arena *a) {
@@ -139,33 +139,35 @@ static int64_t planned_links(const Topology *t) {
   case FAMILY_TORUS: return n * t->ndims;  // an upper bound
   case FAMILY_RING: return n;
   case FAMILY_FULLY_CONNECTED: return n * (n - 1) / 2;
-  case FAMILY_DRAGONFLY: {
+  case FAMILY_DRAGONFLY: {  // local + node pairs in each rack + rack pairs
     const Dragonfly *df = &t->df;
-    int64_t tpn = df->tsps_per_node, nodes = (int64_t)df->nodes_per_rack * df->racks;
-    return nodes * (tpn * (tpn - 1) / 2) + nodes * tpn * df->global_ports_per_tsp / 2;
+    int64_t tpn = df->tsps_per_node, npr = df->nodes_per_rack, racks = df->racks;
+    return racks * npr * (tpn * (tpn - 1) / 2) +
+           racks * (npr * (npr - 1) / 2) * df->links_per_node_pair + racks * (racks - 1) / 2;
   }
   default: return 0;
   }
 }
 
-bool ir_topo_build(Topology *t, Arena *a, char *err, size_t errlen) {
+TopoBuildError ir_topo_build(Topology *t, Arena *a, char *err, size_t errlen) {
+  if (t->family == FAMILY_DRAGONFLY) {
+    TopoBuildError e = df_check_budget(t, err, errlen);
+    if (e != TOPO_BUILD_OK) return e;
+  }
   int64_t links = planned_links(t);
   if (links > IR_MAX_LINKS) {
     snprintf(err, errlen, "this topology would have %lld links, more than the limit of %d",
              (long long)links, IR_MAX_LINKS);
-    return false;
+    return TOPO_BUILD_TOO_MANY_LINKS;
   }
   switch (t->family) {
-  case FAMILY_MESH: build_grid(t, a, false); return true;
-  case FAMILY_TORUS: build_grid(t, a, true); return true;
-  case FAMILY_RING: build_ring(t, a); return true;
-  case FAMILY_FULLY_CONNECTED: build_fully_connected(t, a); return true;
-  case FAMILY_EXPLICIT: return true;  // the loader adds the listed links itself
-  case FAMILY_DRAGONFLY:
-    if (!df_check_budget(t, err, errlen)) return false;
-    build_dragonfly(t, a);
-    return true;
-  case FAMILY_COUNT: break;
+  case FAMILY_MESH: build_grid(t, a, false); break;
+  case FAMILY_TORUS: build_grid(t, a, true); break;
+  case FAMILY_RING: build_ring(t, a); break;
+  case FAMILY_FULLY_CONNECTED: build_fully_connected(t, a); break;
+  case FAMILY_EXPLICIT: break;  // the loader adds the listed links itself
+  case FAMILY_DRAGONFLY: build_dragonfly(t, a); break;
+  case FAMILY_COUNT: unreachable();
   }
-  unreachable();
+  return TOPO_BUILD_OK;
 }

@@ -166,11 +166,29 @@ static void describe_family(const Topology *t, FILE *out) {
   }
 }
 
+// A number as YAML reads it back exactly: integers plainly, others with 17
+// significant digits and always a '.' before an exponent (YAML 1.1 floats).
+static void print_number(FILE *out, double x) {
+  if (x == (double)(long long)x && x > -1e15 && x < 1e15) {
+    fprintf(out, "%lld", (long long)x);
+    return;
+  }
+  char buf[48];
+  snprintf(buf, sizeof buf, "%.17g", x);
+  char *e = strchr(buf, 'e');
+  if (e && !strchr(buf, '.'))
+    fprintf(out, "%.*s.0%s", (int)(e - buf), buf, e);
+  else
+    fputs(buf, out);
+}
+
 static void describe_link_params(const Topology *t, FILE *out) {
   const LinkParams *p = &t->link;
-  fprintf(out, "clock_mhz: %g\n", t->clock_mhz);
-  fprintf(out, "link:\n");
-  fprintf(out, "  gbps: %g\n", p->gbps);
+  fprintf(out, "clock_mhz: ");
+  print_number(out, t->clock_mhz);
+  fprintf(out, "\nlink:\n  gbps: ");
+  print_number(out, p->gbps);
+  fputc('\n', out);
   fprintf(out, "  latency_cycles: {min: %d, max: %d}\n", p->latency_min, p->latency_max);
   fprintf(out, "  vector_bytes: %d\n", p->vector_bytes);
   fprintf(out, "  wire_bytes: %d\n", p->wire_bytes);
@@ -180,7 +198,10 @@ static void describe_link_params(const Topology *t, FILE *out) {
 // A link's own parameters, when they differ from the topology's defaults.
 static void describe_overrides(const Topology *t, const Link *l, FILE *out) {
   const LinkParams *p = &l->p, *d = &t->link;
-  if (p->gbps != d->gbps) fprintf(out, ", gbps: %g", p->gbps);
+  if (p->gbps != d->gbps) {
+    fprintf(out, ", gbps: ");
+    print_number(out, p->gbps);
+  }
   if (p->latency_min != d->latency_min || p->latency_max != d->latency_max)
     fprintf(out, ", latency_cycles: {min: %d, max: %d}", p->latency_min, p->latency_max);
   if (p->vector_bytes != d->vector_bytes) fprintf(out, ", vector_bytes: %d", p->vector_bytes);
@@ -239,7 +260,11 @@ void ir_topo_describe(const Topology *t, FILE *out, bool ports) {
   fprintf(out, "ports_per_device: %d\n", max_ports);
   fprintf(out, "diameter: %d\n", ir_topo_diameter(t, NULL));
   describe_link_params(t, out);
-  if (t->drift_ppm != 0) fprintf(out, "drift_ppm: %g\n", t->drift_ppm);
+  if (t->drift_ppm != 0) {
+    fprintf(out, "drift_ppm: ");
+    print_number(out, t->drift_ppm);
+    fputc('\n', out);
+  }
   if (t->nspares) {
     fprintf(out, "spare_nodes: [");
     for (int i = 0; i < t->nspares; i++) fprintf(out, "%s%d", i ? ", " : "", t->spare_nodes[i]);

@@ -44,7 +44,8 @@ void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap) {
   if (d->suppressed) return;
   if (d->max_errors > 0 && d->nerrors > d->max_errors) {
     d->suppressed = true;
-    fprintf(d->out, "note: stopping after %d errors (--max-errors)\n", d->max_errors);
+    fprintf(d->out, "note: stopping after %d error%s (--max-errors)\n", d->max_errors,
+            d->max_errors == 1 ? "" : "s");
     return;
   }
   print_message(d, loc, "error", fmt, ap);

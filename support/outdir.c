@@ -100,6 +100,11 @@ bool outdir_begin(OutDir *o, const char *path, Diag *d, const char *tool) {
     o->tmp_path = NULL;
     return false;
   }
+  // mkdtemp makes the directory private (0700); give it the mode any
+  // directory the user creates would have.
+  mode_t mask = umask(0);
+  umask(mask);
+  chmod(o->tmp_path, 0777 & ~mask);
   o->final_path = xstrdup(path);
   return true;
 }

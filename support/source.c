@@ -25,9 +25,10 @@ SrcFile *src_read(Arena *a, const char *path, const char **err) {
   size_t n;
   while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) buf_append(&b, chunk, n);
   bool failed = ferror(fp);
+  int read_errno = errno;
   fclose(fp);
   if (failed) {
-    *err = "read error";
+    *err = strerror(read_errno);
     buf_free(&b);
     return NULL;
   }

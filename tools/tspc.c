@@ -44,6 +44,25 @@ static void usage(FILE *out) {
 
 enum { OPT_DESCRIBE = 256, OPT_PORTS, OPT_DUMP_AFTER, OPT_MAX_ERRORS, OPT_STATS, OPT_VERSION, OPT_HELP };
 
+// getopt_long said '?': name the culprit.  A short option inside a group
+// (-Zq) is reported alone; "--describe=yes" is an option given a value it
+// does not take, not an unknown one.
+static void report_bad_option(const char *arg, const struct option *longopts, Diag *d) {
+  if (optopt > 0 && optopt < 256) {  // a short option; arg may be the one before it
+    diag_tool_error(d, "tspc", "unknown option '-%c' (try --help)", optopt);
+    return;
+  }
+  const char *eq = strchr(arg, '=');
+  if (!strncmp(arg, "--", 2) && eq)
+    for (const struct option *o = longopts; o->name; o++)
+      if (o->has_arg == no_argument && strlen(o->name) == (size_t)(eq - arg - 2) &&
+          !strncmp(o->name, arg + 2, strlen(o->name))) {
+        diag_tool_error(d, "tspc", "option '--%s' takes no value", o->name);
+        return;
+      }
+  diag_tool_error(d, "tspc", "unknown option '%s' (try --help)", arg);
+}
+
 // Parses argv into o; false (with a message) on a usage error.
 static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
   static const struct option longopts[] = {
@@ -82,7 +101,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
     case 'h':
     case OPT_HELP: usage(stdout); exit(0);
     case ':': diag_tool_error(d, "tspc", "option '%s' needs a value", argv[optind - 1]); return false;
-    default: diag_tool_error(d, "tspc", "unknown option '%s' (try --help)", argv[optind - 1]); return false;
+    default: report_bad_option(argv[optind - 1], longopts, d); return false;
     }
   }
   if (optind < argc) o->model = argv[optind++];
@@ -100,6 +119,11 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
   }
   if (o->ports && !o->describe) {
     diag_tool_error(d, "tspc", "--ports only applies to --describe");
+    return false;
+  }
+  if (o->describe && (o->model || o->out || o->dump_after || o->stats)) {
+    diag_tool_error(d, "tspc", "--describe reads only the topology: drop the model, -o, "
+                               "--dump-after and --stats");
     return false;
   }
   return true;

@@ -279,11 +279,11 @@ static void port_budget_is_enforced(void **state) {
   // 33 nodes fit a node's 32 global ports; 34 do not.
   topo_ok(&a, "topology: dragonfly\ndragonfly: {nodes: 33}\n");
   assert_string_equal(topo_error(&a, "topology: dragonfly\ndragonfly: {nodes: 34}\n"),
-                      "t.yaml:2:12: error: 34 nodes joined by 1 link(s) per pair need 33 global "
+                      "t.yaml:2:20: error: 34 nodes joined by 1 link(s) per pair need 33 global "
                       "ports per node, but a node has 32 (8 TSPs x 4)");
   assert_string_equal(topo_error(&a, "topology: dragonfly\n"
                                      "dragonfly: {nodes_per_rack: 9, racks: 146}\n"),
-                      "t.yaml:2:12: error: 146 racks need 17 global ports per node for "
+                      "t.yaml:2:39: error: 146 racks need 17 global ports per node for "
                       "rack-to-rack links, but only 16 of a node's 32 are left after the links "
                       "inside the rack");
   arena_free(&a);
