@@ -312,6 +312,9 @@ static bool read_latency(Loader *L, const Entry *entry, LinkParams *p) {
   return true;
 }
 
+// The most SRAM one device may be given, in vectors (2^28 x 320 B = 80 GiB).
+#define FE_MAX_SRAM_VECTORS (1 << 28)
+
 // The most bytes one vector may carry (a named limit: the machine's is 320).
 #define FE_MAX_VECTOR_BYTES (1 << 20)
 
@@ -350,11 +353,13 @@ static bool read_link_params(Loader *L, yaml_node_t *n, LinkParams *p) {
 
 enum {
   K_NAME, K_TOPOLOGY, K_DIMS, K_DEVICES, K_LINKS, K_DRAGONFLY, K_LINK,
-  K_FAILED_LINKS, K_SPARE_NODES, K_DRIFT_PPM, K_CLOCK_MHZ, K_COUNT
+  K_FAILED_LINKS, K_SPARE_NODES, K_DRIFT_PPM, K_CLOCK_MHZ,
+  K_EPOCH, K_SRAM, K_RX_BUFFER, K_COUNT
 };
 static const char *const top_keys[K_COUNT] = {
     "name", "topology", "dims", "devices", "links", "dragonfly", "link",
-    "failed_links", "spare_nodes", "drift_ppm", "clock_mhz"};
+    "failed_links", "spare_nodes", "drift_ppm", "clock_mhz",
+    "epoch_cycles", "sram_vectors", "rx_buffer_vectors"};
 
 #define FAM(f) (1u << FAMILY_##f)
 #define ALL_FAMILIES ((1u << FAMILY_COUNT) - 1)
@@ -365,7 +370,8 @@ static const unsigned key_families[K_COUNT] = {
     [K_DEVICES] = FAM(RING) | FAM(FULLY_CONNECTED) | FAM(EXPLICIT),
     [K_LINKS] = FAM(EXPLICIT), [K_DRAGONFLY] = FAM(DRAGONFLY),
     [K_LINK] = ALL_FAMILIES, [K_FAILED_LINKS] = ALL_FAMILIES, [K_SPARE_NODES] = ALL_FAMILIES,
-    [K_DRIFT_PPM] = ALL_FAMILIES, [K_CLOCK_MHZ] = ALL_FAMILIES};
+    [K_DRIFT_PPM] = ALL_FAMILIES, [K_CLOCK_MHZ] = ALL_FAMILIES, [K_EPOCH] = ALL_FAMILIES,
+    [K_SRAM] = ALL_FAMILIES, [K_RX_BUFFER] = ALL_FAMILIES};
 static const unsigned key_required_by[K_COUNT] = {
     [K_TOPOLOGY] = ALL_FAMILIES, [K_DIMS] = FAM(MESH) | FAM(TORUS),
     [K_DEVICES] = FAM(RING) | FAM(FULLY_CONNECTED) | FAM(EXPLICIT),
@@ -630,6 +636,13 @@ static bool read_settings(Loader *L, yaml_node_t *root, Entry *e) {
   }
   t->clock_mhz = IR_DEFAULT_CLOCK_MHZ;
   t->link = ir_link_defaults();
+  t->epoch_cycles = IR_DEFAULT_EPOCH_CYCLES;
+  t->sram_vectors = IR_DEFAULT_SRAM_VECTORS;
+  t->rx_buffer_vectors = IR_DEFAULT_RX_BUFFER_VECTORS;
+  if (e[K_EPOCH].key) ok &= read_int32(L, e[K_EPOCH].value, "epoch_cycles", 2, 1 << 20, &t->epoch_cycles);
+  if (e[K_SRAM].key) ok &= read_int32(L, e[K_SRAM].value, "sram_vectors", 1, FE_MAX_SRAM_VECTORS, &t->sram_vectors);
+  if (e[K_RX_BUFFER].key)
+    ok &= read_int32(L, e[K_RX_BUFFER].value, "rx_buffer_vectors", 1, 1 << 20, &t->rx_buffer_vectors);
   if (e[K_CLOCK_MHZ].key) ok &= read_number(L, e[K_CLOCK_MHZ].value, "clock_mhz", 0, true, 1e6, &t->clock_mhz);
   if (e[K_DRIFT_PPM].key) ok &= read_number(L, e[K_DRIFT_PPM].value, "drift_ppm", 0, false, 1e5, &t->drift_ppm);
   if (e[K_LINK].key) ok &= read_link_params(L, e[K_LINK].value, &t->link);

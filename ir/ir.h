@@ -273,6 +273,14 @@ typedef struct Dragonfly {
   int links_per_node_pair;    // cables joining two nodes of one rack
 } Dragonfly;
 
+// Machine settings (every number of the machine model is a topology setting;
+// defaults from seed 002).  The HAC epoch: 252 cycles (s3.2 fn 4).  SRAM:
+// [hemisphere 2, slice 44, bank 2, offset 4096] vectors = 220 MiB (fig 3).
+// The receive buffer: the "very shallow buffers" at the C2C interface (s4.4).
+#define IR_DEFAULT_EPOCH_CYCLES 252
+#define IR_DEFAULT_SRAM_VECTORS (2 * 44 * 2 * 4096)
+#define IR_DEFAULT_RX_BUFFER_VECTORS 4
+
 typedef struct Topology {
   const char *name;
   TopoFamily family;
@@ -283,6 +291,9 @@ typedef struct Topology {
   double clock_mhz;
   LinkParams link;             // defaults for every link
   double drift_ppm;            // emulator: each device's clock off by up to +-drift_ppm
+  int epoch_cycles;            // HAC period
+  int sram_vectors;            // SRAM size of one device, in vectors
+  int rx_buffer_vectors;       // vectors a port can hold that arrived and are not yet taken
   int nspares;
   int *spare_nodes;            // dragonfly: node indices; other families: device ids
   int ndevices;
@@ -333,5 +344,138 @@ int ir_topo_diameter_search(const Topology *t, int *unreached);
 bool ir_topo_connected(const Topology *t, int *unreached);
 // --describe: YAML summary; with ports, every device's numbered ports.
 void ir_topo_describe(const Topology *t, FILE *out, bool ports);
+
+// ===== ISA and device programs ===========================================
+//
+// A device runs one instruction stream per functional unit: `c2c.P` for each
+// port P (SEND, RECV), `vxm` (vector ops), `mxm` (matrix ops) and `ctl`
+// (TRANSMIT, POLL, RUNTIME_DESKEW).  Every unit may WAIT, SYNC, NOTIFY,
+// DESKEW and HALT.  docs/isa.md gives each instruction's exact timing.
+//
+// Encoding: every instruction is 20 bytes, little-endian:
+//
+//   byte  0        1        2       3   4 .. 7   8 .. 11  12 .. 15  16 .. 19
+//       +--------+--------+----------------+--------+--------+--------+--------+
+//       | opcode | dtype  |   port (u16)   | a (u32)| b (u32)| c (u32)| d (u32)|
+//       +--------+--------+----------------+--------+--------+--------+--------+
+//
+// The operand string says which fields an instruction uses, in assembly
+// order: p = port, t = dtype, a b c d = the u32 fields.  Unused fields are 0.
+
+typedef enum { UNIT_C2C, UNIT_VXM, UNIT_MXM, UNIT_CTL, UNIT_KIND_COUNT } UnitKind;
+
+#define U_C2C (1u << UNIT_C2C)
+#define U_VXM (1u << UNIT_VXM)
+#define U_MXM (1u << UNIT_MXM)
+#define U_CTL (1u << UNIT_CTL)
+#define U_ANY (U_C2C | U_VXM | U_MXM | U_CTL)
+
+// op               mnemonic          operands units   what it does (timing: docs/isa.md)
+#define ISA_OPS(X)                                                                              \
+  X(WAIT, "WAIT", "a", U_ANY)              /* idle a cycles                               */ \
+  X(SEND, "SEND", "pab", U_C2C)            /* stream b vectors from SRAM a out of port p  */ \
+  X(RECV, "RECV", "pab", U_C2C)            /* take b arriving vectors of port p into a    */ \
+  X(VADD, "VADD", "tabcd", U_VXM)          /* a[k] = b[k] + c[k], k < d vectors           */ \
+  X(VMAX, "VMAX", "tabcd", U_VXM)          /* a[k] = max(b[k], c[k])                      */ \
+  X(VRELU, "VRELU", "tabc", U_VXM)         /* a[k] = max(b[k], 0), k < c vectors          */ \
+  X(MXM, "MXM", "tabcd", U_MXM)            /* a = b[d rows] x c[N x N weights]            */ \
+  X(SYNC, "SYNC", "", U_ANY)               /* park until a NOTIFY                         */ \
+  X(NOTIFY, "NOTIFY", "", U_ANY)           /* wake every parked unit, next cycle          */ \
+  X(DESKEW, "DESKEW", "", U_ANY)           /* pause until the next HAC epoch boundary     */ \
+  X(TRANSMIT, "TRANSMIT", "p", U_CTL)      /* send a notification vector out of port p    */ \
+  X(POLL, "POLL", "p", U_CTL)              /* at each epoch boundary: a notification? go  */ \
+  X(RUNTIME_DESKEW, "RUNTIME_DESKEW", "a", U_CTL) /* stall a +- (SAC - HAC)                */ \
+  X(HALT, "HALT", "", U_ANY)               /* this unit's stream ends                     */
+
+typedef enum {
+#define X(e, name, operands, units) OPC_##e,
+  ISA_OPS(X)
+#undef X
+  OPC_COUNT
+} Opcode;
+
+typedef struct OpcodeInfo {
+  const char *name;
+  const char *operands;  // "pab": port, a, b
+  unsigned units;        // U_* mask of the units that may run it
+} OpcodeInfo;
+
+#define ISA_INSTR_BYTES 20
+
+typedef struct Instr {
+  uint8_t op, dtype;
+  uint16_t port;
+  uint32_t a, b, c, d;
+  SrcLoc loc;  // where the assembler read it (not encoded)
+} Instr;
+
+typedef struct UnitProgram {
+  UnitKind kind;
+  int port;  // UNIT_C2C
+  VEC(Instr) code;
+} UnitProgram;
+
+// Data placed in SRAM before the run (INIT) or checked after it (EXPECT):
+// nvec vectors from addr whose element i (counting across the vectors) is
+// a * i + b, converted to dtype.
+typedef enum { REC_INIT = 1, REC_EXPECT = 2 } RecordKind;
+
+typedef struct DataRecord {
+  RecordKind kind;
+  DType dtype;
+  uint32_t addr, nvec;
+  double a, b;
+  SrcLoc loc;
+} DataRecord;
+
+// A named tensor in a device's SRAM (the manifest's `tensors:`), row-major,
+// packed from addr on.
+typedef struct TensorHome {
+  const char *name;
+  int device;
+  uint32_t addr;
+  DType dtype;
+  Shape shape;
+} TensorHome;
+
+typedef struct DeviceProgram {
+  int device;
+  VEC(UnitProgram) units;
+  VEC(DataRecord) records;
+} DeviceProgram;
+
+typedef struct Program {
+  int ndevices;
+  DeviceProgram *devices;   // one per device of the topology, by id
+  int64_t predicted_cycles; // -1: no prediction
+  VEC(TensorHome) tensors;
+} Program;
+
+// ---- isa.c ----
+extern const OpcodeInfo isa_opcodes[OPC_COUNT];
+extern const char *const isa_unit_kind_names[UNIT_KIND_COUNT];
+
+bool isa_opcode_lookup(const char *name, Opcode *out);
+// "c2c.3", "vxm", "mxm", "ctl" <-> kind and port; false on anything else.
+bool isa_unit_parse(const char *name, UnitKind *kind, int *port);
+void isa_unit_format(char *dst, size_t n, UnitKind kind, int port);
+// Elements of dtype in one vector of vector_bytes.
+int isa_elems_per_vector(DType dt, int vector_bytes);
+// MXM: the dtypes the matrix unit multiplies, its accumulation dtype, and
+// the cycles an MXM of `rows` rows holds the unit.
+bool isa_mxm_dtype_ok(DType dt);
+DType isa_mxm_acc_dtype(DType dt);
+int64_t isa_mxm_cycles(DType dt, int vector_bytes, uint32_t rows);
+// Vectors one MXM result row occupies.
+int isa_mxm_row_vectors(DType dt, int vector_bytes);
+// Checks one instruction in its unit on a device with `nports` ports and
+// `sram` vectors of SRAM: allowed there, operands in range.  On failure
+// writes the reason to err.
+bool isa_check(const Instr *in, UnitKind kind, int port, int nports, uint32_t sram, char *err,
+               size_t errlen);
+// One instruction as assembly text, e.g. "SEND 1, 0, 4".
+void isa_format(char *dst, size_t n, const Instr *in);
+// Prints a device program as assembly that tsp-as reads back exactly.
+void isa_print_device(const DeviceProgram *dp, int ndevices, FILE *out);
 
 #endif

@@ -193,6 +193,9 @@ static void describe_link_params(const Topology *t, FILE *out) {
   fprintf(out, "  vector_bytes: %d\n", p->vector_bytes);
   fprintf(out, "  wire_bytes: %d\n", p->wire_bytes);
   fprintf(out, "  cycles_per_vector: %d\n", ir_cycles_per_vector(p, t->clock_mhz));
+  fprintf(out, "epoch_cycles: %d\n", t->epoch_cycles);
+  fprintf(out, "sram_vectors: %d\n", t->sram_vectors);
+  fprintf(out, "rx_buffer_vectors: %d\n", t->rx_buffer_vectors);
 }
 
 // A link's own parameters, when they differ from the topology's defaults.
