@@ -37,17 +37,19 @@ GEN      := $(OBJ)/gen
 YAML_CFLAGS := $(shell $(PKG_CONFIG) --cflags yaml-0.1 2>/dev/null)
 YAML_LIBS   := $(shell $(PKG_CONFIG) --libs yaml-0.1 2>/dev/null || echo -lyaml)
 CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
+ZLIB_LIBS   := $(shell $(PKG_CONFIG) --libs zlib 2>/dev/null || echo -lz)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CPPFLAGS += -D_POSIX_C_SOURCE=200809L -I$(GEN) -Ifrontend $(YAML_CFLAGS)
 ALL_CFLAGS = -std=c11 $(WARN) $(OPT) $(CFLAGS)
-LDLIBS   += $(YAML_LIBS) -lm
+LDLIBS   += $(YAML_LIBS) $(ZLIB_LIBS) -lm
 
 # ---- sources ---------------------------------------------------------------
-LIB_SRCS := $(wildcard support/*.c ir/*.c frontend/*.c passes/*.c backend/*.c)
+RUNTIME_SRCS := $(wildcard runtime/*.c)
+LIB_SRCS := $(wildcard support/*.c ir/*.c frontend/*.c passes/*.c backend/*.c) $(RUNTIME_SRCS)
 LIB_OBJS := $(LIB_SRCS:%.c=$(OBJ)/%.o) $(GEN)/parser.tab.o $(GEN)/lexer.yy.o
 LIB      := $(OBJ)/libtspc.a
-TOOLS    := tspc
+TOOLS    := tspc tsp-as tsp-emu tsp-objdump
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:test/unit/%.c=$(OBJ)/test/%)
 
@@ -95,7 +97,8 @@ $(OBJ)/fuzz/%: $(OBJ)/test/fuzz/%.o $(LIB)
 	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer $^ $(LDLIBS) -o $@
 
 FUZZ_SECONDS ?= 60
-fuzz: deps
+fuzz:
+	@scripts/install-deps.sh clang libclang-rt-14-dev
 	$(MAKE) VARIANT=fuzz fuzzers
 	@mkdir -p build/fuzz/corpus-tg build/fuzz/corpus-yaml
 	cp examples/*.tg build/fuzz/corpus-tg/ && cp examples/*.yaml build/fuzz/corpus-yaml/

@@ -1,5 +1,5 @@
 // manifest.c: writes manifest.yaml, the index of an output directory.  Part
-// of backend/; the last thing tspc writes, the first thing tsp-emu reads.
+// of backend/; the last file tspc and tsp-as write, the first tsp-emu reads.
 // docs/manifest.md describes every field.
 #include "backend.h"
 
@@ -13,44 +13,73 @@ static const char *tensor_kind_name(const Tensor *t) {
   return t->kind == TENSOR_INPUT ? "input" : t->kind == TENSOR_PARAM ? "param" : "value";
 }
 
-static void write_tensors(const Graph *g, FILE *out) {
+static void write_digest(const char *key, const SrcFile *f, FILE *out) {
+  fprintf(out, "%s: {path: ", key);
+  str_print_yaml(out, f->path);
+  fprintf(out, ", digest: \"fnv1a64:%016llx\"}\n",
+          (unsigned long long)digest_fnv1a64(f->text, f->len));
+}
+
+// The graph's interface: inputs, params and outputs with their placement.
+static void write_graph(const Graph *g, FILE *out) {
   Arena scratch = {0};
-  fprintf(out, "tensors:\n");
+  fprintf(out, "graph:\n  name: ");
+  str_print_yaml(out, g->name);
+  fprintf(out, "\n  tensors:\n");
   for (int i = 0; i < g->tensors.len; i++) {
     const Tensor *t = g->tensors.data[i];
     if (t->kind == TENSOR_VALUE && !t->is_output) continue;
-    const char *place = ir_place_str(&scratch, &t->place);
-    fprintf(out, "  - {name: %s, kind: %s, dtype: %s, shape: ", t->name, tensor_kind_name(t),
-            ir_dtype_names[t->dtype]);
+    fprintf(out, "    - {name: ");
+    str_print_yaml(out, t->name);
+    fprintf(out, ", kind: %s, dtype: %s, shape: ", tensor_kind_name(t), ir_dtype_names[t->dtype]);
     write_shape(&t->shape, out);
-    fprintf(out, ", place: \"%s\", bytes: %lld}\n", place, (long long)ir_tensor_bytes(t));
+    fprintf(out, ", place: \"%s\", bytes: %lld}\n", ir_place_str(&scratch, &t->place),
+            (long long)ir_tensor_bytes(t));
   }
+  fprintf(out, "  outputs: [");
+  for (int i = 0; i < g->outputs.len; i++) {
+    fputs(i ? ", " : "", out);
+    str_print_yaml(out, g->outputs.data[i]->name);
+  }
+  fprintf(out, "]\n");
   arena_free(&scratch);
 }
 
-void be_write_manifest(const Compilation *c, FILE *out) {
-  const Topology *t = c->topo;
-  const Graph *g = c->graph;
+// The device binaries and where named tensors live in them.
+static void write_program(const Program *p, FILE *out) {
+  fprintf(out, "binaries:\n");
+  for (int i = 0; i < p->ndevices; i++) fprintf(out, "  - dev%04d.tsp\n", i);
+  if (p->predicted_cycles >= 0)
+    fprintf(out, "predicted_cycles: %lld\n", (long long)p->predicted_cycles);
+  else
+    fprintf(out, "predicted_cycles: null\n");
+  fprintf(out, "tensors:%s\n", p->tensors.len ? "" : " []");
+  for (int i = 0; i < p->tensors.len; i++) {
+    const TensorHome *th = &p->tensors.data[i];
+    fprintf(out, "  - {name: ");
+    str_print_yaml(out, th->name);
+    fprintf(out, ", device: %d, addr: %u, dtype: %s, shape: ", th->device, th->addr, ir_dtype_names[th->dtype]);
+    write_shape(&th->shape, out);
+    fprintf(out, "}\n");
+  }
+}
+
+void be_write_manifest(const ManifestInfo *m, FILE *out) {
+  const Topology *t = m->topo;
   fprintf(out, "%s\n", OUTDIR_MANIFEST_MARKER);
   fprintf(out, "format_version: %d\n", BE_MANIFEST_VERSION);
-  fprintf(out, "tool: tspc %s\n", TSPC_VERSION);
-  fprintf(out, "source: {path: ");
-  str_print_yaml(out, c->src->path);
-  fprintf(out, ", digest: \"fnv1a64:%016llx\"}\n",
-          (unsigned long long)digest_fnv1a64(c->src->text, c->src->len));
-  fprintf(out, "topology: {path: ");
-  str_print_yaml(out, t->src->path);
-  fprintf(out, ", name: ");
+  fprintf(out, "tool: %s %s\n", m->tool, TSPC_VERSION);
+  write_digest("source", m->source, out);
+  fprintf(out, "topology: {file: topology.yaml, name: ");
   str_print_yaml(out, t->name);
-  fprintf(out, ", family: %s, digest: \"fnv1a64:%016llx\"}\n", ir_family_names[t->family],
+  fprintf(out, ", family: %s, path: ", ir_family_names[t->family]);
+  str_print_yaml(out, t->src->path);
+  fprintf(out, ", digest: \"fnv1a64:%016llx\"}\n",
           (unsigned long long)digest_fnv1a64(t->src->text, t->src->len));
-  fprintf(out, "graph: %s\n", g->name);
   fprintf(out, "devices: %d\n", t->ndevices);
-  fprintf(out, "# Stages run: parse, check.  Device binaries and predicted_cycles come\n");
-  fprintf(out, "# with the schedule compiler (docs/passes.md).\n");
-  fprintf(out, "stages: [parse, check]\n");
-  write_tensors(g, out);
-  fprintf(out, "outputs: [");
-  for (int i = 0; i < g->outputs.len; i++) fprintf(out, "%s%s", i ? ", " : "", g->outputs.data[i]->name);
-  fprintf(out, "]\n");
+  if (m->graph) write_graph(m->graph, out);
+  if (m->program)
+    write_program(m->program, out);
+  else
+    fprintf(out, "# No device binaries yet: code generation comes with the schedule compiler.\n");
 }

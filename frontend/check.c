@@ -22,6 +22,8 @@
 #define FE_MAX_UNROLLED_ITERATIONS (1 << 20)
 // Names longer than this get no "did you mean" hint (the search is quadratic).
 #define FE_MAX_HINT_LENGTH 64
+// The deepest nesting of repeat blocks (unrolled names grow with it).
+#define FE_MAX_REPEAT_DEPTH 16
 
 // ---- name bindings: a chained hash table -------------------------------------
 
@@ -43,7 +45,13 @@ typedef struct Checker {
   Binding *buckets[BINDING_BUCKETS];
   int depth;              // current repeat nesting
   long iteration;         // serial number of the current repeat iteration
+  long serial;            // the last serial number handed out
   Buf suffix;             // ".3.1" while unrolling iteration 3, inner iteration 1
+  // Iterations are numbered on from one repeat block to the next sibling
+  // block (two `repeat 12` blocks give layers 0..23), so unrolled names
+  // never repeat: next_index[depth] is the next number at that depth.
+  int64_t next_index[FE_MAX_REPEAT_DEPTH + 1];
+  struct NameEntry **names;  // every tensor name in the graph: names are unique
   bool too_many;          // FE_MAX_GRAPH_TENSORS reached (reported once)
   VEC(Binding *) created; // every live binding, oldest first
 } Checker;
@@ -103,12 +111,40 @@ static const char *closest_name(Checker *c, const char *name) {
   return best;
 }
 
+// ---- the set of tensor names -------------------------------------------------------
+
+#define NAME_BUCKETS (1 << 16)
+
+typedef struct NameEntry {
+  const char *name;
+  struct NameEntry *next;
+} NameEntry;
+
+// Adds name to the graph's names; false if it is there already.
+static bool claim_name(Checker *c, const char *name) {
+  if (!c->names) c->names = ARENA_ARRAY(c->a, NameEntry *, NAME_BUCKETS);
+  NameEntry **bucket = &c->names[digest_fnv1a64(name, strlen(name)) % NAME_BUCKETS];
+  for (NameEntry *e = *bucket; e; e = e->next)
+    if (!strcmp(e->name, name)) return false;
+  NameEntry *e = ARENA_NEW(c->a, NameEntry);
+  *e = (NameEntry){.name = name, .next = *bucket};
+  *bucket = e;
+  return true;
+}
+
 // ---- tensors ---------------------------------------------------------------------
+
+// The graph's name for source name `name` defined here: NAME, or NAME.I...
+// inside repeat blocks.
+static const char *graph_name(Checker *c, const char *name) {
+  return c->depth ? arena_printf(c->a, "%s%s", name, c->suffix.data) : name;
+}
 
 static Tensor *new_tensor(Checker *c, const char *name, TensorKind kind, SrcLoc loc) {
   Tensor *t = ARENA_NEW(c->a, Tensor);
   t->id = c->g->tensors.len;
-  t->name = c->depth ? arena_printf(c->a, "%s%s", name, c->suffix.data) : name;
+  t->name = graph_name(c, name);
+  if (!claim_name(c, t->name)) die("tensor name %s given twice", t->name);
   t->kind = kind;
   t->loc = loc;
   VEC_PUSH(c->a, &c->g->tensors, t);
@@ -214,9 +250,13 @@ static bool may_define(Checker *c, const char *name, SrcLoc loc, bool is_assign,
   Binding *b = lookup(c, name);
   *carried = false;
   if (!b) return true;
-  if (is_assign && b->depth < c->depth && b->rebound_in != c->iteration) {
-    *carried = true;
-    return true;
+  if (is_assign && b->depth < c->depth) {
+    if (b->rebound_in != c->iteration) {
+      *carried = true;
+      return true;
+    }
+    diag_error(c->d, loc, "'%s' is assigned twice in one iteration of its repeat block", name);
+    return false;
   }
   diag_error(c->d, loc, "redefinition of tensor '%s'", name);
   if (b->tensor) diag_note(c->d, b->tensor->loc, "'%s' was defined here", name);
@@ -486,7 +526,7 @@ static bool shape_axis(Checker *c, const Call *call, Op *op, Tensor *r) {
 static bool shape_matmul(Checker *c, const Call *call, Op *op, Tensor *r) {
   (void)op;
   Tensor *a = call->args[0], *b = call->args[1];
-  char ta[128], tb[128];
+  char ta[IR_TYPE_STR_MAX], tb[IR_TYPE_STR_MAX];
   type_string(ta, sizeof ta, a);
   type_string(tb, sizeof tb, b);
   if (a->shape.rank < 2) {
@@ -515,7 +555,7 @@ static bool shape_add(Checker *c, const Call *call, Op *op, Tensor *r) {
   Tensor *a = call->args[0], *b = call->args[1];
   bool bias = b->shape.rank == 1 && b->shape.dim[0] == a->shape.dim[a->shape.rank - 1];
   if (!ir_shape_equal(&a->shape, &b->shape) && !bias) {
-    char ta[128], tb[128];
+    char ta[IR_TYPE_STR_MAX], tb[IR_TYPE_STR_MAX];
     type_string(ta, sizeof ta, a);
     type_string(tb, sizeof tb, b);
     diag_error(c->d, call->s->op_loc, "add operands have different shapes: '%s' is %s and '%s' is %s",
@@ -531,7 +571,7 @@ static bool shape_layernorm(Checker *c, const Call *call, Op *op, Tensor *r) {
   for (int i = 1; i < call->nargs; i++) {
     const Tensor *p = call->args[i];
     if (p->shape.rank != 1 || p->shape.dim[0] != n) {
-      char tp[128];
+      char tp[IR_TYPE_STR_MAX];
       type_string(tp, sizeof tp, p);
       diag_error(c->d, call->arg_ast[i]->loc,
                  "layernorm's %s must be a vector of %lld (the normalised axis); '%s' is %s",
@@ -545,7 +585,7 @@ static bool shape_layernorm(Checker *c, const Call *call, Op *op, Tensor *r) {
 static bool shape_transpose(Checker *c, const Call *call, Op *op, Tensor *r) {
   shape_same(c, call, op, r);
   if (r->shape.rank < 2) {
-    char t[128];
+    char t[IR_TYPE_STR_MAX];
     type_string(t, sizeof t, call->args[0]);
     diag_error(c->d, call->arg_ast[0]->loc, "transpose needs rank 2 or more; '%s' is %s",
                call->args[0]->name, t);
@@ -662,7 +702,7 @@ static Tensor *check_call(Checker *c, Call *call, bool carried) {
   Binding *b = lookup(c, s->name);
   if (carried && b->tensor &&
       (r.dtype != b->tensor->dtype || !ir_shape_equal(&r.shape, &b->tensor->shape))) {
-    char was[128], now[128];
+    char was[IR_TYPE_STR_MAX], now[IR_TYPE_STR_MAX];
     type_string(was, sizeof was, b->tensor);
     ir_format_type(now, sizeof now, r.dtype, &r.shape);
     diag_error(c->d, s->name_loc,
@@ -670,6 +710,15 @@ static Tensor *check_call(Checker *c, Call *call, bool carried) {
                "%s; this makes it %s",
                s->name, was, now);
     return NULL;
+  }
+  if (carried) {  // a second assignment in one iteration would reuse NAME.I
+    const char *full = graph_name(c, s->name);
+    for (NameEntry *e = c->names ? c->names[digest_fnv1a64(full, strlen(full)) % NAME_BUCKETS] : NULL; e; e = e->next)
+      if (!strcmp(e->name, full)) {
+        diag_error(c->d, s->name_loc, "'%s' is assigned twice in one iteration of its repeat block",
+                   s->name);
+        return NULL;
+      }
   }
   Tensor *t = new_tensor(c, s->name, TENSOR_VALUE, s->name_loc);
   t->dtype = r.dtype;
@@ -714,24 +763,31 @@ static void check_repeat(Checker *c, const AstStmt *s) {
                (long long)s->count);
     return;
   }
+  if (c->depth == FE_MAX_REPEAT_DEPTH) {
+    diag_error(c->d, s->loc, "repeat blocks are nested more than %d deep", FE_MAX_REPEAT_DEPTH);
+    return;
+  }
   size_t base = c->suffix.len;
+  long outer_iteration = c->iteration;  // a carried name's once-per-iteration rule is per level
   c->depth++;
   for (int64_t i = 0; i < s->count && !c->too_many; i++) {
     int errors = c->d->nerrors;
-    if (c->iteration >= FE_MAX_UNROLLED_ITERATIONS) {
+    if (c->serial >= FE_MAX_UNROLLED_ITERATIONS) {
       diag_error(c->d, s->count_loc, "the graph unrolls to more than %d repeat iterations",
                  FE_MAX_UNROLLED_ITERATIONS);
       c->too_many = true;
       break;
     }
     c->suffix.len = base;
-    buf_printf(&c->suffix, ".%lld", (long long)i);
-    c->iteration++;
+    buf_printf(&c->suffix, ".%lld", (long long)c->next_index[c->depth - 1]++);
+    c->next_index[c->depth] = 0;  // inner blocks number afresh in every iteration
+    c->iteration = ++c->serial;
     check_stmts(c, s->body);
     unbind_deeper(c, c->depth - 1);
     if (c->d->nerrors > errors) break;  // the same errors would repeat
   }
   c->depth--;
+  c->iteration = outer_iteration;
   c->suffix.len = base;
   c->suffix.data[base] = '\0';
 }

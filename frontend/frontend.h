@@ -5,6 +5,7 @@
 //   check.c             Ast -> Graph IR: names resolved, repeats unrolled,
 //                       shapes, dtypes and placements checked
 //   topology.c          topology .yaml (libyaml document API) -> Topology IR
+//   asm.c               tsp-as assembly (.tsa) -> Program (device programs)
 //
 // Every error names FILE:LINE:COL and quotes the line (support/diag.c).  The
 // AST is allocated in the compilation's arena and never freed piecemeal.
@@ -111,6 +112,11 @@ void fe_ast_dump(const Ast *ast, FILE *out);
 // Resolves and checks the AST against the topology's device count; returns
 // the graph, or NULL after reporting every error found.
 Graph *fe_check(Arena *a, Diag *d, const Ast *ast, const Topology *topo);
+
+// ===== asm.c ================================================================
+
+// Reads tsp-as assembly for the devices of topo; NULL after reporting errors.
+Program *fe_assemble(Arena *a, Diag *d, const SrcFile *src, const Topology *topo);
 
 // ===== topology.c ===========================================================
 

@@ -232,7 +232,7 @@ typedef enum {
 #define IR_DEFAULT_LINKS_PER_NODE_PAIR_TWO_LEVEL 2
 // Limits that keep the arithmetic exact and the tables small.
 #define IR_MAX_DEVICES (1 << 20)
-#define IR_MAX_LINKS (1 << 24)
+#define IR_MAX_LINKS (1 << 22)
 #define IR_MAX_LATENCY_CYCLES 1000000
 // The longest one vector may hold a link direction (a slower link is refused).
 #define IR_MAX_CYCLES_PER_VECTOR 1000000000
@@ -261,7 +261,7 @@ typedef struct Port {
 
 typedef struct Device {
   int id;
-  int nports;
+  int nports, port_cap;
   Port *ports;
   int coord[IR_MAX_TOPO_DIMS];  // mesh/torus: x, y, z; dragonfly: rack, node, tsp
 } Device;
@@ -402,6 +402,27 @@ typedef struct OpcodeInfo {
 
 #define ISA_INSTR_BYTES 20
 
+// The device binary (devNNNN.tsp), little-endian, byte by byte:
+//
+//   0  "TSPB"                     magic
+//   4  u16 version (1)            6  u16 header bytes (32)
+//   8  u32 device id             12  u32 device count
+//  16  u32 units U               20  u32 data records R
+//  24  u32 file bytes            28  u32 CRC-32 of the file, this field as 0
+//  32  U unit entries of 12 bytes: u8 kind, u8 0, u16 port,
+//      u32 instructions, u32 offset of the stream in the file
+//      R records of 32 bytes: u8 kind, u8 dtype, u16 0, u32 addr, u32 nvec,
+//      u32 0, f64 a, f64 b
+//      the streams, in unit order, ISA_INSTR_BYTES each instruction
+#define ISA_BINARY_MAGIC "TSPB"
+#define ISA_BINARY_VERSION 1
+#define ISA_HEADER_BYTES 32
+#define ISA_UNIT_ENTRY_BYTES 12
+#define ISA_RECORD_BYTES 32
+#define ISA_CRC_OFFSET 28
+// The largest binary a loader accepts (a named limit against hostile sizes).
+#define ISA_MAX_BINARY_BYTES (1u << 30)
+
 typedef struct Instr {
   uint8_t op, dtype;
   uint16_t port;
@@ -468,11 +489,20 @@ DType isa_mxm_acc_dtype(DType dt);
 int64_t isa_mxm_cycles(DType dt, int vector_bytes, uint32_t rows);
 // Vectors one MXM result row occupies.
 int isa_mxm_row_vectors(DType dt, int vector_bytes);
-// Checks one instruction in its unit on a device with `nports` ports and
-// `sram` vectors of SRAM: allowed there, operands in range.  On failure
-// writes the reason to err.
-bool isa_check(const Instr *in, UnitKind kind, int port, int nports, uint32_t sram, char *err,
+// What an instruction is checked against: the device it runs on.
+typedef struct IsaTarget {
+  int nports;        // the device's ports
+  uint32_t sram;     // its SRAM, in vectors
+  int vector_bytes;  // bytes in one vector
+} IsaTarget;
+
+IsaTarget isa_target(const Topology *t, int device);
+// Checks one instruction in its unit (kind, port) on device t: allowed
+// there, operands in range.  On failure writes the reason to err.
+bool isa_check(const Instr *in, const IsaTarget *t, UnitKind kind, int port, char *err,
                size_t errlen);
+// Checks a data record (.init / .expect) against the device.
+bool isa_check_record(const DataRecord *r, const IsaTarget *t, char *err, size_t errlen);
 // One instruction as assembly text, e.g. "SEND 1, 0, 4".
 void isa_format(char *dst, size_t n, const Instr *in);
 // Prints a device program as assembly that tsp-as reads back exactly.

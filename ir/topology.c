@@ -42,19 +42,23 @@ void ir_topo_init_devices(Topology *t, Arena *a, int n, int nports) {
   for (int i = 0; i < n; i++) {
     Device *d = &t->devices[i];
     d->id = i;
-    d->nports = nports;
+    d->nports = d->port_cap = nports;
     d->ports = ARENA_ARRAY(a, Port, nports ? nports : 1);
     for (int p = 0; p < nports; p++) d->ports[p] = (Port){.link = -1, .peer = -1, .peer_port = -1};
   }
 }
 
-// Returns port `p` of d, or a new port at the end when p < 0.
+// Returns port `p` of d, or a new port at the end when p < 0 (the port
+// array doubles when full, so n ports cost O(n)).
 static int claim_port(Device *d, Arena *a, int p) {
   if (p >= 0) return p;
-  Port *ports = ARENA_ARRAY(a, Port, d->nports + 1);
-  for (int i = 0; i < d->nports; i++) ports[i] = d->ports[i];
-  ports[d->nports] = (Port){.link = -1, .peer = -1, .peer_port = -1};
-  d->ports = ports;
+  if (d->nports == d->port_cap) {
+    d->port_cap = MAX(4, 2 * d->port_cap);
+    Port *ports = ARENA_ARRAY(a, Port, d->port_cap);
+    for (int i = 0; i < d->nports; i++) ports[i] = d->ports[i];
+    d->ports = ports;
+  }
+  d->ports[d->nports] = (Port){.link = -1, .peer = -1, .peer_port = -1};
   return d->nports++;
 }
 

@@ -3,11 +3,12 @@
 // the diameter for bounds.
 //
 // The diameter is exact for any topology: a breadth-first search from every
-// device, run 256 sources at a time as bit-parallel BFS.  Each round widens
-// every source's reached set by one hop (reach'[v] = reach[v] | OR of
-// reach[u] over v's neighbours u); the number of rounds until nothing grows
-// is the largest eccentricity in the batch.  Cost: devices/256 batches x
-// diameter rounds x (devices + 2 links) words.  10,440 TSPs: ~0.1 s.
+// device.  Low-diameter networks run it 256 sources at a time as
+// bit-parallel BFS: each round widens every source's reached set by one hop
+// (reach'[v] = reach[v] | OR of reach[u] over v's neighbours u), and the
+// rounds until nothing grows give the batch's largest eccentricity.  Cost:
+// devices/256 x diameter x (devices + 2 links) words; 10,440 TSPs: ~0.1 s.
+// Networks whose diameter is far above 256 use one plain BFS per device.
 #include "ir.h"
 
 #include <stdlib.h>
@@ -76,10 +77,58 @@ static int bfs_batch(const Adjacency *g, int n, int first, uint64_t *cur, uint64
   return rounds;
 }
 
+// Plain BFS from `src`: its eccentricity, or -1 (and *unreached) if some
+// device is out of reach.  queue and dist hold n ints.
+static int bfs_eccentricity(const Adjacency *g, int n, int src, int *queue, int *dist, int *unreached) {
+  for (int v = 0; v < n; v++) dist[v] = -1;
+  int head = 0, tail = 0;
+  dist[src] = 0;
+  queue[tail++] = src;
+  while (head < tail) {
+    int v = queue[head++];
+    for (int e = g->start[v]; e < g->start[v + 1]; e++)
+      if (dist[g->nbr[e]] < 0) {
+        dist[g->nbr[e]] = dist[v] + 1;
+        queue[tail++] = g->nbr[e];
+      }
+  }
+  if (tail < n) {
+    for (int v = 0; v < n; v++)
+      if (dist[v] < 0 && unreached) {
+        *unreached = v;
+        break;
+      }
+    return -1;
+  }
+  return dist[queue[n - 1]];
+}
+
+// Long, thin networks (a chain, a large mesh with a failed link) have a
+// diameter far above the 256 sources a bit-parallel round serves: there a
+// plain BFS from every device does less work (n x links, not n/256 x
+// diameter x links).  One BFS from device 0 tells which case this is: its
+// eccentricity is at least half the diameter.
+static int diameter_by_plain_bfs(const Adjacency *g, int n, int ecc0, int *queue, int *dist) {
+  int diameter = ecc0;
+  for (int src = 1; src < n; src++) diameter = MAX(diameter, bfs_eccentricity(g, n, src, queue, dist, NULL));
+  return diameter;
+}
+
 int ir_topo_diameter_search(const Topology *t, int *unreached) {
   int n = t->ndevices;
   if (n <= 1) return 0;
   Adjacency g = adjacency_build(t);
+  int *queue = xmalloc(sizeof(int) * (size_t)n), *dist = xmalloc(sizeof(int) * (size_t)n);
+  int ecc0 = bfs_eccentricity(&g, n, 0, queue, dist, unreached);
+  bool thin = ecc0 >= 0 && 2 * ecc0 > 64 * BFS_WORDS;
+  int plain = thin ? diameter_by_plain_bfs(&g, n, ecc0, queue, dist) : 0;
+  free(queue);
+  free(dist);
+  if (ecc0 < 0 || thin) {
+    free(g.start);
+    free(g.nbr);
+    return ecc0 < 0 ? -1 : plain;
+  }
   uint64_t *cur = xmalloc(sizeof(uint64_t) * BFS_WORDS * (size_t)n);
   uint64_t *next = xmalloc(sizeof(uint64_t) * BFS_WORDS * (size_t)n);
   int diameter = 0;

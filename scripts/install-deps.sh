@@ -1,10 +1,11 @@
 #!/bin/sh
-# install-deps.sh: installs the Debian packages tspc builds and tests with.
+# install-deps.sh [EXTRA...]: installs the Debian packages tspc builds and
+# tests with, plus any EXTRA ones (`make fuzz` asks for clang's libFuzzer).
 # As root it runs apt-get for whatever is missing; otherwise it prints the
 # exact command and fails.  `make demo` and `make check` run it first.
 set -eu
 
-packages="gcc make flex bison pkg-config libyaml-dev libcmocka-dev llvm-14-tools python3"
+packages="gcc make flex bison pkg-config libyaml-dev zlib1g-dev libcmocka-dev llvm-14-tools python3 $*"
 
 missing=""
 for p in $packages; do

@@ -76,6 +76,10 @@ static bool make_parents(const char *path) {
 
 bool outdir_begin(OutDir *o, const char *path, Diag *d, const char *tool) {
   *o = (OutDir){0};
+  if (!*path) {
+    diag_tool_error(d, tool, "the output directory's name is empty");
+    return false;
+  }
   if (!make_parents(path)) {
     diag_tool_error(d, tool, "cannot create the directories above '%s': %s", path, strerror(errno));
     return false;

@@ -84,12 +84,26 @@ bool str_to_double(const char *s, double *out) {
   return true;
 }
 
+// Plain words a YAML 1.1 or 1.2 reader takes for something other than a
+// string (booleans, null); numbers are caught by the parse below.
+static bool yaml_special_word(const char *s) {
+  static const char *const words[] = {"null", "true", "false", "yes", "no", "on", "off", "y", "n"};
+  char lower[8];
+  size_t n = strlen(s);
+  if (n >= sizeof lower) return false;
+  for (size_t i = 0; i <= n; i++) lower[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
+  for (size_t i = 0; i < ARRAY_LEN(words); i++)
+    if (!strcmp(lower, words[i])) return true;
+  return false;
+}
+
 void str_print_yaml(FILE *out, const char *s) {
-  bool plain = *s && !strchr("-?:,[]{}#&*!|>'\"%@`~ ", *s);
+  bool plain = *s && !strchr("-?:,[]{}#&*!|>'\"%@`~ .+", *s);
   for (const char *p = s; *p && plain; p++)
     plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
             strchr("_.-/+", *p);
-  if (plain && strcmp(s, "null") && strcmp(s, "true") && strcmp(s, "false") && strcmp(s, "~")) {
+  double number;
+  if (plain && !yaml_special_word(s) && !str_to_double(s, &number) && !(s[0] == '0' && s[1])) {
     fputs(s, out);
     return;
   }

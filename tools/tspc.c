@@ -130,20 +130,8 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
 }
 
 static bool write_outputs(Compilation *c, const char *dir) {
-  OutDir od;
-  if (!outdir_begin(&od, dir, &c->diag, "tspc")) return false;
-  FILE *fp = outdir_create_file(&od, "manifest.yaml", &c->diag, "tspc");
-  if (!fp) {
-    outdir_abort(&od);
-    return false;
-  }
-  be_write_manifest(c, fp);
-  if (fclose(fp) != 0) {
-    diag_tool_error(&c->diag, "tspc", "cannot finish writing '%s/manifest.yaml'", dir);
-    outdir_abort(&od);
-    return false;
-  }
-  return outdir_commit(&od, &c->diag, "tspc");
+  ManifestInfo m = {.tool = "tspc", .source = c->src, .topo = c->topo, .graph = c->graph};
+  return be_write_outdir(&m, dir, &c->diag);
 }
 
 static void print_stats(const Compilation *c) {

@@ -8,7 +8,7 @@ import lit.formats
 
 config.name = 'tspc'
 config.test_format = lit.formats.ShTest(execute_external=True)
-config.suffixes = ['.tg', '.yaml', '.test']
+config.suffixes = ['.tg', '.yaml', '.test', '.tsa']
 config.excludes = ['Inputs']
 config.test_source_root = os.path.dirname(__file__)
 
@@ -17,6 +17,9 @@ bindir = os.path.abspath(lit_config.params.get('bindir', os.path.join(root, 'bin
 config.test_exec_root = os.path.join(root, 'build', 'lit', os.path.basename(os.path.dirname(bindir)) + '-' + os.path.basename(bindir))
 
 config.substitutions.append(('%tspc', os.path.join(bindir, 'tspc')))
+config.substitutions.append(('%tsp-as', os.path.join(bindir, 'tsp-as')))
+config.substitutions.append(('%tsp-emu', os.path.join(bindir, 'tsp-emu')))
+config.substitutions.append(('%tsp-objdump', os.path.join(bindir, 'tsp-objdump')))
 config.substitutions.append(('%examples', os.path.join(root, 'examples')))
 config.substitutions.append(('%inputs', os.path.join(config.test_source_root, 'Inputs')))
 # %exit N CMD: runs CMD and fails unless it exits with status N.

@@ -226,7 +226,7 @@ static void huge_systems_are_refused_or_fast(void **state) {
   Arena a = {0};
   assert_string_equal(topo_error(&a, "topology: fully_connected\ndevices: 100000\n"),
                       "t.yaml:2:10: error: this topology would have 4999950000 links, more than "
-                      "the limit of 16777216");
+                      "the limit of 4194304");
   Topology *t = topo_ok(&a, "topology: mesh\ndims: [1000, 1000]\n");  // a closed form
   assert_int_equal(ir_topo_diameter(t, NULL), 1998);
   arena_free(&a);

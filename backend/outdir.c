@@ -1,0 +1,51 @@
+// outdir.c: writes a whole output directory through support/outdir.c, so it
+// appears complete or not at all.  Part of backend/; tspc and tsp-as end here.
+#include "backend.h"
+
+static bool write_bytes(OutDir *od, const char *name, const void *data, size_t n, Diag *d,
+                        const char *tool) {
+  FILE *fp = outdir_create_file(od, name, d, tool);
+  if (!fp) return false;
+  bool ok = fwrite(data, 1, n, fp) == n;
+  ok &= fclose(fp) == 0;
+  if (!ok) diag_tool_error(d, tool, "cannot write '%s/%s'", od->final_path, name);
+  return ok;
+}
+
+static bool write_binaries(OutDir *od, const Program *p, Diag *d, const char *tool) {
+  for (int i = 0; i < p->ndevices; i++) {
+    Buf b = {0};
+    char name[32];
+    be_encode_device(&p->devices[i], p->ndevices, &b);
+    snprintf(name, sizeof name, "dev%04d.tsp", i);
+    bool ok = write_bytes(od, name, b.data, b.len, d, tool);
+    buf_free(&b);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+static bool write_manifest(OutDir *od, const ManifestInfo *m, Diag *d) {
+  FILE *fp = outdir_create_file(od, "manifest.yaml", d, m->tool);
+  if (!fp) return false;
+  be_write_manifest(m, fp);
+  if (fclose(fp) != 0) {
+    diag_tool_error(d, m->tool, "cannot write '%s/manifest.yaml'", od->final_path);
+    return false;
+  }
+  return true;
+}
+
+bool be_write_outdir(const ManifestInfo *m, const char *dir, Diag *d) {
+  OutDir od;
+  if (!outdir_begin(&od, dir, d, m->tool)) return false;
+  const SrcFile *topo = m->topo->src;
+  bool ok = write_bytes(&od, "topology.yaml", topo->text, topo->len, d, m->tool) &&
+            (!m->program || write_binaries(&od, m->program, d, m->tool)) &&
+            write_manifest(&od, m, d);
+  if (!ok) {
+    outdir_abort(&od);
+    return false;
+  }
+  return outdir_commit(&od, d, m->tool);
+}

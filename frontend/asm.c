@@ -1,0 +1,385 @@
+// asm.c: reads tsp-as assembly (.tsa) into a Program.  Part of the
+// frontend: the third input language after .tg and the topology YAML.
+//
+//   ; a comment                       .cycles 1234        (the predicted run)
+//   .device 0                         .tensor x, 0, i32, [4, 80]
+//   .init 0, i32, 4, iota(1, 0)       .expect 200, i32, 4, iota(2, 0)
+//   .unit c2c.1
+//     SEND 1, 0, 4                    ; port, address (vectors), count
+//     HALT
+//
+// One statement a line.  Every instruction is checked where it stands with
+// isa_check (the same check the loader applies to binaries), so an error
+// names its line and column.  docs/isa.md has the syntax in full.
+#include "frontend.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct AsmReader {
+  Arena *a;
+  Diag *d;
+  const SrcFile *src;
+  const Topology *topo;
+  Program *prog;
+  int line;              // 1-based
+  const char *text;      // the current line (not NUL-terminated)
+  int len;               // its length without the comment
+  int pos;               // the next column to read, 0-based
+  DeviceProgram *dev;    // the current .device, or NULL
+  UnitProgram *unit;     // the current .unit, or NULL
+  int *device_line;      // where each device's section began (0: none)
+  int cycles_line;       // where .cycles was given (0: not given)
+} AsmReader;
+
+static SrcLoc here(const AsmReader *r, int col0, int len) {
+  return (SrcLoc){r->src, r->line, col0 + 1, MAX(len, 1)};
+}
+
+static void skip_space(AsmReader *r) {
+  while (r->pos < r->len && (r->text[r->pos] == ' ' || r->text[r->pos] == '\t')) r->pos++;
+}
+
+static bool at_end(AsmReader *r) {
+  skip_space(r);
+  return r->pos >= r->len;
+}
+
+// A word: letters, digits, '_', '.', starting with a letter, '_' or '.'.
+static bool read_word(AsmReader *r, char *out, size_t n, int *col) {
+  skip_space(r);
+  *col = r->pos;
+  int start = r->pos;
+  if (r->pos < r->len && (isalpha((unsigned char)r->text[r->pos]) || r->text[r->pos] == '_' || r->text[r->pos] == '.'))
+    while (r->pos < r->len && (isalnum((unsigned char)r->text[r->pos]) || strchr("_.", r->text[r->pos]))) r->pos++;
+  int len = r->pos - start;
+  if (len == 0 || (size_t)len >= n) return false;
+  memcpy(out, r->text + start, (size_t)len);
+  out[len] = '\0';
+  return true;
+}
+
+// The text of the next token, for "expected X, found 'Y'".
+static void found_text(AsmReader *r, char *out, size_t n) {
+  skip_space(r);
+  int end = r->pos;
+  while (end < r->len && !strchr(" \t,()[]", r->text[end])) end++;
+  if (end == r->pos && end < r->len) end++;
+  if (end == r->pos)
+    snprintf(out, n, "end of line");
+  else
+    snprintf(out, n, "'%.*s'", MIN(end - r->pos, 40), r->text + r->pos);
+}
+
+static bool expect_char(AsmReader *r, char c) {
+  skip_space(r);
+  if (r->pos < r->len && r->text[r->pos] == c) {
+    r->pos++;
+    return true;
+  }
+  char found[64];
+  found_text(r, found, sizeof found);
+  diag_error(r->d, here(r, r->pos, 1), "expected '%c', found %s", c, found);
+  return false;
+}
+
+// An unsigned integer operand (decimal) that fits in 32 bits.
+static bool read_u32(AsmReader *r, const char *what, uint32_t *out) {
+  skip_space(r);
+  int start = r->pos;
+  while (r->pos < r->len && isdigit((unsigned char)r->text[r->pos])) r->pos++;
+  char buf[32];
+  int len = r->pos - start;
+  int64_t v;
+  if (len == 0) {
+    char found[64];
+    found_text(r, found, sizeof found);
+    diag_error(r->d, here(r, start, 1), "expected %s (a number), found %s", what, found);
+    return false;
+  }
+  snprintf(buf, sizeof buf, "%.*s", MIN(len, 30), r->text + start);
+  if (len > 20 || !str_to_i64(buf, &v) || v > UINT32_MAX) {
+    diag_error(r->d, here(r, start, len), "%s %.*s does not fit in 32 bits", what, len, r->text + start);
+    return false;
+  }
+  *out = (uint32_t)v;
+  return true;
+}
+
+// A real number for iota(A, B): optional sign, digits, '.', exponent.
+static bool read_real(AsmReader *r, double *out) {
+  skip_space(r);
+  int start = r->pos;
+  while (r->pos < r->len && strchr("+-0123456789.eE", r->text[r->pos])) r->pos++;
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.*s", MIN(r->pos - start, 63), r->text + start);
+  if (r->pos == start || !str_to_double(buf, out)) {
+    diag_error(r->d, here(r, start, r->pos - start), "expected a number, found '%s'", buf);
+    return false;
+  }
+  return true;
+}
+
+static bool read_dtype(AsmReader *r, DType *out) {
+  char word[32];
+  int col;
+  if (!read_word(r, word, sizeof word, &col) || !ir_dtype_lookup(word, out)) {
+    char found[64];
+    r->pos = col;
+    found_text(r, found, sizeof found);
+    diag_error(r->d, here(r, col, 1), "expected a dtype (f32, f16, bf16, i32, i8), found %s", found);
+    return false;
+  }
+  return true;
+}
+
+static bool expect_end(AsmReader *r) {
+  if (at_end(r)) return true;
+  char found[64];
+  found_text(r, found, sizeof found);
+  diag_error(r->d, here(r, r->pos, 1), "unexpected %s at the end of the line", found);
+  return false;
+}
+
+// ---- directives ---------------------------------------------------------------------
+
+static bool need_device(AsmReader *r, int col, const char *what) {
+  if (r->dev) return true;
+  diag_error(r->d, here(r, col, (int)strlen(what)), "%s before any .device", what);
+  return false;
+}
+
+static void directive_device(AsmReader *r) {
+  uint32_t id;
+  int col = r->pos;
+  if (!read_u32(r, "a device id", &id) || !expect_end(r)) return;
+  if (id >= (uint32_t)r->topo->ndevices) {
+    diag_error(r->d, here(r, col + 1, 1), "device %u does not exist (devices are 0..%d)", id,
+               r->topo->ndevices - 1);
+    return;
+  }
+  if (r->device_line[id]) {
+    diag_error(r->d, here(r, 0, 7), "device %u already has a section (line %d)", id, r->device_line[id]);
+    return;
+  }
+  r->device_line[id] = r->line;
+  r->dev = &r->prog->devices[id];
+  r->unit = NULL;
+}
+
+static void directive_unit(AsmReader *r) {
+  char name[32];
+  int col;
+  if (!need_device(r, 0, ".unit")) return;
+  UnitKind kind;
+  int port;
+  if (!read_word(r, name, sizeof name, &col) || !isa_unit_parse(name, &kind, &port)) {
+    diag_error(r->d, here(r, col, 1), "expected a unit: c2c.PORT, vxm, mxm or ctl");
+    return;
+  }
+  if (!expect_end(r)) return;
+  int nports = r->topo->devices[r->dev->device].nports;
+  if (kind == UNIT_C2C && port >= nports) {
+    diag_error(r->d, here(r, col, (int)strlen(name)), "device %d has no port %d (it has %d)",
+               r->dev->device, port, nports);
+    return;
+  }
+  for (int i = 0; i < r->dev->units.len; i++)
+    if (r->dev->units.data[i].kind == kind && r->dev->units.data[i].port == port) {
+      diag_error(r->d, here(r, col, (int)strlen(name)), "device %d already has unit %s",
+                 r->dev->device, name);
+      return;
+    }
+  UnitProgram up = {.kind = kind, .port = port};
+  VEC_PUSH(r->a, &r->dev->units, up);
+  r->unit = &r->dev->units.data[r->dev->units.len - 1];
+}
+
+// .init / .expect ADDR, DTYPE, NVEC, iota(A, B)
+static void directive_record(AsmReader *r, RecordKind kind, int col0) {
+  const char *what = kind == REC_INIT ? ".init" : ".expect";
+  if (!need_device(r, col0, what)) return;
+  DataRecord rec = {.kind = kind, .loc = here(r, col0, (int)strlen(what))};
+  char word[16];
+  int col;
+  if (!read_u32(r, "an address", &rec.addr) || !expect_char(r, ',') || !read_dtype(r, &rec.dtype) ||
+      !expect_char(r, ',') || !read_u32(r, "a vector count", &rec.nvec) || !expect_char(r, ','))
+    return;
+  if (!read_word(r, word, sizeof word, &col) || strcmp(word, "iota")) {
+    diag_error(r->d, here(r, col, 1), "expected iota(A, B)");
+    return;
+  }
+  if (!expect_char(r, '(') || !read_real(r, &rec.a) || !expect_char(r, ',') ||
+      !read_real(r, &rec.b) || !expect_char(r, ')') || !expect_end(r))
+    return;
+  char err[160];
+  IsaTarget target = isa_target(r->topo, r->dev->device);
+  if (!isa_check_record(&rec, &target, err, sizeof err)) {
+    diag_error(r->d, rec.loc, "%s", err);
+    return;
+  }
+  VEC_PUSH(r->a, &r->dev->records, rec);
+}
+
+// .tensor NAME, ADDR, DTYPE, [D0, D1, ...]
+static void directive_tensor(AsmReader *r, int col0) {
+  if (!need_device(r, col0, ".tensor")) return;
+  TensorHome th = {.device = r->dev->device};
+  char name[64];
+  int col;
+  if (!read_word(r, name, sizeof name, &col)) {
+    diag_error(r->d, here(r, col, 1), "expected a tensor name");
+    return;
+  }
+  for (int i = 0; i < r->prog->tensors.len; i++)
+    if (!strcmp(r->prog->tensors.data[i].name, name)) {
+      diag_error(r->d, here(r, col, (int)strlen(name)), "tensor '%s' is already named", name);
+      return;
+    }
+  th.name = arena_strdup(r->a, name);
+  if (!expect_char(r, ',') || !read_u32(r, "an address", &th.addr) || !expect_char(r, ',') ||
+      !read_dtype(r, &th.dtype) || !expect_char(r, ',') || !expect_char(r, '['))
+    return;
+  do {
+    uint32_t dim;
+    if (th.shape.rank == IR_MAX_RANK) {
+      diag_error(r->d, here(r, r->pos, 1), "a tensor has at most %d dimensions", IR_MAX_RANK);
+      return;
+    }
+    if (!read_u32(r, "a dimension", &dim)) return;
+    if (dim == 0) {
+      diag_error(r->d, here(r, r->pos - 1, 1), "a dimension must be at least 1");
+      return;
+    }
+    th.shape.dim[th.shape.rank++] = dim;
+    skip_space(r);
+  } while (r->pos < r->len && r->text[r->pos] == ',' && ++r->pos);
+  if (!expect_char(r, ']') || !expect_end(r)) return;
+  int per = isa_elems_per_vector(th.dtype, r->topo->link.vector_bytes);
+  uint64_t vectors = ((uint64_t)ir_shape_elems(&th.shape) + (uint64_t)per - 1) / (uint64_t)per;
+  if (vectors > (uint64_t)r->topo->sram_vectors || th.addr > (uint64_t)r->topo->sram_vectors - vectors) {
+    diag_error(r->d, here(r, col0, 7), "tensor '%s' (%llu vectors at %u) runs past the SRAM",
+               th.name, (unsigned long long)vectors, th.addr);
+    return;
+  }
+  VEC_PUSH(r->a, &r->prog->tensors, th);
+}
+
+static void directive_cycles(AsmReader *r, int col0) {
+  uint32_t n;
+  if (r->cycles_line) {
+    diag_error(r->d, here(r, col0, 7), ".cycles is already given (line %d)", r->cycles_line);
+    return;
+  }
+  if (!read_u32(r, "a cycle count", &n) || !expect_end(r)) return;
+  r->prog->predicted_cycles = n;
+  r->cycles_line = r->line;
+}
+
+static void directive(AsmReader *r) {
+  char word[32];
+  int col;
+  read_word(r, word, sizeof word, &col);
+  if (!strcmp(word, ".device")) directive_device(r);
+  else if (!strcmp(word, ".unit")) directive_unit(r);
+  else if (!strcmp(word, ".init")) directive_record(r, REC_INIT, col);
+  else if (!strcmp(word, ".expect")) directive_record(r, REC_EXPECT, col);
+  else if (!strcmp(word, ".tensor")) directive_tensor(r, col);
+  else if (!strcmp(word, ".cycles")) directive_cycles(r, col);
+  else
+    diag_error(r->d, here(r, col, (int)strlen(word)),
+               "unknown directive '%s' (.device, .unit, .init, .expect, .tensor, .cycles)", word);
+}
+
+// ---- instructions ----------------------------------------------------------------------
+
+static bool read_operand(AsmReader *r, char slot, Instr *in) {
+  uint32_t v;
+  DType dt;
+  switch (slot) {
+  case 't':
+    if (!read_dtype(r, &dt)) return false;
+    in->dtype = (uint8_t)dt;
+    return true;
+  case 'p':
+    if (!read_u32(r, "a port", &v)) return false;
+    if (v > UINT16_MAX) {
+      diag_error(r->d, here(r, r->pos - 1, 1), "port %u does not fit in 16 bits", v);
+      return false;
+    }
+    in->port = (uint16_t)v;
+    return true;
+  default:
+    if (!read_u32(r, "an operand", &v)) return false;
+    *(slot == 'a' ? &in->a : slot == 'b' ? &in->b : slot == 'c' ? &in->c : &in->d) = v;
+    return true;
+  }
+}
+
+static void instruction(AsmReader *r) {
+  char word[32];
+  int col;
+  Opcode op;
+  if (!read_word(r, word, sizeof word, &col) || !isa_opcode_lookup(word, &op)) {
+    char found[64];
+    r->pos = col;
+    found_text(r, found, sizeof found);
+    diag_error(r->d, here(r, col, 1), "unknown instruction %s", found);
+    return;
+  }
+  if (!r->unit) {
+    diag_error(r->d, here(r, col, (int)strlen(word)), "%s outside any .unit", word);
+    return;
+  }
+  Instr in = {.op = (uint8_t)op, .loc = here(r, col, (int)strlen(word))};
+  const char *slots = isa_opcodes[op].operands;
+  for (const char *s = slots; *s; s++)
+    if ((s != slots && !expect_char(r, ',')) || !read_operand(r, *s, &in)) return;
+  if (!expect_end(r)) return;
+  char err[160];
+  IsaTarget target = isa_target(r->topo, r->dev->device);
+  if (!isa_check(&in, &target, r->unit->kind, r->unit->port, err, sizeof err)) {
+    diag_error(r->d, in.loc, "%s", err);
+    return;
+  }
+  VEC_PUSH(r->a, &r->unit->code, in);
+}
+
+static void read_line(AsmReader *r) {
+  const char *semi = memchr(r->text, ';', (size_t)r->len);
+  if (semi) r->len = (int)(semi - r->text);
+  r->pos = 0;
+  if (at_end(r)) return;
+  if (r->text[r->pos] == '.')
+    directive(r);
+  else
+    instruction(r);
+}
+
+Program *fe_assemble(Arena *a, Diag *d, const SrcFile *src, const Topology *topo) {
+  Program *p = ARENA_NEW(a, Program);
+  p->ndevices = topo->ndevices;
+  p->devices = ARENA_ARRAY(a, DeviceProgram, topo->ndevices);
+  p->predicted_cycles = -1;
+  for (int i = 0; i < topo->ndevices; i++) p->devices[i].device = i;
+  AsmReader r = {.a = a, .d = d, .src = src, .topo = topo, .prog = p};
+  r.device_line = xcalloc((size_t)topo->ndevices, sizeof(int));
+  int errors = d->nerrors;
+  const char *at = src->text, *end = src->text + src->len;
+  for (r.line = 1;; r.line++) {
+    const char *nl = memchr(at, '\n', (size_t)(end - at));
+    r.text = at;
+    r.len = (int)((nl ? nl : end) - at);
+    if (r.len > 0 && r.text[r.len - 1] == '\r') r.len--;
+    const char *nul = memchr(r.text, '\0', (size_t)r.len);
+    if (nul)
+      diag_error(d, here(&r, (int)(nul - r.text), 1), "unexpected byte 0x00");
+    else
+      read_line(&r);
+    if (!nl) break;
+    at = nl + 1;
+  }
+  free(r.device_line);
+  return d->nerrors == errors ? p : NULL;
+}

@@ -1,0 +1,201 @@
+// isa.c: the instruction set's tables and the checks every producer and
+// consumer of device programs shares.  Part of ir/: the assembler and the
+// code generator check instructions with isa_check before writing them, the
+// loader checks them again after reading (it never trusts a file), and the
+// disassembler prints them with isa_format.
+//
+// The matrix unit's cost follows seed 002 s5.2: one sub-op is a
+// [1 x K] x [K x 320] product, K = 160 for fp16 and 320 for int8, and the
+// unit completes 2 fp16 or 4 int8 sub-ops a cycle.  That is 102,400 fp16 or
+// 409,600 int8 multiply-accumulates a cycle.  bf16 runs at the fp16 rate;
+// f32 (not in the seed) is taken to run at a quarter of it.
+#include "ir.h"
+
+#include <string.h>
+
+const OpcodeInfo isa_opcodes[OPC_COUNT] = {
+#define X(e, name, operands, units) {name, operands, units},
+    ISA_OPS(X)
+#undef X
+};
+
+const char *const isa_unit_kind_names[UNIT_KIND_COUNT] = {"c2c", "vxm", "mxm", "ctl"};
+
+// Multiply-accumulates a cycle, by dtype (0: the matrix unit does not take it).
+#define MXM_MACS_F16 (2 * 160 * 320)
+#define MXM_MACS_I8 (4 * 320 * 320)
+#define MXM_MACS_F32 (MXM_MACS_F16 / 4)
+
+bool isa_opcode_lookup(const char *name, Opcode *out) {
+  for (int i = 0; i < OPC_COUNT; i++)
+    if (!strcmp(name, isa_opcodes[i].name)) {
+      *out = (Opcode)i;
+      return true;
+    }
+  return false;
+}
+
+bool isa_unit_parse(const char *name, UnitKind *kind, int *port) {
+  *port = -1;
+  for (int k = UNIT_VXM; k < UNIT_KIND_COUNT; k++)
+    if (!strcmp(name, isa_unit_kind_names[k])) {
+      *kind = (UnitKind)k;
+      return true;
+    }
+  if (strncmp(name, "c2c.", 4) || !name[4]) return false;
+  int64_t p;
+  if (!str_to_i64(name + 4, &p) || p < 0 || p > UINT16_MAX || name[4] == '+' || name[4] == '-')
+    return false;
+  *kind = UNIT_C2C;
+  *port = (int)p;
+  return true;
+}
+
+void isa_unit_format(char *dst, size_t n, UnitKind kind, int port) {
+  if (kind == UNIT_C2C)
+    snprintf(dst, n, "c2c.%d", port);
+  else
+    snprintf(dst, n, "%s", isa_unit_kind_names[kind]);
+}
+
+int isa_elems_per_vector(DType dt, int vector_bytes) { return vector_bytes / ir_dtype_bytes[dt]; }
+
+bool isa_mxm_dtype_ok(DType dt) { return dt == DT_F16 || dt == DT_BF16 || dt == DT_I8 || dt == DT_F32; }
+
+DType isa_mxm_acc_dtype(DType dt) { return dt == DT_I8 ? DT_I32 : DT_F32; }
+
+int isa_mxm_row_vectors(DType dt, int vector_bytes) {
+  int n = isa_elems_per_vector(dt, vector_bytes);
+  int bytes = n * ir_dtype_bytes[isa_mxm_acc_dtype(dt)];
+  return (bytes + vector_bytes - 1) / vector_bytes;
+}
+
+// rows x N x N multiply-accumulates at the dtype's rate, rounded up, and at
+// least one cycle.
+int64_t isa_mxm_cycles(DType dt, int vector_bytes, uint32_t rows) {
+  int64_t n = isa_elems_per_vector(dt, vector_bytes);
+  int64_t rate = dt == DT_I8 ? MXM_MACS_I8 : dt == DT_F32 ? MXM_MACS_F32 : MXM_MACS_F16;
+  int64_t macs = (int64_t)rows * n * n;
+  return MAX(1, (macs + rate - 1) / rate);
+}
+
+// ---- checking one instruction --------------------------------------------------
+
+// Vectors an instruction reads or writes from address `at`, for range checks.
+static bool range_ok(uint32_t at, uint64_t count, uint32_t sram) {
+  return count <= sram && at <= sram - count;
+}
+
+IsaTarget isa_target(const Topology *t, int device) {
+  return (IsaTarget){.nports = t->devices[device].nports,
+                     .sram = (uint32_t)t->sram_vectors,
+                     .vector_bytes = t->link.vector_bytes};
+}
+
+static bool check_operands(const Instr *in, int nports, uint32_t sram, char *err, size_t n) {
+  const char *name = isa_opcodes[in->op].name;
+  switch ((Opcode)in->op) {
+  case OPC_WAIT:
+    if (in->a == 0) return snprintf(err, n, "WAIT needs at least 1 cycle"), false;
+    return true;
+  case OPC_SEND:
+  case OPC_RECV:
+    if (in->port >= nports) return snprintf(err, n, "port %u does not exist (the device has %d)", in->port, nports), false;
+    if (in->b == 0) return snprintf(err, n, "%s of 0 vectors", name), false;
+    if (!range_ok(in->a, in->b, sram))
+      return snprintf(err, n, "%s of %u vectors at %u runs past the SRAM's %u vectors", name, in->b, in->a, sram), false;
+    return true;
+  case OPC_VADD:
+  case OPC_VMAX:
+    if (in->d == 0) return snprintf(err, n, "%s of 0 vectors", name), false;
+    if (!range_ok(in->a, in->d, sram) || !range_ok(in->b, in->d, sram) || !range_ok(in->c, in->d, sram))
+      return snprintf(err, n, "%s of %u vectors runs past the SRAM's %u vectors", name, in->d, sram), false;
+    return true;
+  case OPC_VRELU:
+    if (in->c == 0) return snprintf(err, n, "VRELU of 0 vectors"), false;
+    if (!range_ok(in->a, in->c, sram) || !range_ok(in->b, in->c, sram))
+      return snprintf(err, n, "VRELU of %u vectors runs past the SRAM's %u vectors", in->c, sram), false;
+    return true;
+  case OPC_TRANSMIT:
+  case OPC_POLL:
+    if (in->port >= nports) return snprintf(err, n, "port %u does not exist (the device has %d)", in->port, nports), false;
+    return true;
+  default: return true;
+  }
+}
+
+static bool check_mxm(const Instr *in, uint32_t sram, int vector_bytes, char *err, size_t n) {
+  DType dt = (DType)in->dtype;
+  if (!isa_mxm_dtype_ok(dt))
+    return snprintf(err, n, "MXM multiplies f16, bf16, i8 or f32, not %s", ir_dtype_names[dt]), false;
+  if (in->d == 0) return snprintf(err, n, "MXM of 0 rows"), false;
+  uint64_t k = (uint64_t)isa_elems_per_vector(dt, vector_bytes);
+  uint64_t out = (uint64_t)in->d * (uint64_t)isa_mxm_row_vectors(dt, vector_bytes);
+  if (!range_ok(in->a, out, sram) || !range_ok(in->b, in->d, sram) || !range_ok(in->c, k, sram))
+    return snprintf(err, n, "MXM of %u rows runs past the SRAM's %u vectors", in->d, sram), false;
+  return true;
+}
+
+bool isa_check(const Instr *in, const IsaTarget *t, UnitKind kind, int port, char *err,
+               size_t errlen) {
+  if (in->op >= OPC_COUNT) return snprintf(err, errlen, "unknown opcode %u", in->op), false;
+  const OpcodeInfo *info = &isa_opcodes[in->op];
+  char unit[32];
+  isa_unit_format(unit, sizeof unit, kind, port);
+  if (!(info->units & (1u << kind)))
+    return snprintf(err, errlen, "%s cannot run on unit %s", info->name, unit), false;
+  if (strchr(info->operands, 't') && in->dtype >= DT_COUNT)
+    return snprintf(err, errlen, "unknown dtype %u", in->dtype), false;
+  if (kind == UNIT_C2C && strchr(info->operands, 'p') && in->port != port)
+    return snprintf(err, errlen, "%s names port %u, but runs on unit %s", info->name, in->port, unit), false;
+  if (in->op == OPC_MXM) return check_mxm(in, t->sram, t->vector_bytes, err, errlen);
+  return check_operands(in, t->nports, t->sram, err, errlen);
+}
+
+bool isa_check_record(const DataRecord *r, const IsaTarget *t, char *err, size_t errlen) {
+  if (r->kind != REC_INIT && r->kind != REC_EXPECT)
+    return snprintf(err, errlen, "unknown record kind %d", r->kind), false;
+  if (r->dtype >= DT_COUNT) return snprintf(err, errlen, "unknown dtype %d", r->dtype), false;
+  if (r->nvec == 0) return snprintf(err, errlen, "a record of 0 vectors"), false;
+  if (!range_ok(r->addr, r->nvec, t->sram))
+    return snprintf(err, errlen, "%u vectors at %u run past the SRAM's %u vectors", r->nvec, r->addr, t->sram), false;
+  return true;
+}
+
+// ---- printing ---------------------------------------------------------------------
+
+void isa_format(char *dst, size_t n, const Instr *in) {
+  const OpcodeInfo *info = &isa_opcodes[in->op];
+  size_t at = (size_t)snprintf(dst, n, "%s", info->name);
+  for (const char *f = info->operands; *f && at < n; f++) {
+    const char *sep = f == info->operands ? " " : ", ";
+    switch (*f) {
+    case 'p': at += (size_t)snprintf(dst + at, n - at, "%s%u", sep, in->port); break;
+    case 't': at += (size_t)snprintf(dst + at, n - at, "%s%s", sep, in->dtype < DT_COUNT ? ir_dtype_names[in->dtype] : "?"); break;
+    case 'a': at += (size_t)snprintf(dst + at, n - at, "%s%u", sep, in->a); break;
+    case 'b': at += (size_t)snprintf(dst + at, n - at, "%s%u", sep, in->b); break;
+    case 'c': at += (size_t)snprintf(dst + at, n - at, "%s%u", sep, in->c); break;
+    case 'd': at += (size_t)snprintf(dst + at, n - at, "%s%u", sep, in->d); break;
+    }
+  }
+}
+
+static void print_record(const DataRecord *r, FILE *out) {
+  fprintf(out, "%s %u, %s, %u, iota(%.17g, %.17g)\n", r->kind == REC_INIT ? ".init" : ".expect",
+          r->addr, ir_dtype_names[r->dtype], r->nvec, r->a, r->b);
+}
+
+void isa_print_device(const DeviceProgram *dp, int ndevices, FILE *out) {
+  fprintf(out, "; device %d of %d\n.device %d\n", dp->device, ndevices, dp->device);
+  for (int i = 0; i < dp->records.len; i++) print_record(&dp->records.data[i], out);
+  for (int u = 0; u < dp->units.len; u++) {
+    const UnitProgram *up = &dp->units.data[u];
+    char name[32], text[128];
+    isa_unit_format(name, sizeof name, up->kind, up->port);
+    fprintf(out, ".unit %s\n", name);
+    for (int i = 0; i < up->code.len; i++) {
+      isa_format(text, sizeof text, &up->code.data[i]);
+      fprintf(out, "  %s\n", text);
+    }
+  }
+}

@@ -1,0 +1,508 @@
+// emu.c: the discrete-event emulator: clocks, the event queue, the units of
+// every device and what their instructions do.  Part of runtime/; link.c
+// moves vectors between devices, check.c judges the run when it ends.
+//
+// Nothing here trusts the compiler.  Every instruction is timed by the
+// rules of docs/isa.md on the device's own drifting clock, every vector is
+// real bytes, and every read of SRAM is checked against the write that
+// produced it (seed 002 s3 for HAC, SAC, DESKEW, RUNTIME_DESKEW; s4.4 for
+// the absence of flow control that makes every check necessary).
+#include "emu_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const emu_violation_names[VIOL_COUNT] = {
+#define X(e, name) name,
+    EMU_VIOLATIONS(X)
+#undef X
+};
+
+// ---- clocks ----------------------------------------------------------------------------
+
+Tick emu_global_at(const EDev *d, int64_t local) { return d->start + local * d->period; }
+
+int64_t emu_local_at_or_after(const EDev *d, Tick g) {
+  if (g <= d->start) return 0;
+  return (g - d->start + d->period - 1) / d->period;
+}
+
+static Tick epoch_ticks(const Emu *e) { return (Tick)e->topo->epoch_cycles * EMU_TICKS_PER_CYCLE; }
+
+// The HAC: global time modulo the epoch (aligned on every device).
+static int64_t hac_at(const Emu *e, Tick g) {
+  return (g / EMU_TICKS_PER_CYCLE) % e->topo->epoch_cycles;
+}
+
+// The SAC: local cycles modulo the epoch since it was last set.
+static int64_t sac_at(const Emu *e, const EDev *d, int64_t local) {
+  int64_t E = e->topo->epoch_cycles;
+  return ((d->sac_value + local - d->sac_local) % E + E) % E;
+}
+
+// splitmix64: small, fast, and the same on every machine.
+uint64_t emu_rng(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double rng_unit(uint64_t *state) { return (double)(emu_rng(state) >> 11) * 0x1.0p-53; }
+
+// A stream of random numbers for (what, index), from the run's seed.
+static uint64_t rng_for(uint64_t seed, uint64_t what, uint64_t index) {
+  uint64_t s = seed ^ (what * 0xd1b54a32d192ed03ull) ^ (index * 0x8cb92ba72f3d8dd7ull);
+  emu_rng(&s);
+  return s;
+}
+
+// ---- the event queue: a binary heap ordered by (tick, class, sequence) -----------------
+
+static const uint8_t event_class[EV_TYPE_COUNT] = {
+    [EV_WAKE] = 0, [EV_RECV] = 1, [EV_SEND] = 2, [EV_VXM] = 2, [EV_UNIT] = 3, [EV_POLL] = 3};
+
+static bool before(const Event *x, const Event *y) {
+  return x->t < y->t || (x->t == y->t && x->order < y->order);
+}
+
+void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s) {
+  if (e->nheap == e->heap_cap) {
+    e->heap_cap = e->heap_cap ? 2 * e->heap_cap : 1024;
+    e->heap = xrealloc(e->heap, e->heap_cap * sizeof *e->heap);
+  }
+  Event ev = {.t = t, .order = (uint64_t)event_class[type] << 56 | e->seq++, .type = type,
+              .dev = dev, .unit = unit, .stream = s};
+  size_t i = e->nheap++;
+  while (i > 0 && before(&ev, &e->heap[(i - 1) / 2])) {
+    e->heap[i] = e->heap[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  e->heap[i] = ev;
+  if (type == EV_POLL) e->polls_queued++;
+}
+
+static Event pop(Emu *e) {
+  Event top = e->heap[0], last = e->heap[--e->nheap];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= e->nheap) break;
+    if (c + 1 < e->nheap && before(&e->heap[c + 1], &e->heap[c])) c++;
+    if (!before(&e->heap[c], &last)) break;
+    e->heap[i] = e->heap[c];
+    i = c;
+  }
+  if (e->nheap) e->heap[i] = last;
+  if (top.type == EV_POLL) e->polls_queued--;
+  return top;
+}
+
+// ---- violations and SRAM -------------------------------------------------------------------
+
+void emu_violate(Emu *e, ViolationKind kind, int dev, const EUnit *u, int port, int64_t cycle,
+                 const char *fmt, ...) {
+  e->r->nviolations++;
+  if (e->r->listed.len >= e->opt.max_listed) return;
+  Violation v = {.kind = kind, .device = dev, .port = port, .cycle = cycle};
+  if (u) snprintf(v.unit, sizeof v.unit, "%s", u->name);
+  va_list ap;
+  va_start(ap, fmt);
+  Buf b = {0};
+  buf_vprintf(&b, fmt, ap);
+  va_end(ap);
+  v.message = arena_strdup(e->a, b.data);
+  buf_free(&b);
+  VEC_PUSH(e->a, &e->r->listed, v);
+}
+
+// A read of vector addr at local cycle `local`: it must have been written,
+// and its last write must have landed.
+const uint8_t *emu_sram_read(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t local) {
+  int64_t *lands;
+  bool *written;
+  uint8_t *v = sram_vector(&d->sram, addr, &lands, &written);
+  Tick now = emu_global_at(d, local);
+  if (!*written)
+    emu_violate(e, VIOL_SRAM, d->id, u, -1, local, "reads vector %u, which nothing wrote", addr);
+  else if (*lands > now)
+    emu_violate(e, VIOL_SRAM, d->id, u, -1, local,
+                "reads vector %u before the write that produces it lands (cycle %lld)", addr,
+                (long long)emu_local_at_or_after(d, *lands));
+  return v;
+}
+
+// A write of vector addr issued at `local`, landing at tick `lands`.  The
+// bytes change at once: a read before `lands` is a violation anyway, and so
+// is a second write while this one is in flight, so no correct program can
+// tell the difference.
+uint8_t *emu_sram_write(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t local, Tick lands) {
+  e->last_activity = MAX(e->last_activity, lands);
+  int64_t *at;
+  bool *written;
+  uint8_t *v = sram_vector(&d->sram, addr, &at, &written);
+  if (*written && *at > emu_global_at(d, local))
+    emu_violate(e, VIOL_SRAM, d->id, u, -1, local,
+                "writes vector %u while an earlier write to it is in flight (lands at cycle %lld)",
+                addr, (long long)emu_local_at_or_after(d, *at));
+  *at = lands;
+  *written = true;
+  return v;
+}
+
+// ---- units -------------------------------------------------------------------------------------
+
+void emu_resume(Emu *e, EDev *d, int unit, int64_t local) {
+  EUnit *u = &d->units[unit];
+  u->state = UNIT_READY;
+  u->next_local = local;
+  emu_push(e, emu_global_at(d, local), EV_UNIT, d->id, unit, NULL);
+}
+
+static void trace_instr(Emu *e, const EDev *d, int unit, const char *name, int64_t local, int64_t cycles) {
+  if (!e->trace) return;
+  Tick g = emu_global_at(d, local);
+  trace_slice(e->trace, d->id, unit, name, g / EMU_TICKS_PER_CYCLE, MAX(cycles, 1));
+}
+
+Stream *emu_stream_new(const Instr *in, int dev, int unit, int64_t start, uint32_t n, int every) {
+  Stream *s = xmalloc(sizeof *s);
+  *s = (Stream){.in = *in, .dev = dev, .unit = unit, .start = start, .n = n, .every = every};
+  return s;
+}
+
+// VADD, VMAX, VRELU: element k reads its sources at start + k and its result
+// lands EMU_VXM_LATENCY cycles later.
+static void step_vxm(Emu *e, Stream *s) {
+  EDev *d = &e->devs[s->dev];
+  const EUnit *u = &d->units[s->unit];
+  int64_t local = s->start + s->k;
+  DType dt = (DType)s->in.dtype;
+  uint8_t out[EMU_MAX_VECTOR_BYTES];
+  const uint8_t *x = emu_sram_read(e, d, u, s->in.b + s->k, local);  // pages never move
+  if (s->in.op == OPC_VRELU) {
+    num_vrelu(dt, out, x, e->vector_bytes);
+  } else {
+    const uint8_t *y = emu_sram_read(e, d, u, s->in.c + s->k, local);
+    if (s->in.op == OPC_VADD)
+      num_vadd(dt, out, x, y, e->vector_bytes);
+    else
+      num_vmax(dt, out, x, y, e->vector_bytes);
+  }
+  Tick lands = emu_global_at(d, local + EMU_VXM_LATENCY);
+  memcpy(emu_sram_write(e, d, u, s->in.a + s->k, local, lands), out, (size_t)e->vector_bytes);
+  if (++s->k < s->n)
+    emu_push(e, emu_global_at(d, s->start + s->k), EV_VXM, s->dev, s->unit, s);
+  else
+    free(s);
+}
+
+// MXM: reads its rows and weights at issue, holds the unit for
+// isa_mxm_cycles, and its results land EMU_MXM_LATENCY cycles after that.
+static int64_t run_mxm(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
+  const EUnit *u = &d->units[unit];
+  DType dt = (DType)in->dtype;
+  int vb = e->vector_bytes, n = isa_elems_per_vector(dt, vb), rowvecs = isa_mxm_row_vectors(dt, vb);
+  int64_t cycles = isa_mxm_cycles(dt, vb, in->d);
+  uint8_t *w = xmalloc((size_t)n * (size_t)vb), *act = xmalloc((size_t)vb);
+  const uint8_t **rows = xmalloc(sizeof *rows * (size_t)n);
+  uint8_t *out = xmalloc((size_t)rowvecs * (size_t)vb);
+  for (int k = 0; k < n; k++) {
+    memcpy(w + (size_t)k * (size_t)vb, emu_sram_read(e, d, u, in->c + (uint32_t)k, local), (size_t)vb);
+    rows[k] = w + (size_t)k * (size_t)vb;
+  }
+  Tick lands = emu_global_at(d, local + cycles + EMU_MXM_LATENCY);
+  for (uint32_t r = 0; r < in->d; r++) {
+    memcpy(act, emu_sram_read(e, d, u, in->b + r, local), (size_t)vb);
+    memset(out, 0, (size_t)rowvecs * (size_t)vb);
+    num_mxm_row(dt, vb, act, rows, out);
+    for (int v = 0; v < rowvecs; v++)
+      memcpy(emu_sram_write(e, d, u, in->a + r * (uint32_t)rowvecs + (uint32_t)v, local, lands),
+             out + (size_t)v * (size_t)vb, (size_t)vb);
+  }
+  free(w);
+  free(act);
+  free(rows);
+  free(out);
+  return cycles;
+}
+
+// DESKEW: the next issue is at the first HAC epoch boundary after `local`.
+static int64_t next_boundary_local(const Emu *e, const EDev *d, int64_t local) {
+  Tick g = emu_global_at(d, local), E = epoch_ticks(e);
+  Tick boundary = (g / E + 1) * E;
+  return emu_local_at_or_after(d, boundary);
+}
+
+// RUNTIME_DESKEW t: stall t + delta, delta = SAC - HAC wrapped to
+// [-E/2, E/2): positive when the local clock ran ahead of global time
+// (seed 002 s3.3).  The SAC is then set to the HAC.
+static int64_t runtime_deskew(Emu *e, EDev *d, const EUnit *u, uint32_t t, int64_t local) {
+  int64_t E = e->topo->epoch_cycles;
+  int64_t delta = sac_at(e, d, local) - hac_at(e, emu_global_at(d, local));
+  delta = ((delta + E / 2) % E + E) % E - E / 2;
+  int64_t stall = (int64_t)t + delta;
+  if (stall < 0) {
+    emu_violate(e, VIOL_TIME, d->id, u, -1, local,
+                "RUNTIME_DESKEW %u cannot absorb a drift of %lld cycles", t, (long long)delta);
+    stall = 0;
+  }
+  int64_t resume = local + stall;
+  d->sac_local = resume;
+  d->sac_value = hac_at(e, emu_global_at(d, resume));
+  return stall;
+}
+
+static void wake_parked(Emu *e, EDev *d, Tick t) {
+  int64_t local = emu_local_at_or_after(d, t);
+  for (int i = 0; i < d->nunits; i++) {
+    EUnit *u = &d->units[i];
+    if (u->state != UNIT_PARKED) continue;
+    trace_instr(e, d, i, "SYNC", u->wait_start, local - u->wait_start);
+    emu_resume(e, d, i, local);
+  }
+}
+
+// Issues the unit's next instruction at its next_local cycle.
+static void issue(Emu *e, EDev *d, int unit) {
+  EUnit *u = &d->units[unit];
+  int64_t L = u->next_local, next = L + 1;
+  if (u->pc >= u->prog->code.len) {
+    u->state = UNIT_FELL_OFF;
+    return;
+  }
+  const Instr *in = &u->prog->code.data[u->pc++];
+  switch ((Opcode)in->op) {
+  case OPC_WAIT: next = L + in->a; break;
+  case OPC_SEND: link_send(e, d, unit, in, L); break;
+  case OPC_RECV: link_recv(e, d, unit, in, L); break;
+  case OPC_TRANSMIT: link_transmit(e, d, unit, in, L); break;
+  case OPC_VADD:
+  case OPC_VMAX:
+  case OPC_VRELU: {
+    uint32_t n = in->op == OPC_VRELU ? in->c : in->d;
+    emu_push(e, emu_global_at(d, L), EV_VXM, d->id, unit, emu_stream_new(in, d->id, unit, L, n, 1));
+    next = L + n;
+    break;
+  }
+  case OPC_MXM: next = L + run_mxm(e, d, unit, in, L); break;
+  case OPC_NOTIFY: emu_push(e, emu_global_at(d, L + EMU_NOTIFY_LATENCY), EV_WAKE, d->id, -1, NULL); break;
+  case OPC_DESKEW: next = next_boundary_local(e, d, L); break;
+  case OPC_RUNTIME_DESKEW: next = L + runtime_deskew(e, d, u, in->a, L); break;
+  case OPC_SYNC:
+    u->state = UNIT_PARKED;
+    u->wait_start = L;
+    return;
+  case OPC_POLL:
+    u->state = UNIT_POLLING;
+    u->wait_start = L;
+    link_poll(e, d, unit, in->port, L);
+    return;
+  case OPC_HALT:
+    u->state = UNIT_HALTED;
+    e->last_activity = MAX(e->last_activity, emu_global_at(d, L));
+    trace_instr(e, d, unit, "HALT", L, 1);
+    return;
+  case OPC_COUNT: unreachable();
+  }
+  trace_instr(e, d, unit, isa_opcodes[in->op].name, L, next - L);
+  emu_resume(e, d, unit, next);
+}
+
+// ---- setting up ------------------------------------------------------------------------------
+
+static void init_records(Emu *e, EDev *d) {
+  for (int i = 0; i < d->prog->records.len; i++) {
+    const DataRecord *r = &d->prog->records.data[i];
+    if (r->kind != REC_INIT) continue;
+    int per = isa_elems_per_vector(r->dtype, e->vector_bytes);
+    for (uint32_t v = 0; v < r->nvec; v++) {
+      bool *written;
+      uint8_t *vec = sram_vector(&d->sram, r->addr + v, NULL, &written);
+      for (int j = 0; j < per; j++) num_set(r->dtype, vec, j, r->a * ((double)v * per + j) + r->b);
+      *written = true;
+    }
+  }
+}
+
+static void init_ports(Emu *e, EDev *d) {
+  const Device *td = &e->topo->devices[d->id];
+  d->nports = td->nports;
+  d->ports = xcalloc((size_t)MAX(td->nports, 1), sizeof *d->ports);
+  for (int p = 0; p < td->nports; p++) {
+    EPort *port = &d->ports[p];
+    port->link = td->ports[p].link;
+    port->peer_dev = td->ports[p].peer;
+    port->peer_port = td->ports[p].peer_port;
+    port->rng = rng_for(e->opt.seed, 1, (uint64_t)d->id << 16 | (uint64_t)p);
+    if (port->link < 0) continue;
+    const Link *l = &e->topo->links.data[port->link];
+    port->failed = l->failed;
+    port->every = ir_cycles_per_vector(&l->p, e->topo->clock_mhz);
+    port->latency_min = l->p.latency_min;
+    port->latency_max = l->p.latency_max;
+  }
+}
+
+static void init_device(Emu *e, EDev *d, int id) {
+  uint64_t rng = rng_for(e->opt.seed, 2, (uint64_t)id);
+  d->id = id;
+  d->prog = &e->in->prog->devices[id];
+  d->drift_ppm = e->opt.drift_ppm * (2 * rng_unit(&rng) - 1);
+  d->period = (Tick)llround(EMU_TICKS_PER_CYCLE / (1 + d->drift_ppm * 1e-6));
+  int64_t skew = e->opt.start_skew ? (int64_t)(rng_unit(&rng) * (double)(e->opt.start_skew + 1)) : 0;
+  d->start = MIN(skew, e->opt.start_skew) * EMU_TICKS_PER_CYCLE;
+  d->sac_local = 0;
+  d->sac_value = hac_at(e, d->start);
+  sram_init(&d->sram, e->vector_bytes);
+  init_ports(e, d);
+  d->nunits = d->prog->units.len;
+  d->units = xcalloc((size_t)MAX(d->nunits, 1), sizeof *d->units);
+  for (int u = 0; u < d->nunits; u++) {
+    EUnit *unit = &d->units[u];
+    unit->prog = &d->prog->units.data[u];
+    isa_unit_format(unit->name, sizeof unit->name, unit->prog->kind, unit->prog->port);
+  }
+  init_records(e, d);
+}
+
+static bool one_vector_size(const Topology *t, char *err, size_t errlen) {
+  for (int i = 0; i < t->links.len; i++)
+    if (t->links.data[i].p.vector_bytes != t->link.vector_bytes) {
+      snprintf(err, errlen, "link %d carries %d-byte vectors, the system %d: the emulator needs one size",
+               i, t->links.data[i].p.vector_bytes, t->link.vector_bytes);
+      return false;
+    }
+  if (t->link.vector_bytes > EMU_MAX_VECTOR_BYTES || t->link.vector_bytes % 4) {
+    snprintf(err, errlen, "the emulator handles vectors of up to %d bytes, a multiple of 4 (not %d)",
+             EMU_MAX_VECTOR_BYTES, t->link.vector_bytes);
+    return false;
+  }
+  return true;
+}
+
+static void name_trace(Emu *e) {
+  for (int i = 0; i < e->ndevs; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "dev%04d", i);
+    trace_name_process(e->trace, i, name);
+    for (int u = 0; u < e->devs[i].nunits; u++) trace_name_thread(e->trace, i, u, e->devs[i].units[u].name);
+  }
+}
+
+Emu *emu_new(Arena *a, const EmuInput *in, const EmuOptions *opt, char *err, size_t errlen) {
+  if (!one_vector_size(in->topo, err, errlen)) return NULL;
+  Emu *e = xcalloc(1, sizeof *e);
+  *e = (Emu){.a = a, .in = in, .opt = *opt, .topo = in->topo, .vector_bytes = in->topo->link.vector_bytes};
+  if (opt->trace_path && !(e->trace = trace_open(opt->trace_path, in->topo->clock_mhz, err, errlen))) {
+    free(e);
+    return NULL;
+  }
+  e->ndevs = in->topo->ndevices;
+  e->devs = xcalloc((size_t)e->ndevs, sizeof *e->devs);
+  for (int i = 0; i < e->ndevs; i++) init_device(e, &e->devs[i], i);
+  if (e->trace) name_trace(e);
+  return e;
+}
+
+// ---- tensors in and out ---------------------------------------------------------------
+
+static bool tensor_span(Emu *e, const TensorHome *th, size_t *bytes, char *err, size_t errlen) {
+  if (th->device < 0 || th->device >= e->ndevs) return snprintf(err, errlen, "tensor '%s' is on no device", th->name), false;
+  *bytes = (size_t)ir_shape_elems(&th->shape) * (size_t)ir_dtype_bytes[th->dtype];
+  uint64_t vectors = (*bytes + (size_t)e->vector_bytes - 1) / (size_t)e->vector_bytes;
+  if (vectors > (uint64_t)e->topo->sram_vectors || th->addr > (uint64_t)e->topo->sram_vectors - vectors)
+    return snprintf(err, errlen, "tensor '%s' runs past the SRAM", th->name), false;
+  return true;
+}
+
+bool emu_write_tensor(Emu *e, const TensorHome *th, const void *data, char *err, size_t errlen) {
+  size_t bytes;
+  if (!tensor_span(e, th, &bytes, err, errlen)) return false;
+  EDev *d = &e->devs[th->device];
+  for (size_t off = 0, v = 0; off < bytes; off += (size_t)e->vector_bytes, v++) {
+    bool *written;
+    uint8_t *vec = sram_vector(&d->sram, th->addr + (uint32_t)v, NULL, &written);
+    size_t n = MIN((size_t)e->vector_bytes, bytes - off);
+    memset(vec, 0, (size_t)e->vector_bytes);  // the tail of the last vector is zero
+    memcpy(vec, (const uint8_t *)data + off, n);
+    *written = true;
+  }
+  return true;
+}
+
+bool emu_read_tensor(Emu *e, const TensorHome *th, void *data, char *err, size_t errlen) {
+  size_t bytes;
+  if (!tensor_span(e, th, &bytes, err, errlen)) return false;
+  EDev *d = &e->devs[th->device];
+  for (size_t off = 0, v = 0; off < bytes; off += (size_t)e->vector_bytes, v++) {
+    const uint8_t *vec = sram_vector(&d->sram, th->addr + (uint32_t)v, NULL, NULL);
+    memcpy((uint8_t *)data + off, vec, MIN((size_t)e->vector_bytes, bytes - off));
+  }
+  return true;
+}
+
+// ---- the run ----------------------------------------------------------------------------------
+
+static void dispatch(Emu *e, const Event *ev) {
+  switch (ev->type) {
+  case EV_WAKE: wake_parked(e, &e->devs[ev->dev], ev->t); break;
+  case EV_RECV: link_step_recv(e, ev->stream); break;
+  case EV_SEND: link_step_send(e, ev->stream); break;
+  case EV_VXM: step_vxm(e, ev->stream); break;
+  case EV_UNIT: issue(e, &e->devs[ev->dev], ev->unit); break;
+  case EV_POLL: link_step_poll(e, &e->devs[ev->dev], ev->unit, ev->t); break;
+  case EV_TYPE_COUNT: unreachable();
+  }
+}
+
+void emu_run(Emu *e, EmuResult *r) {
+  *r = (EmuResult){.predicted = e->in->prog->predicted_cycles};
+  r->deterministic = !e->opt.jitter && e->opt.drift_ppm == 0 && e->opt.start_skew == 0;
+  e->r = r;
+  r->ndevices = e->ndevs;
+  r->drift_ppm = ARENA_ARRAY(e->a, double, e->ndevs);
+  r->start = ARENA_ARRAY(e->a, int64_t, e->ndevs);
+  for (int i = 0; i < e->ndevs; i++) {
+    r->drift_ppm[i] = e->devs[i].drift_ppm;
+    r->start[i] = e->devs[i].start / EMU_TICKS_PER_CYCLE;
+  }
+  e->first_start = INT64_MAX;
+  for (int i = 0; i < e->ndevs; i++) {
+    EDev *d = &e->devs[i];
+    e->first_start = MIN(e->first_start, d->start);
+    e->last_activity = MAX(e->last_activity, d->start);
+    for (int u = 0; u < d->nunits; u++) emu_resume(e, d, u, 0);
+  }
+  Tick limit = e->first_start + e->opt.max_cycles * EMU_TICKS_PER_CYCLE;
+  while (e->nheap > 0 && !e->stop) {
+    Event ev = pop(e);
+    if (ev.t > limit) {
+      emu_violate(e, VIOL_HANG, -1, NULL, -1, e->opt.max_cycles,
+                  "still running after %lld cycles (--max-cycles)", (long long)e->opt.max_cycles);
+      if (ev.stream) free(ev.stream);
+      break;
+    }
+    e->last_activity = MAX(e->last_activity, ev.t);
+    dispatch(e, &ev);
+  }
+  for (size_t i = 0; i < e->nheap; i++) free(e->heap[i].stream);
+  e->nheap = 0;
+  r->cycles = (e->last_activity - e->first_start + EMU_TICKS_PER_CYCLE - 1) / EMU_TICKS_PER_CYCLE;
+  check_after_run(e);
+}
+
+void emu_free(Emu *e) {
+  if (!e) return;
+  if (e->trace) trace_close(e->trace);
+  link_free(e);
+  for (int i = 0; i < e->ndevs; i++) {
+    sram_free(&e->devs[i].sram);
+    free(e->devs[i].units);
+    free(e->devs[i].ports);
+  }
+  free(e->devs);
+  free(e->heap);
+  free(e);
+}

@@ -1,0 +1,213 @@
+// emu.h: the runtime: what reads an output directory and runs it.
+//
+//   loader.c    manifest.yaml and devNNNN.tsp -> Program (validated, never trusted)
+//   emu.c       the discrete-event emulator: units, links, SRAM, clocks
+//   sram.c      sparse SRAM: memory grows with what is touched
+//   numeric.c   element arithmetic of the vector and matrix units
+//   npy.c       NumPy .npy files in and out (--input, --dump)
+//   trace.c     Chrome trace JSON that Perfetto opens (--trace)
+//
+// The runtime reads only files.  It may use the frontend to read the
+// topology (and the graph, for reference evaluation), never the passes or
+// the backend: it must never trust the compiler.
+#ifndef TSPC_EMU_H
+#define TSPC_EMU_H
+
+#include "../frontend/frontend.h"
+
+// ===== loader.c =============================================================
+
+// Decodes and checks one devNNNN.tsp.  `topo` may be NULL (tsp-objdump):
+// then ports and SRAM ranges are not checked against a device.  On failure
+// returns false with "byte N: what is wrong" in err.
+bool emu_decode_binary(Arena *a, const unsigned char *data, size_t n, int expect_device,
+                       const Topology *topo, DeviceProgram *out, int *ndevices, char *err,
+                       size_t errlen);
+// Reads a whole file for emu_decode_binary; NULL with the reason in err.
+unsigned char *emu_read_file(const char *path, size_t *n, char *err, size_t errlen);
+
+// What an output directory holds, loaded and checked.
+typedef struct EmuInput {
+  const char *dir;
+  Topology *topo;    // DIR/topology.yaml
+  Program *prog;     // every devNNNN.tsp, tensors and predicted_cycles from the manifest
+} EmuInput;
+
+// Loads DIR (manifest.yaml, topology.yaml, the binaries).  False after
+// reporting what is unusable, naming the file and the byte or line.
+bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in);
+
+// ===== emu.c: the emulator ====================================================
+//
+// Time: a global clock of TICKS_PER_CYCLE ticks a reference cycle.  Device d
+// starts its program at start_d and runs local cycle L at start_d + L *
+// period_d, period_d = TICKS_PER_CYCLE / (1 + drift_d).  HAC epoch
+// boundaries are global (the HAC is aligned across devices); the SAC counts
+// local cycles.  docs/isa.md states every timing rule the emulator applies.
+
+#define EMU_TICKS_PER_CYCLE (1 << 20)
+// Defaults of the options below (named, documented settings).
+#define EMU_DEFAULT_MAX_CYCLES ((int64_t)1 << 40)
+#define EMU_DEFAULT_MAX_LISTED 50
+#define EMU_DEFAULT_TRACE_MAX_VECTORS 100000
+// Cycles from an instruction reading its sources to its result landing.
+#define EMU_VXM_LATENCY 4
+#define EMU_MXM_LATENCY 16
+// Cycles from NOTIFY to the parked units (and the notifier) issuing again.
+#define EMU_NOTIFY_LATENCY 1
+// The largest vector the emulator handles (a multiple of 4 bytes).
+#define EMU_MAX_VECTOR_BYTES 1024
+
+typedef struct EmuOptions {
+  uint64_t seed;
+  bool jitter;             // off: every vector takes its link's max latency
+  double drift_ppm;        // each device's clock off by a seeded value in +-drift_ppm
+  int64_t start_skew;      // devices start up to this many cycles apart (seeded)
+  int64_t max_cycles;      // a run longer than this is a hang
+  int max_listed;          // violations listed (all are counted)
+  const char *trace_path;  // NULL: no trace
+  int64_t trace_max_vectors;
+} EmuOptions;
+
+// kind           spelling        what went wrong
+#define EMU_VIOLATIONS(X)                                                 \
+  X(PORT_BUSY, "port-busy")    /* a SEND/RECV while the port is busy   */ \
+  X(UNDERFLOW, "underflow")    /* a RECV wants a vector not yet there  */ \
+  X(OVERFLOW, "overflow")      /* arrivals beyond the receive buffer   */ \
+  X(SRAM, "sram-hazard")       /* read before the write lands          */ \
+  X(LEFTOVER, "leftover")      /* data never received                  */ \
+  X(HANG, "hang")              /* units never halted, SYNC never woken */ \
+  X(DEAD_LINK, "dead-link")    /* a SEND over a failed link            */ \
+  X(DATA, "wrong-data")        /* results differ from what was expected */ \
+  X(TIME, "wrong-time")        /* cycles differ from the prediction    */
+
+typedef enum {
+#define X(e, name) VIOL_##e,
+  EMU_VIOLATIONS(X)
+#undef X
+  VIOL_COUNT
+} ViolationKind;
+
+extern const char *const emu_violation_names[VIOL_COUNT];
+
+typedef struct Violation {
+  ViolationKind kind;
+  int device;          // -1: the whole system
+  char unit[16];       // "" when no unit is involved
+  int port;            // -1 when no port is involved
+  int64_t cycle;       // the device's local cycle (global cycle when device < 0)
+  const char *message;
+} Violation;
+
+typedef enum { DATA_UNCHECKED, DATA_VERIFIED, DATA_MISMATCH } DataStatus;
+
+typedef struct EmuResult {
+  int64_t cycles;          // from the first program start to the last thing that happens
+  int64_t predicted;       // -1: none
+  int64_t vectors_moved;   // vectors taken by a RECV
+  int64_t nviolations;     // all of them
+  VEC(Violation) listed;   // the first max_listed
+  DataStatus data;
+  bool deterministic;      // jitter off, no drift, no skew: time is checked
+  int ndevices;
+  double *drift_ppm;       // each device's clock error, as drawn from the seed
+  int64_t *start;          // each device's program start, in global cycles
+} EmuResult;
+
+typedef struct Emu Emu;
+
+Emu *emu_new(Arena *a, const EmuInput *in, const EmuOptions *opt, char *err, size_t errlen);
+// Overwrites a named tensor's vectors before the run (--input).
+bool emu_write_tensor(Emu *e, const TensorHome *th, const void *data, char *err, size_t errlen);
+// Copies a named tensor out after the run (--dump); data holds its bytes.
+bool emu_read_tensor(Emu *e, const TensorHome *th, void *data, char *err, size_t errlen);
+void emu_run(Emu *e, EmuResult *r);
+void emu_free(Emu *e);
+
+// ---- report.c ----
+void emu_print_summary(const EmuResult *r, int ndevices, FILE *out);
+void emu_write_report(const EmuResult *r, const EmuOptions *opt, int ndevices, FILE *out);
+
+// ===== sram.c: sparse SRAM ===================================================
+//
+// Pages of EMU_SRAM_PAGE_VECTORS vectors appear when first touched.  Each
+// vector carries when its last write lands and whether anything wrote it.
+
+#define EMU_SRAM_PAGE_VECTORS 64
+
+typedef struct SramPage SramPage;
+typedef struct Sram {
+  int vector_bytes;
+  SramPage **slots;  // open addressing by page number
+  uint32_t nslots, npages;
+} Sram;
+
+void sram_init(Sram *s, int vector_bytes);
+// The vector at addr, creating its page (zeroed, unwritten) if needed.
+uint8_t *sram_vector(Sram *s, uint32_t addr, int64_t **lands, bool **written);
+void sram_free(Sram *s);
+
+// ===== numeric.c ============================================================
+//
+// Elements live in vectors as little-endian values of their dtype.  Floats
+// compute in float (f32) and round to nearest even into f16 and bf16;
+// integers wrap (two's complement).  NaN propagates through add and max.
+
+float num_f16_to_f32(uint16_t h);
+uint16_t num_f32_to_f16(float f);
+float num_bf16_to_f32(uint16_t h);
+uint16_t num_f32_to_bf16(float f);
+
+// Element i of a vector as a double, and the reverse (rounded / wrapped).
+double num_get(DType dt, const uint8_t *vec, int i);
+void num_set(DType dt, uint8_t *vec, int i, double v);
+
+// dst = a + b, max(a, b), max(a, 0), element by element over one vector of
+// vector_bytes (dst may alias a or b).
+void num_vadd(DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes);
+void num_vmax(DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes);
+void num_vrelu(DType dt, uint8_t *dst, const uint8_t *a, int vector_bytes);
+
+// One MXM row: out[j] = sum_k act[k] * w[k][j], k, j < N = elements per
+// vector of dt.  act is one vector; w[k] is the weight row k (one vector);
+// out holds N elements of the accumulation dtype (f32 for f16, bf16 and
+// f32; i32 for i8), i.e. isa_mxm_row_vectors() vectors back to back.
+void num_mxm_row(DType dt, int vector_bytes, const uint8_t *act, const uint8_t *const *w,
+                 uint8_t *out);
+
+// ===== npy.c ================================================================
+//
+// NumPy format 1.0/2.0 files of a C-order array.  Accepted dtypes: <f4 <f2
+// <i4 |i1 (and <u2 holding bf16 bits is NOT guessed: bf16 tensors are read
+// and written as <f4, converted).
+
+typedef struct NpyArray {
+  char descr[8];   // "<f4", "<f2", "<i4", "|i1"
+  Shape shape;
+  void *data;      // malloc'd, little-endian, C order
+  size_t bytes;
+} NpyArray;
+
+bool npy_read(const char *path, NpyArray *out, char *err, size_t errlen);
+bool npy_write(const char *path, const char *descr, const Shape *shape, const void *data,
+               char *err, size_t errlen);
+void npy_free(NpyArray *a);
+
+// ===== trace.c ==============================================================
+//
+// Chrome trace event JSON ({"traceEvents": [...]}) written as the run goes:
+// a process per device, a thread per unit, a complete ("X") event per
+// instruction and a flow arrow ("s" -> "f") per vector crossing a link.
+// Times are given in cycles and written in microseconds at clock_mhz.
+
+typedef struct Trace Trace;
+
+Trace *trace_open(const char *path, double clock_mhz, char *err, size_t errlen);
+void trace_name_process(Trace *t, int pid, const char *name);
+void trace_name_thread(Trace *t, int pid, int tid, const char *name);
+void trace_slice(Trace *t, int pid, int tid, const char *name, int64_t start, int64_t dur);
+void trace_flow(Trace *t, uint64_t id, int pid0, int tid0, int64_t t0, int pid1, int tid1,
+                int64_t t1);
+bool trace_close(Trace *t);  // false if anything failed to write
+
+#endif

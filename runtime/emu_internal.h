@@ -1,0 +1,140 @@
+// emu_internal.h: the emulator's own types, shared by emu.c (the event
+// loop, clocks and units), link.c (ports, links, receive buffers) and
+// check.c (the end-of-run checks).  Not part of the runtime's interface.
+#ifndef TSPC_EMU_INTERNAL_H
+#define TSPC_EMU_INTERNAL_H
+
+#include "emu.h"
+
+typedef int64_t Tick;  // global time, EMU_TICKS_PER_CYCLE a reference cycle
+
+// Events at one tick run in class order: NOTIFY wake-ups, then writes
+// (RECV takes), then reads (SEND departures, vector-unit elements), then
+// instruction issues.  So a vector taken at cycle t can be sent on at t,
+// and a unit woken at t issues at t.
+typedef enum { EV_WAKE, EV_RECV, EV_SEND, EV_VXM, EV_UNIT, EV_POLL, EV_TYPE_COUNT } EventType;
+
+typedef struct Event {
+  Tick t;
+  uint64_t order;  // class << 56 | sequence number: ties broken deterministically
+  EventType type;
+  int dev, unit;
+  struct Stream *stream;
+} Event;
+
+// A SEND, RECV or vector op in progress: one element every `every` cycles.
+typedef struct Stream {
+  Instr in;
+  int dev, unit;
+  int64_t start;   // local cycle of element 0
+  uint32_t k, n;   // the next element, the element count
+  int every;       // cycles between elements
+} Stream;
+
+// A vector on its way to, or waiting in, a port's receive buffer.
+typedef struct RxEntry {
+  Tick departed, arrives;
+  uint8_t *payload;  // NULL for a notification (TRANSMIT)
+  int from_dev, from_unit;
+} RxEntry;
+
+// The receive side of a port: a FIFO of vectors in the order they were
+// sent.  `taken` counts takes (by RECV or POLL), `appended` counts sends;
+// a vector appended after its take slot has passed (an underflow) is dropped.
+typedef struct RxQueue {
+  RxEntry *e;
+  size_t head, len, cap;
+  uint64_t appended, taken;
+  Tick last_arrival;  // arrivals on one link keep their order
+} RxQueue;
+
+typedef struct EPort {
+  int link;               // -1: unplugged
+  int peer_dev, peer_port;
+  bool failed;
+  int every;              // cycles one vector holds the link (ir_cycles_per_vector)
+  int latency_min, latency_max;
+  int64_t tx_busy_until;  // local cycles
+  int64_t rx_busy_until;
+  uint64_t rng;           // jitter of the link direction leaving this port
+  bool overflow_reported;
+  RxQueue rx;
+} EPort;
+
+typedef enum { UNIT_READY, UNIT_PARKED, UNIT_POLLING, UNIT_HALTED, UNIT_FELL_OFF } UnitState;
+
+typedef struct EUnit {
+  const UnitProgram *prog;
+  UnitState state;
+  int pc;
+  int64_t next_local;   // when it issues next
+  int64_t wait_start;   // when a SYNC or POLL began (for the trace)
+  int poll_port;
+  char name[16];
+} EUnit;
+
+typedef struct EDev {
+  int id;
+  Tick start, period;      // program start; ticks per local cycle
+  double drift_ppm;
+  int64_t sac_local, sac_value;  // the SAC was sac_value at local cycle sac_local
+  EUnit *units;
+  int nunits;
+  EPort *ports;
+  int nports;
+  Sram sram;
+  const DeviceProgram *prog;
+} EDev;
+
+typedef struct PayloadBlock {
+  struct PayloadBlock *next;
+} PayloadBlock;
+
+struct Emu {
+  Arena *a;
+  const EmuInput *in;
+  EmuOptions opt;
+  const Topology *topo;
+  int vector_bytes;
+  EDev *devs;
+  int ndevs;
+  Event *heap;
+  size_t nheap, heap_cap;
+  uint64_t seq;
+  size_t polls_queued;       // EV_POLL events in the heap
+  int64_t notifies_pending;  // notifications sent and not yet taken
+  PayloadBlock *free_payloads;
+  Trace *trace;
+  uint64_t flows;
+  EmuResult *r;
+  Tick first_start;
+  Tick last_activity;  // the last HALT, take, or landing result: the end of the run
+  bool stop;
+};
+
+// ---- emu.c ----
+Tick emu_global_at(const EDev *d, int64_t local);
+int64_t emu_local_at_or_after(const EDev *d, Tick g);
+void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s);
+void emu_violate(Emu *e, ViolationKind kind, int dev, const EUnit *u, int port, int64_t cycle,
+                 const char *fmt, ...) PRINTF_LIKE(7, 8);
+const uint8_t *emu_sram_read(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t local);
+uint8_t *emu_sram_write(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t local, Tick lands);
+void emu_resume(Emu *e, EDev *d, int unit, int64_t local);
+Stream *emu_stream_new(const Instr *in, int dev, int unit, int64_t start, uint32_t n, int every);
+uint64_t emu_rng(uint64_t *state);
+
+// ---- link.c ----
+void link_send(Emu *e, EDev *d, int unit, const Instr *in, int64_t local);
+void link_recv(Emu *e, EDev *d, int unit, const Instr *in, int64_t local);
+void link_transmit(Emu *e, EDev *d, int unit, const Instr *in, int64_t local);
+void link_poll(Emu *e, EDev *d, int unit, int port, int64_t local);
+void link_step_send(Emu *e, Stream *s);
+void link_step_recv(Emu *e, Stream *s);
+void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary);
+void link_free(Emu *e);
+
+// ---- check.c ----
+void check_after_run(Emu *e);
+
+#endif

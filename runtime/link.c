@@ -1,0 +1,276 @@
+// link.c: ports, links and receive buffers.  Part of runtime/; emu.c calls
+// in when a unit issues SEND, RECV, TRANSMIT or POLL and when their streams
+// step.  Seed 002 s2.3 and s4.4: no arbitration, no back-pressure, only
+// very shallow buffers, so the emulator checks every slot:
+//
+//   - a SEND (or TRANSMIT) may not start while its port is still sending,
+//     nor a RECV while its port is still receiving (port-busy);
+//   - vector k of a SEND leaves at start + k * every cycles and arrives a
+//     link latency later (max latency with jitter off, else seeded in
+//     [min, max], never overtaking the vector before it);
+//   - take k of a RECV, at start + k * every, needs a vector that has
+//     arrived (underflow), and no vector may arrive while rx_buffer_vectors
+//     others wait (overflow);
+//   - POLL looks for a notification at each HAC epoch boundary.
+#include "emu_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// ---- payloads: vector-sized blocks, recycled ------------------------------------------
+
+static uint8_t *payload_new(Emu *e) {
+  PayloadBlock *b = e->free_payloads;
+  if (b) {
+    e->free_payloads = b->next;
+    return (uint8_t *)b;
+  }
+  return xmalloc((size_t)MAX(e->vector_bytes, (int)sizeof(PayloadBlock)));
+}
+
+static void payload_free(Emu *e, uint8_t *p) {
+  if (!p) return;
+  PayloadBlock *b = (PayloadBlock *)(void *)p;
+  b->next = e->free_payloads;
+  e->free_payloads = b;
+}
+
+// ---- the receive FIFO ---------------------------------------------------------------------
+
+static RxEntry *rx_at(RxQueue *q, size_t i) { return &q->e[(q->head + i) % q->cap]; }
+
+static void rx_push(RxQueue *q, RxEntry entry) {
+  if (q->len == q->cap) {
+    size_t cap = q->cap ? 2 * q->cap : 16;
+    RxEntry *e = xmalloc(cap * sizeof *e);
+    for (size_t i = 0; i < q->len; i++) e[i] = *rx_at(q, i);
+    free(q->e);
+    q->e = e;
+    q->cap = cap;
+    q->head = 0;
+  }
+  *rx_at(q, q->len++) = entry;
+}
+
+static RxEntry rx_pop(RxQueue *q) {
+  RxEntry entry = *rx_at(q, 0);
+  q->head = (q->head + 1) % q->cap;
+  q->len--;
+  q->taken++;
+  return entry;
+}
+
+// Puts a vector on the link leaving (d, port) at local cycle `local`.
+static void depart(Emu *e, EDev *d, int unit, int port, int64_t local, uint8_t *payload) {
+  EPort *out = &d->ports[port];
+  EPort *in = &e->devs[out->peer_dev].ports[out->peer_port];
+  RxQueue *q = &in->rx;
+  Tick now = emu_global_at(d, local);
+  int64_t latency = out->latency_max;
+  if (e->opt.jitter)
+    latency = out->latency_min + (int64_t)(emu_rng(&out->rng) % (uint64_t)(out->latency_max - out->latency_min + 1));
+  Tick arrives = MAX(now + latency * EMU_TICKS_PER_CYCLE, q->last_arrival);
+  q->last_arrival = arrives;
+  if (q->appended++ < q->taken) {  // its take slot has passed: reported as an underflow
+    payload_free(e, payload);
+    return;
+  }
+  if (!payload) e->notifies_pending++;
+  rx_push(q, (RxEntry){.departed = now, .arrives = arrives, .payload = payload, .from_dev = d->id, .from_unit = unit});
+}
+
+// ---- issuing ----------------------------------------------------------------------------
+
+static bool port_usable(Emu *e, EDev *d, int unit, int port, int64_t local, const char *what) {
+  EPort *p = &d->ports[port];
+  if (p->link >= 0 && !p->failed) return true;
+  emu_violate(e, VIOL_DEAD_LINK, d->id, &d->units[unit], port, local,
+              "%s on port %d, whose link %s", what, port, p->link < 0 ? "is unplugged" : "has failed");
+  return false;
+}
+
+static void check_tx_free(Emu *e, EDev *d, int unit, int port, int64_t local, int64_t busy_for) {
+  EPort *p = &d->ports[port];
+  if (local < p->tx_busy_until)
+    emu_violate(e, VIOL_PORT_BUSY, d->id, &d->units[unit], port, local,
+                "starts sending on port %d while it is sending until cycle %lld", port,
+                (long long)p->tx_busy_until);
+  p->tx_busy_until = MAX(p->tx_busy_until, local + busy_for);
+}
+
+void link_send(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
+  if (!port_usable(e, d, unit, in->port, local, "SEND")) return;
+  EPort *p = &d->ports[in->port];
+  check_tx_free(e, d, unit, in->port, local, (int64_t)in->b * p->every);
+  emu_push(e, emu_global_at(d, local), EV_SEND, d->id, unit, emu_stream_new(in, d->id, unit, local, in->b, p->every));
+}
+
+void link_transmit(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
+  if (!port_usable(e, d, unit, in->port, local, "TRANSMIT")) return;
+  check_tx_free(e, d, unit, in->port, local, d->ports[in->port].every);
+  depart(e, d, unit, in->port, local, NULL);
+}
+
+void link_recv(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
+  EPort *p = &d->ports[in->port];
+  if (p->link < 0) {
+    emu_violate(e, VIOL_DEAD_LINK, d->id, &d->units[unit], in->port, local,
+                "RECV on port %d, which is unplugged", in->port);
+    return;
+  }
+  if (local < p->rx_busy_until)
+    emu_violate(e, VIOL_PORT_BUSY, d->id, &d->units[unit], in->port, local,
+                "starts receiving on port %d while it is receiving until cycle %lld", in->port,
+                (long long)p->rx_busy_until);
+  p->rx_busy_until = MAX(p->rx_busy_until, local + (int64_t)in->b * p->every);
+  emu_push(e, emu_global_at(d, local), EV_RECV, d->id, unit, emu_stream_new(in, d->id, unit, local, in->b, p->every));
+}
+
+// ---- stepping streams --------------------------------------------------------------------
+
+void link_step_send(Emu *e, Stream *s) {
+  EDev *d = &e->devs[s->dev];
+  int64_t local = s->start + (int64_t)s->k * s->every;
+  const uint8_t *src = emu_sram_read(e, d, &d->units[s->unit], s->in.a + s->k, local);
+  uint8_t *payload = payload_new(e);
+  memcpy(payload, src, (size_t)e->vector_bytes);
+  depart(e, d, s->unit, s->in.port, local, payload);
+  if (++s->k < s->n)
+    emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_SEND, s->dev, s->unit, s);
+  else
+    free(s);
+}
+
+// Overflow: a vector arrived while rx_buffer_vectors others were waiting,
+// i.e. the one rx_buffer_vectors places behind the head arrived before now.
+static void check_overflow(Emu *e, EDev *d, const EUnit *u, int port, int64_t local) {
+  EPort *p = &d->ports[port];
+  size_t depth = (size_t)e->topo->rx_buffer_vectors;
+  Tick now = emu_global_at(d, local);
+  if (p->overflow_reported || p->rx.len <= depth || rx_at(&p->rx, depth)->arrives >= now) return;
+  p->overflow_reported = true;
+  Tick at = rx_at(&p->rx, depth)->arrives;
+  char when[64];
+  if (at < d->start)
+    snprintf(when, sizeof when, "before the device started");
+  else
+    snprintf(when, sizeof when, "at cycle %lld", (long long)emu_local_at_or_after(d, at));
+  emu_violate(e, VIOL_OVERFLOW, d->id, u, port, local,
+              "port %d's receive buffer (%zu vectors) overflowed %s: vectors arrive faster than "
+              "RECV takes them",
+              port, depth, when);
+}
+
+static void trace_vector(Emu *e, const RxEntry *v, int dev, int unit, Tick now) {
+  e->flows++;
+  if (!e->trace || (int64_t)e->flows > e->opt.trace_max_vectors) return;
+  trace_flow(e->trace, e->flows, v->from_dev, v->from_unit, v->departed / EMU_TICKS_PER_CYCLE, dev, unit,
+             now / EMU_TICKS_PER_CYCLE);
+}
+
+void link_step_recv(Emu *e, Stream *s) {
+  EDev *d = &e->devs[s->dev];
+  EUnit *u = &d->units[s->unit];
+  EPort *p = &d->ports[s->in.port];
+  int64_t local = s->start + (int64_t)s->k * s->every;
+  Tick now = emu_global_at(d, local);
+  check_overflow(e, d, u, s->in.port, local);
+  if (p->rx.len > 0 && rx_at(&p->rx, 0)->arrives <= now) {
+    RxEntry v = rx_pop(&p->rx);
+    if (!v.payload) {
+      e->notifies_pending--;
+      emu_violate(e, VIOL_UNDERFLOW, d->id, u, s->in.port, local,
+                  "RECV on port %d took a notification (TRANSMIT), not data", s->in.port);
+    } else {
+      memcpy(emu_sram_write(e, d, u, s->in.a + s->k, local, now), v.payload, (size_t)e->vector_bytes);
+      payload_free(e, v.payload);
+      e->r->vectors_moved++;
+      trace_vector(e, &v, d->id, s->unit, now);
+    }
+  } else {
+    if (p->rx.len > 0)
+      emu_violate(e, VIOL_UNDERFLOW, d->id, u, s->in.port, local,
+                  "RECV wants a vector on port %d at cycle %lld; it arrives at cycle %lld", s->in.port,
+                  (long long)local, (long long)emu_local_at_or_after(d, rx_at(&p->rx, 0)->arrives));
+    else
+      emu_violate(e, VIOL_UNDERFLOW, d->id, u, s->in.port, local,
+                  "RECV wants a vector on port %d at cycle %lld; none has been sent", s->in.port,
+                  (long long)local);
+    if (p->rx.len > 0) {  // the late vector was meant for this slot: drop it
+      RxEntry late = rx_pop(&p->rx);
+      if (!late.payload) e->notifies_pending--;
+      payload_free(e, late.payload);
+    } else {
+      p->rx.taken++;
+    }
+  }
+  if (++s->k < s->n)
+    emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_RECV, s->dev, s->unit, s);
+  else
+    free(s);
+}
+
+// ---- POLL: a notification at an epoch boundary? -------------------------------------------
+
+static Tick next_boundary_after(const Emu *e, Tick g) {
+  Tick E = (Tick)e->topo->epoch_cycles * EMU_TICKS_PER_CYCLE;
+  return (g / E + 1) * E;
+}
+
+void link_poll(Emu *e, EDev *d, int unit, int port, int64_t local) {
+  d->units[unit].poll_port = port;
+  emu_push(e, next_boundary_after(e, emu_global_at(d, local)), EV_POLL, d->id, unit, NULL);
+}
+
+static void report_hang(Emu *e) {
+  for (int i = 0; i < e->ndevs; i++)
+    for (int u = 0; u < e->devs[i].nunits; u++) {
+      EUnit *unit = &e->devs[i].units[u];
+      if (unit->state == UNIT_POLLING)
+        emu_violate(e, VIOL_HANG, i, unit, unit->poll_port, unit->wait_start,
+                    "POLL on port %d waits for a notification that never comes", unit->poll_port);
+    }
+  e->stop = true;
+}
+
+// At an epoch boundary: a notification that has arrived lets the unit go on
+// at this boundary; anything else waits for the next one.  If only polls are
+// left and no notification is on its way, nothing can ever wake them.
+void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary) {
+  EUnit *u = &d->units[unit];
+  EPort *p = &d->ports[u->poll_port];
+  int64_t local = emu_local_at_or_after(d, boundary);
+  while (p->rx.len > 0 && rx_at(&p->rx, 0)->arrives <= boundary) {
+    RxEntry v = rx_pop(&p->rx);
+    if (!v.payload) {
+      e->notifies_pending--;
+      if (e->trace) trace_vector(e, &v, d->id, unit, boundary);
+      if (e->trace) trace_slice(e->trace, d->id, unit, "POLL", emu_global_at(d, u->wait_start) / EMU_TICKS_PER_CYCLE,
+                                MAX(local - u->wait_start, 1));
+      emu_resume(e, d, unit, local);
+      return;
+    }
+    emu_violate(e, VIOL_UNDERFLOW, d->id, u, u->poll_port, local,
+                "POLL on port %d found data, not a notification", u->poll_port);
+    payload_free(e, v.payload);
+  }
+  if (e->nheap == e->polls_queued && e->notifies_pending == 0) {
+    report_hang(e);
+    return;
+  }
+  emu_push(e, next_boundary_after(e, boundary), EV_POLL, d->id, unit, NULL);
+}
+
+void link_free(Emu *e) {
+  for (int i = 0; i < e->ndevs; i++)
+    for (int p = 0; p < e->devs[i].nports; p++) {
+      RxQueue *q = &e->devs[i].ports[p].rx;
+      while (q->len > 0) payload_free(e, rx_pop(q).payload);
+      free(q->e);
+    }
+  while (e->free_payloads) {
+    PayloadBlock *b = e->free_payloads;
+    e->free_payloads = b->next;
+    free(b);
+  }
+}

@@ -1,0 +1,315 @@
+// loader.c: reads an output directory into the runtime's Program.  Part of
+// runtime/: the only door from files to the emulator, and it trusts nothing.
+//
+// A binary is refused unless every field checks: magic, version, sizes,
+// CRC-32, device id and count, every unit entry (kind, port on this device,
+// where its stream starts), every record and every instruction (isa_check,
+// and unused fields zero, so that a binary and its disassembly say the same
+// thing).  Each refusal names the byte.  The layout is drawn in ir/ir.h.
+#include "emu.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <yaml.h>
+#include <zlib.h>
+
+// ---- little-endian fields -----------------------------------------------------------
+
+static uint32_t get_u16(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
+
+static uint32_t get_u32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static double get_f64(const unsigned char *p) {
+  uint64_t bits = (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
+  double v;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+#define FAIL(...) return snprintf(err, errlen, __VA_ARGS__), false
+
+// ---- the binary ---------------------------------------------------------------------------
+
+static bool check_header(const unsigned char *data, size_t n, int expect_device,
+                         const Topology *topo, char *err, size_t errlen) {
+  if (n < ISA_HEADER_BYTES) FAIL("byte %zu: truncated: %zu bytes, the header alone is %d", n, n, ISA_HEADER_BYTES);
+  if (memcmp(data, ISA_BINARY_MAGIC, 4)) FAIL("byte 0: not a tsp binary (bad magic)");
+  if (get_u16(data + 4) != ISA_BINARY_VERSION)
+    FAIL("byte 4: format version %u; this tool reads version %d", get_u16(data + 4), ISA_BINARY_VERSION);
+  if (get_u16(data + 6) != ISA_HEADER_BYTES)
+    FAIL("byte 6: header size %u, expected %d", get_u16(data + 6), ISA_HEADER_BYTES);
+  if (get_u32(data + 24) != n)
+    FAIL("byte 24: the header says %u bytes, the file has %zu (truncated or padded)", get_u32(data + 24), n);
+  unsigned char zero[4] = {0};
+  uLong crc = crc32(0L, data, ISA_CRC_OFFSET);
+  crc = crc32(crc, zero, 4);
+  crc = crc32(crc, data + ISA_CRC_OFFSET + 4, (uInt)(n - ISA_CRC_OFFSET - 4));
+  if ((uint32_t)crc != get_u32(data + ISA_CRC_OFFSET))
+    FAIL("byte %d: CRC-32 mismatch: stored 0x%08x, computed 0x%08x (the file is corrupt)", ISA_CRC_OFFSET,
+         get_u32(data + ISA_CRC_OFFSET), (uint32_t)crc);
+  uint32_t dev = get_u32(data + 8), count = get_u32(data + 12);
+  if (dev >= count) FAIL("byte 8: device %u of a %u-device system", dev, count);
+  if (expect_device >= 0 && dev != (uint32_t)expect_device)
+    FAIL("byte 8: this is device %u's binary, expected device %d's", dev, expect_device);
+  if (topo && count != (uint32_t)topo->ndevices)
+    FAIL("byte 12: built for %u devices, the topology has %d", count, topo->ndevices);
+  return true;
+}
+
+typedef struct Decoder {
+  Arena *a;
+  const unsigned char *data;
+  size_t n;
+  const Topology *topo;
+  IsaTarget target;
+  DeviceProgram *out;
+} Decoder;
+
+static bool decode_units(Decoder *dc, uint32_t nunits, uint32_t nrecords, char *err, size_t errlen) {
+  uint64_t offset = ISA_HEADER_BYTES + (uint64_t)ISA_UNIT_ENTRY_BYTES * nunits + (uint64_t)ISA_RECORD_BYTES * nrecords;
+  if (offset > dc->n) FAIL("byte 16: %u units and %u records do not fit in %zu bytes", nunits, nrecords, dc->n);
+  for (uint32_t u = 0; u < nunits; u++) {
+    size_t at = ISA_HEADER_BYTES + (size_t)ISA_UNIT_ENTRY_BYTES * u;
+    const unsigned char *e = dc->data + at;
+    UnitProgram up = {.kind = (UnitKind)e[0], .port = (int)get_u16(e + 2)};
+    uint32_t count = get_u32(e + 4), start = get_u32(e + 8);
+    if (e[0] >= UNIT_KIND_COUNT || e[1]) FAIL("byte %zu: unit %u has an unknown kind %u", at, u, e[0]);
+    if (up.kind != UNIT_C2C && up.port) FAIL("byte %zu: unit %u (%s) names a port", at + 2, u, isa_unit_kind_names[up.kind]);
+    if (up.kind == UNIT_C2C && up.port >= dc->target.nports)
+      FAIL("byte %zu: unit %u is c2c.%d, but device %d has %d ports", at + 2, u, up.port, dc->out->device, dc->target.nports);
+    if (up.kind != UNIT_C2C) up.port = -1;
+    for (int k = 0; k < dc->out->units.len; k++)
+      if (dc->out->units.data[k].kind == up.kind && dc->out->units.data[k].port == up.port)
+        FAIL("byte %zu: unit %u repeats an earlier unit", at, u);
+    if (start != offset) FAIL("byte %zu: unit %u's stream starts at %u, expected %llu", at + 8, u, start, (unsigned long long)offset);
+    offset += (uint64_t)ISA_INSTR_BYTES * count;
+    if (offset > dc->n) FAIL("byte %zu: unit %u's %u instructions run past the end of the file", at + 4, u, count);
+    VEC_PUSH(dc->a, &dc->out->units, up);
+  }
+  if (offset != dc->n) FAIL("byte %llu: %llu bytes after the last stream", (unsigned long long)offset, (unsigned long long)(dc->n - offset));
+  return true;
+}
+
+static bool decode_records(Decoder *dc, uint32_t nunits, uint32_t nrecords, char *err, size_t errlen) {
+  for (uint32_t i = 0; i < nrecords; i++) {
+    size_t at = ISA_HEADER_BYTES + (size_t)ISA_UNIT_ENTRY_BYTES * nunits + (size_t)ISA_RECORD_BYTES * i;
+    const unsigned char *r = dc->data + at;
+    DataRecord rec = {.kind = (RecordKind)r[0], .dtype = (DType)r[1], .addr = get_u32(r + 4),
+                      .nvec = get_u32(r + 8), .a = get_f64(r + 16), .b = get_f64(r + 24)};
+    char why[160];
+    if (get_u16(r + 2) || get_u32(r + 12)) FAIL("byte %zu: record %u has nonzero reserved bytes", at, i);
+    if (!isfinite(rec.a) || !isfinite(rec.b)) FAIL("byte %zu: record %u's iota is not finite", at + 16, i);
+    if (!isa_check_record(&rec, &dc->target, why, sizeof why)) FAIL("byte %zu: record %u: %s", at, i, why);
+    VEC_PUSH(dc->a, &dc->out->records, rec);
+  }
+  return true;
+}
+
+// The fields an instruction's operand string leaves unused must be zero.
+static bool unused_fields_zero(const Instr *in) {
+  const char *ops = isa_opcodes[in->op].operands;
+  return (strchr(ops, 't') || !in->dtype) && (strchr(ops, 'p') || !in->port) &&
+         (strchr(ops, 'a') || !in->a) && (strchr(ops, 'b') || !in->b) &&
+         (strchr(ops, 'c') || !in->c) && (strchr(ops, 'd') || !in->d);
+}
+
+static bool decode_streams(Decoder *dc, char *err, size_t errlen) {
+  for (int u = 0; u < dc->out->units.len; u++) {
+    UnitProgram *up = &dc->out->units.data[u];
+    size_t entry = ISA_HEADER_BYTES + (size_t)ISA_UNIT_ENTRY_BYTES * (size_t)u;
+    uint32_t count = get_u32(dc->data + entry + 4), start = get_u32(dc->data + entry + 8);
+    for (uint32_t i = 0; i < count; i++) {
+      size_t at = start + (size_t)ISA_INSTR_BYTES * i;
+      const unsigned char *p = dc->data + at;
+      Instr in = {.op = p[0], .dtype = p[1], .port = (uint16_t)get_u16(p + 2), .a = get_u32(p + 4),
+                  .b = get_u32(p + 8), .c = get_u32(p + 12), .d = get_u32(p + 16)};
+      char why[160];
+      if (!isa_check(&in, &dc->target, up->kind, up->port, why, sizeof why))
+        FAIL("byte %zu: unit %d instruction %u: %s", at, u, i, why);
+      if (!unused_fields_zero(&in)) FAIL("byte %zu: %s has a nonzero unused field", at, isa_opcodes[in.op].name);
+      VEC_PUSH(dc->a, &up->code, in);
+    }
+  }
+  return true;
+}
+
+bool emu_decode_binary(Arena *a, const unsigned char *data, size_t n, int expect_device,
+                       const Topology *topo, DeviceProgram *out, int *ndevices, char *err,
+                       size_t errlen) {
+  if (n > ISA_MAX_BINARY_BYTES) FAIL("byte 0: %zu bytes is larger than any binary (%u)", n, ISA_MAX_BINARY_BYTES);
+  if (!check_header(data, n, expect_device, topo, err, errlen)) return false;
+  *out = (DeviceProgram){.device = (int)get_u32(data + 8)};
+  *ndevices = (int)get_u32(data + 12);
+  Decoder dc = {.a = a, .data = data, .n = n, .topo = topo, .out = out};
+  // Without a topology (tsp-objdump) only the encoding's own limits apply.
+  dc.target = topo ? isa_target(topo, out->device)
+                   : (IsaTarget){.nports = UINT16_MAX + 1, .sram = UINT32_MAX, .vector_bytes = IR_DEFAULT_VECTOR_BYTES};
+  uint32_t nunits = get_u32(data + 16), nrecords = get_u32(data + 20);
+  return decode_units(&dc, nunits, nrecords, err, errlen) &&
+         decode_records(&dc, nunits, nrecords, err, errlen) && decode_streams(&dc, err, errlen);
+}
+
+unsigned char *emu_read_file(const char *path, size_t *n, char *err, size_t errlen) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return snprintf(err, errlen, "%s", strerror(errno)), NULL;
+  Buf b = {0};
+  char chunk[65536];
+  size_t got;
+  while ((got = fread(chunk, 1, sizeof chunk, fp)) > 0 && b.len <= ISA_MAX_BINARY_BYTES) buf_append(&b, chunk, got);
+  bool failed = ferror(fp);
+  int e = errno;
+  fclose(fp);
+  if (failed) {
+    snprintf(err, errlen, "%s", strerror(e));
+    buf_free(&b);
+    return NULL;
+  }
+  *n = b.len;
+  return b.data ? (unsigned char *)b.data : xcalloc(1, 1);
+}
+
+// ---- the manifest --------------------------------------------------------------------------
+
+typedef struct ManifestReader {
+  Arena *a;
+  Diag *d;
+  const SrcFile *src;
+  yaml_document_t *doc;
+} ManifestReader;
+
+static SrcLoc mloc(const ManifestReader *m, const yaml_node_t *n) {
+  return (SrcLoc){m->src, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1, 1};
+}
+
+static yaml_node_t *map_get(ManifestReader *m, yaml_node_t *map, const char *key) {
+  if (!map || map->type != YAML_MAPPING_NODE) return NULL;
+  for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = yaml_document_get_node(m->doc, p->key);
+    if (k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, key))
+      return yaml_document_get_node(m->doc, p->value);
+  }
+  return NULL;
+}
+
+static bool scalar_int(ManifestReader *m, yaml_node_t *n, const char *what, int64_t lo, int64_t hi, int64_t *out) {
+  if (!n || n->type != YAML_SCALAR_NODE || !str_to_i64((char *)n->data.scalar.value, out) || *out < lo || *out > hi) {
+    if (n) diag_error(m->d, mloc(m, n), "%s must be an integer from %lld to %lld", what, (long long)lo, (long long)hi);
+    return false;
+  }
+  return true;
+}
+
+static yaml_node_t *required(ManifestReader *m, yaml_node_t *map, const char *key) {
+  yaml_node_t *n = map_get(m, map, key);
+  if (!n) diag_error(m->d, mloc(m, map), "the manifest has no '%s'", key);
+  return n;
+}
+
+static bool read_tensor(ManifestReader *m, yaml_node_t *n, const Topology *t, TensorHome *th) {
+  int64_t v;
+  yaml_node_t *name = required(m, n, "name"), *dtype = required(m, n, "dtype"), *shape = required(m, n, "shape");
+  if (!name || !dtype || !shape || name->type != YAML_SCALAR_NODE || dtype->type != YAML_SCALAR_NODE ||
+      shape->type != YAML_SEQUENCE_NODE)
+    return false;
+  th->name = arena_strdup(m->a, (char *)name->data.scalar.value);
+  if (!ir_dtype_lookup((char *)dtype->data.scalar.value, &th->dtype)) {
+    diag_error(m->d, mloc(m, dtype), "unknown dtype '%s'", (char *)dtype->data.scalar.value);
+    return false;
+  }
+  if (!scalar_int(m, required(m, n, "device"), "device", 0, t->ndevices - 1, &v)) return false;
+  th->device = (int)v;
+  if (!scalar_int(m, required(m, n, "addr"), "addr", 0, t->sram_vectors - 1, &v)) return false;
+  th->addr = (uint32_t)v;
+  for (yaml_node_item_t *i = shape->data.sequence.items.start; i < shape->data.sequence.items.top; i++) {
+    if (th->shape.rank == IR_MAX_RANK ||
+        !scalar_int(m, yaml_document_get_node(m->doc, *i), "a dimension", 1, INT32_MAX, &v))
+      return false;
+    th->shape.dim[th->shape.rank++] = v;
+  }
+  return true;
+}
+
+static bool read_manifest_fields(ManifestReader *m, yaml_node_t *root, EmuInput *in) {
+  int64_t v;
+  if (!root || root->type != YAML_MAPPING_NODE) {
+    diag_error(m->d, (SrcLoc){m->src, 1, 1, 1}, "a manifest is a YAML mapping");
+    return false;
+  }
+  if (!scalar_int(m, required(m, root, "format_version"), "format_version", 1, 1, &v)) return false;
+  yaml_node_t *binaries = required(m, root, "binaries");
+  if (!binaries) return false;
+  if (binaries->type != YAML_SEQUENCE_NODE ||
+      binaries->data.sequence.items.top - binaries->data.sequence.items.start != in->topo->ndevices) {
+    diag_error(m->d, mloc(m, binaries), "binaries must list one file per device (%d)", in->topo->ndevices);
+    return false;
+  }
+  Program *p = in->prog;
+  p->predicted_cycles = -1;
+  yaml_node_t *pc = map_get(m, root, "predicted_cycles");
+  if (pc && !(pc->type == YAML_SCALAR_NODE && !strcmp((char *)pc->data.scalar.value, "null")) &&
+      !scalar_int(m, pc, "predicted_cycles", 0, INT64_MAX, &p->predicted_cycles))
+    return false;
+  yaml_node_t *tensors = map_get(m, root, "tensors");
+  if (tensors && tensors->type == YAML_SEQUENCE_NODE)
+    for (yaml_node_item_t *i = tensors->data.sequence.items.start; i < tensors->data.sequence.items.top; i++) {
+      TensorHome th = {0};
+      if (!read_tensor(m, yaml_document_get_node(m->doc, *i), in->topo, &th)) return false;
+      VEC_PUSH(m->a, &p->tensors, th);
+    }
+  return true;
+}
+
+static bool load_binaries(Arena *a, Diag *d, EmuInput *in) {
+  Program *p = in->prog;
+  for (int i = 0; i < p->ndevices; i++) {
+    char *path = arena_printf(a, "%s/dev%04d.tsp", in->dir, i), err[256];
+    size_t n;
+    unsigned char *data = emu_read_file(path, &n, err, sizeof err);
+    int ndev;
+    if (!data) {
+      diag_tool_error(d, "tsp-emu", "cannot read '%s': %s", path, err);
+      return false;
+    }
+    bool ok = emu_decode_binary(a, data, n, i, in->topo, &p->devices[i], &ndev, err, sizeof err);
+    free(data);
+    if (!ok) {
+      diag_tool_error(d, "tsp-emu", "%s: %s", path, err);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in) {
+  *in = (EmuInput){.dir = dir};
+  const char *err;
+  char *mpath = arena_printf(a, "%s/manifest.yaml", dir);
+  SrcFile *src = src_read(a, mpath, &err);
+  if (!src) {
+    diag_tool_error(d, "tsp-emu", "cannot read '%s': %s", mpath, err);
+    return false;
+  }
+  in->topo = fe_load_topology(a, d, arena_printf(a, "%s/topology.yaml", dir));
+  if (!in->topo) return false;
+  in->prog = ARENA_NEW(a, Program);
+  in->prog->ndevices = in->topo->ndevices;
+  in->prog->devices = ARENA_ARRAY(a, DeviceProgram, in->topo->ndevices);
+  yaml_parser_t parser;
+  yaml_document_t doc;
+  yaml_parser_initialize(&parser);
+  yaml_parser_set_input_string(&parser, (const unsigned char *)src->text, src->len);
+  bool ok = yaml_parser_load(&parser, &doc);
+  if (!ok) {
+    diag_error(d, (SrcLoc){src, (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1, 1},
+               "invalid YAML: %s", parser.problem ? parser.problem : "unknown error");
+  } else {
+    ManifestReader m = {.a = a, .d = d, .src = src, .doc = &doc};
+    ok = read_manifest_fields(&m, yaml_document_get_root_node(&doc), in);
+    yaml_document_delete(&doc);
+  }
+  yaml_parser_delete(&parser);
+  return ok && load_binaries(a, d, in);
+}

@@ -1,0 +1,364 @@
+// numeric.c: the element arithmetic of the emulator's vector (VXM) and
+// matrix (MXM) units, and the f16 / bf16 conversions beneath it.
+//
+// The runtime layer (runtime/emu.h): emu.c calls num_vadd, num_vmax,
+// num_vrelu and num_mxm_row on vectors it holds in SRAM, and num_get /
+// num_set to place INIT data and check EXPECT data element by element.
+//
+// Every element is stored little-endian whatever the host, and read and
+// written a byte at a time, so nothing here depends on host byte order or
+// alignment.  Rounding is IEEE 754 round-to-nearest-even throughout:
+//
+//   f32 -> f16, bf16    bit manipulation below (no _Float16), overflow goes
+//                       to infinity, NaN stays NaN (made quiet);
+//   double -> f32       the C conversion, which is IEEE rounding under
+//                       C11 Annex F (GCC and Clang on every target we run);
+//   double -> f16, bf16 through f32 rounded to odd, so the result is the
+//                       one direct rounding of the double would give.
+//
+// Integers wrap in two's complement: results are computed exactly in
+// int64 (which cannot overflow for i32 and i8 operands) and reduced modulo
+// 2^32 or 2^8 by conversion to unsigned, which C defines, so no signed
+// overflow ever happens.  How MXM accumulates is said in the matrix unit
+// section at the end.
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "emu.h"
+
+// ---- IEEE binary32 fields ---------------------------------------------------
+
+#define F32_SIGN 0x80000000u
+#define F32_ABS 0x7fffffffu  // everything but the sign
+#define F32_INF 0x7f800000u  // exponent all ones, mantissa zero
+#define F32_MANT_BITS 23
+#define F32_EXP_BIAS 127
+
+// ---- IEEE binary16 (f16): 1 sign, 5 exponent, 10 mantissa bits -------------
+
+#define F16_SIGN 0x8000u
+#define F16_SIGN_SHIFT 16   // the f32 sign bit is this far above
+#define F16_EXP_MASK 0x1fu  // the exponent field, shifted down
+#define F16_MANT_MASK 0x3ffu
+#define F16_MANT_BITS 10
+#define F16_EXP_BIAS 15
+#define F16_INF 0x7c00u
+#define F16_QUIET 0x0200u         // the top mantissa bit: a quiet NaN
+#define F16_IMPLICIT_ONE 0x0400u  // the hidden bit, just above the mantissa
+// f32 and f16 mantissas differ by this many bits.
+#define F16_MANT_SHIFT (F32_MANT_BITS - F16_MANT_BITS)
+// An f16 biased exponent plus this is the f32 biased exponent.
+#define F16_TO_F32_BIAS (F32_EXP_BIAS - F16_EXP_BIAS)
+// |x| (as f32 bits) from which x rounds to f16 infinity: 65520, halfway
+// between the largest f16 (65504) and 2^16; the tie goes up to the even
+// significand, 2^16, which is infinity.
+#define F16_OVERFLOW_F32 0x477ff000u
+// The smallest normal f16, 2^-14, as f32 bits: below it f16 is subnormal.
+#define F16_MIN_NORMAL_F32 0x38800000u
+// 2^-25, half the smallest f16 subnormal, as f32 bits: |x| up to and
+// including it rounds to zero (the tie goes to the even significand, 0).
+#define F16_HALF_MIN_SUB_F32 0x33000000u
+// f16 subnormals count in units of 2^-24.  A 24-bit f32 significand m
+// (implicit one included) with biased exponent e is m * 2^(e - 150) =
+// (m >> (126 - e)) units of 2^-24, plus a remainder.
+#define F16_SUBNORMAL_SHIFT_BASE 126
+
+// ---- bfloat16: the top half of an f32 --------------------------------------
+
+#define BF16_SHIFT 16                  // bf16 bits are f32 bits >> 16
+#define BF16_QUIET 0x0040u             // the top mantissa bit: a quiet NaN
+#define BF16_HALF_ULP_MINUS_1 0x7fffu  // rounding bias before the tie bit
+
+static uint32_t f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static float f32_from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// f16 -> f32 is exact: every f16 value is an f32 value.
+float num_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & F16_SIGN) << F16_SIGN_SHIFT;
+  uint32_t exp = (h >> F16_MANT_BITS) & F16_EXP_MASK;
+  uint32_t mant = h & F16_MANT_MASK;
+  if (exp == F16_EXP_MASK)  // infinity, or NaN with its payload kept
+    return f32_from_bits(sign | F32_INF | (mant << F16_MANT_SHIFT));
+  if (exp != 0)  // normal: rebias the exponent, widen the mantissa
+    return f32_from_bits(sign | ((exp + F16_TO_F32_BIAS) << F32_MANT_BITS) |
+                         (mant << F16_MANT_SHIFT));
+  if (mant == 0) return f32_from_bits(sign);  // +-0
+  // Subnormal: mant * 2^-24.  Shift the leading one up to the implicit bit,
+  // lowering the exponent from that of 2^-14 (the subnormal scale) each step.
+  uint32_t f32_exp = 1 + F16_TO_F32_BIAS;  // f16 subnormals share exponent 1's scale
+  while (!(mant & F16_IMPLICIT_ONE)) {
+    mant <<= 1;
+    f32_exp--;
+  }
+  return f32_from_bits(sign | (f32_exp << F32_MANT_BITS) |
+                       ((mant & F16_MANT_MASK) << F16_MANT_SHIFT));
+}
+
+// Rounds `kept` (the truncated result) up by one when the dropped bits
+// `rem` exceed half a unit `half`, or equal it and `kept` is odd.
+static uint32_t round_nearest_even(uint32_t kept, uint32_t rem, uint32_t half) {
+  return kept + (rem > half || (rem == half && (kept & 1)));
+}
+
+// f32 -> f16, round to nearest even.
+uint16_t num_f32_to_f16(float f) {
+  uint32_t x = f32_bits(f);
+  uint16_t sign = (uint16_t)((x & F32_SIGN) >> F16_SIGN_SHIFT);
+  uint32_t absx = x & F32_ABS;
+  if (absx > F32_INF)  // NaN: keep the payload's top bits, force quiet
+    return sign | F16_INF | F16_QUIET | (uint16_t)((absx >> F16_MANT_SHIFT) & F16_MANT_MASK);
+  if (absx >= F16_OVERFLOW_F32) return sign | F16_INF;  // infinity too
+  if (absx >= F16_MIN_NORMAL_F32) {
+    // Normal: exponent and mantissa move down together, so a mantissa
+    // that rounds up past all ones carries into the exponent correctly.
+    uint32_t kept = (absx >> F16_MANT_SHIFT) - ((uint32_t)F16_TO_F32_BIAS << F16_MANT_BITS);
+    uint32_t rem = absx & ((1u << F16_MANT_SHIFT) - 1);
+    return sign | (uint16_t)round_nearest_even(kept, rem, 1u << (F16_MANT_SHIFT - 1));
+  }
+  if (absx <= F16_HALF_MIN_SUB_F32) return sign;  // rounds to +-0
+  // Subnormal (or rounds up to the smallest normal, 0x0400, which the
+  // carry produces by itself).
+  uint32_t exp = absx >> F32_MANT_BITS;
+  uint32_t mant = (absx & ((1u << F32_MANT_BITS) - 1)) | (1u << F32_MANT_BITS);
+  uint32_t shift = F16_SUBNORMAL_SHIFT_BASE - exp;  // 14 .. 24 here
+  uint32_t kept = mant >> shift;
+  uint32_t rem = mant & ((1u << shift) - 1);
+  return sign | (uint16_t)round_nearest_even(kept, rem, 1u << (shift - 1));
+}
+
+// bf16 -> f32 is exact: bf16 is the top half of an f32.
+float num_bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << BF16_SHIFT); }
+
+// f32 -> bf16, round to nearest even.  Adding half a unit less one, plus
+// the bit that becomes the last kept one, rounds ties to even; the carry
+// runs into the exponent and past the largest finite value to infinity.
+uint16_t num_f32_to_bf16(float f) {
+  uint32_t x = f32_bits(f);
+  if ((x & F32_ABS) > F32_INF) return (uint16_t)(x >> BF16_SHIFT) | BF16_QUIET;  // NaN
+  uint32_t lsb = (x >> BF16_SHIFT) & 1;
+  return (uint16_t)((x + BF16_HALF_ULP_MINUS_1 + lsb) >> BF16_SHIFT);
+}
+
+// ---- rounding doubles ------------------------------------------------------
+
+// v rounded to f32 "to odd": when inexact, the neighbour of the two f32
+// values around v whose last significand bit is 1.  Rounding that to f16 or
+// bf16 (at least two bits narrower) then gives the same result as rounding
+// v directly (Boldo and Melquiond, "Emulation of FMA and correctly rounded
+// sums: proved algorithms using rounding to odd", 2008); plain nearest-even
+// to f32 first could land exactly on an f16 tie that v was not on.
+static float f32_round_to_odd(double v) {
+  float f = (float)v;  // nearest even; beyond the f32 range, +-infinity
+  if ((double)f == v || isnan(v) || (f32_bits(f) & 1)) return f;
+  return nextafterf(f, v > (double)f ? INFINITY : -INFINITY);
+}
+
+// The wrap of v's integer part modulo 2^bits (bits <= 32), as the unsigned
+// pattern to store.  NaN and +-infinity, which have no integer part, store 0.
+static uint32_t wrap_integer(double v, int bits) {
+  if (!isfinite(v)) return 0;
+  double modulus = ldexp(1.0, bits);
+  double r = fmod(trunc(v), modulus);  // exact; in (-modulus, modulus)
+  if (r < 0) r += modulus;             // exact; in [0, modulus)
+  return (uint32_t)r;
+}
+
+// Two's complement reinterpretations, without implementation-defined casts:
+// a pattern with the sign bit set stands for itself minus 2^bits.
+#define I32_SIGN_BIT 0x80000000u
+#define I32_MODULUS ((int64_t)1 << 32)
+#define I8_SIGN_BIT 0x80u
+#define I8_MODULUS (1 << 8)
+
+static int64_t i32_from_bits(uint32_t u) {
+  return u & I32_SIGN_BIT ? (int64_t)u - I32_MODULUS : (int64_t)u;
+}
+
+static int i8_from_bits(uint8_t u) { return u & I8_SIGN_BIT ? (int)u - I8_MODULUS : (int)u; }
+
+// ---- little-endian element access ------------------------------------------
+
+static uint16_t load_u16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+static uint32_t load_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void store_u16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+
+static void store_u32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < (int)sizeof v; i++) p[i] = (uint8_t)(v >> (CHAR_BIT * i));
+}
+
+static int elem_bytes(DType dt) {
+  if ((unsigned)dt >= DT_COUNT) die("numeric: bad dtype %d", (int)dt);
+  return ir_dtype_bytes[dt];
+}
+
+// Where element i starts in a vector of dt.
+static size_t elem_offset(DType dt, int i) { return (size_t)elem_bytes(dt) * (size_t)i; }
+
+static bool is_float(DType dt) { return dt == DT_F32 || dt == DT_F16 || dt == DT_BF16; }
+
+// Element i of a float vector, widened exactly to float.
+static float load_float(DType dt, const uint8_t *vec, int i) {
+  switch (dt) {
+    case DT_F32: return f32_from_bits(load_u32(vec + elem_offset(dt, i)));
+    case DT_F16: return num_f16_to_f32(load_u16(vec + elem_offset(dt, i)));
+    case DT_BF16: return num_bf16_to_f32(load_u16(vec + elem_offset(dt, i)));
+    default: die("numeric: dtype %d is not a float dtype", (int)dt);
+  }
+}
+
+// Stores float f as element i, rounded to nearest even into dt.
+static void store_float(DType dt, uint8_t *vec, int i, float f) {
+  switch (dt) {
+    case DT_F32: store_u32(vec + elem_offset(dt, i), f32_bits(f)); return;
+    case DT_F16: store_u16(vec + elem_offset(dt, i), num_f32_to_f16(f)); return;
+    case DT_BF16: store_u16(vec + elem_offset(dt, i), num_f32_to_bf16(f)); return;
+    default: die("numeric: dtype %d is not a float dtype", (int)dt);
+  }
+}
+
+// Element i of an integer vector, sign-extended.
+static int64_t load_int(DType dt, const uint8_t *vec, int i) {
+  switch (dt) {
+    case DT_I32: return i32_from_bits(load_u32(vec + elem_offset(dt, i)));
+    case DT_I8: return i8_from_bits(vec[i]);
+    default: die("numeric: dtype %d is not an integer dtype", (int)dt);
+  }
+}
+
+// Stores the low bits of an unsigned pattern as integer element i.
+static void store_int_bits(DType dt, uint8_t *vec, int i, uint32_t bits) {
+  switch (dt) {
+    case DT_I32: store_u32(vec + elem_offset(dt, i), bits); return;
+    case DT_I8: vec[i] = (uint8_t)bits; return;
+    default: die("numeric: dtype %d is not an integer dtype", (int)dt);
+  }
+}
+
+double num_get(DType dt, const uint8_t *vec, int i) {
+  return is_float(dt) ? (double)load_float(dt, vec, i) : (double)load_int(dt, vec, i);
+}
+
+// Floats round to nearest even (f32 directly; f16 and bf16 as one rounding
+// of v, see f32_round_to_odd); beyond the range they become +-infinity and
+// NaN stays NaN.  Integers take v's integer part (truncation toward zero)
+// wrapped modulo 2^32 or 2^8, as two's complement: 128.7 -> i8 -128,
+// -1.5 -> -1, 2^32 + 5 -> i32 5.  NaN and +-infinity store 0.
+void num_set(DType dt, uint8_t *vec, int i, double v) {
+  switch (dt) {
+    case DT_F32: store_float(dt, vec, i, (float)v); return;
+    case DT_F16:
+    case DT_BF16: store_float(dt, vec, i, f32_round_to_odd(v)); return;
+    case DT_I32: store_int_bits(dt, vec, i, wrap_integer(v, 32)); return;
+    case DT_I8: store_int_bits(dt, vec, i, wrap_integer(v, 8)); return;
+    default: die("numeric: bad dtype %d", (int)dt);
+  }
+}
+
+// ---- vector unit -------------------------------------------------------------
+
+// The IEEE 754-2019 maximum: NaN if either is NaN (a's first), else the
+// larger, with +0 above -0.
+static float float_max(float a, float b) {
+  if (isnan(a)) return a;
+  if (isnan(b)) return b;
+  if (a == b) return signbit(a) ? b : a;  // only +-0 differ here
+  return a > b ? a : b;
+}
+
+static int64_t int_max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+typedef enum { VOP_ADD, VOP_MAX } VectorOp;
+
+// dst[i] = a[i] op b[i] over one vector.  Each element is read before it
+// is written, so dst may alias a or b.
+static void vector_binary(VectorOp op, DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b,
+                          int vector_bytes) {
+  int n = vector_bytes / elem_bytes(dt);
+  for (int i = 0; i < n; i++) {
+    if (is_float(dt)) {
+      float x = load_float(dt, a, i), y = load_float(dt, b, i);
+      store_float(dt, dst, i, op == VOP_ADD ? x + y : float_max(x, y));
+    } else {
+      int64_t x = load_int(dt, a, i), y = load_int(dt, b, i);
+      // The sum of two i32 fits int64; its low bits are the wrapped sum.
+      store_int_bits(dt, dst, i, (uint32_t)(uint64_t)(op == VOP_ADD ? x + y : int_max(x, y)));
+    }
+  }
+}
+
+void num_vadd(DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes) {
+  vector_binary(VOP_ADD, dt, dst, a, b, vector_bytes);
+}
+
+void num_vmax(DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes) {
+  vector_binary(VOP_MAX, dt, dst, a, b, vector_bytes);
+}
+
+// max(a, 0): negatives and -0 become +0, NaN stays NaN.
+void num_vrelu(DType dt, uint8_t *dst, const uint8_t *a, int vector_bytes) {
+  int n = vector_bytes / elem_bytes(dt);
+  for (int i = 0; i < n; i++) {
+    if (is_float(dt))
+      store_float(dt, dst, i, float_max(load_float(dt, a, i), 0.0f));
+    else
+      store_int_bits(dt, dst, i, (uint32_t)(uint64_t)int_max(load_int(dt, a, i), 0));
+  }
+}
+
+// ---- matrix unit ---------------------------------------------------------------
+
+// Floats (f16, bf16, f32): for each j, a float accumulator starts at +0
+// and adds act[k] * w[k][j] for k = 0, 1, .. N-1 in that order; each
+// product is rounded to float (exact for f16 and bf16 inputs), then each
+// sum.  The product and the sum are separate statements so no compiler
+// fuses them into an FMA (ISO C mode also keeps -ffp-contract=off).  The
+// result is stored as f32.
+static void mxm_row_float(DType dt, int n, const uint8_t *act, const uint8_t *const *w,
+                          uint8_t *out) {
+  for (int j = 0; j < n; j++) {
+    float acc = 0.0f;
+    for (int k = 0; k < n; k++) {
+      float product = load_float(dt, act, k) * load_float(dt, w[k], j);
+      acc += product;
+    }
+    store_float(DT_F32, out, j, acc);
+  }
+}
+
+// i8: the exact sum in int64 (|sum| <= N * 2^14, far inside), stored as
+// i32 wrapped modulo 2^32.
+static void mxm_row_i8(int n, const uint8_t *act, const uint8_t *const *w, uint8_t *out) {
+  for (int j = 0; j < n; j++) {
+    int64_t acc = 0;
+    for (int k = 0; k < n; k++) acc += load_int(DT_I8, act, k) * load_int(DT_I8, w[k], j);
+    store_int_bits(DT_I32, out, j, (uint32_t)(uint64_t)acc);
+  }
+}
+
+void num_mxm_row(DType dt, int vector_bytes, const uint8_t *act, const uint8_t *const *w,
+                 uint8_t *out) {
+  int n = vector_bytes / elem_bytes(dt);
+  if (is_float(dt))
+    mxm_row_float(dt, n, act, w, out);
+  else if (dt == DT_I8)
+    mxm_row_i8(n, act, w, out);
+  else
+    die("numeric: the matrix unit does not multiply %s", ir_dtype_names[dt]);
+}

@@ -1,0 +1,60 @@
+// report.c: how tsp-emu tells what happened: one summary line (or the list
+// of violations) on stdout, and with --report a YAML file.  Part of runtime/.
+#include "emu.h"
+
+static const char *data_names[] = {"unchecked", "verified", "mismatch"};
+
+static void print_violation(const Violation *v, FILE *out) {
+  fprintf(out, "%s:", emu_violation_names[v->kind]);
+  if (v->device >= 0) fprintf(out, " device %d", v->device);
+  if (v->unit[0]) fprintf(out, " unit %s", v->unit);
+  if (v->port >= 0) fprintf(out, " port %d", v->port);
+  if (v->cycle >= 0) fprintf(out, " cycle %lld", (long long)v->cycle);
+  fprintf(out, ": %s\n", v->message);
+}
+
+void emu_print_summary(const EmuResult *r, int ndevices, FILE *out) {
+  char predicted[32];
+  if (r->predicted >= 0)
+    snprintf(predicted, sizeof predicted, "%lld", (long long)r->predicted);
+  else
+    snprintf(predicted, sizeof predicted, "none");
+  if (r->nviolations == 0) {
+    fprintf(out, "ok: %d devices, %lld cycles (predicted %s), %lld vectors moved, 0 violations\n",
+            ndevices, (long long)r->cycles, predicted, (long long)r->vectors_moved);
+    return;
+  }
+  for (int i = 0; i < r->listed.len; i++) print_violation(&r->listed.data[i], out);
+  if (r->nviolations > r->listed.len)
+    fprintf(out, "... and %lld more\n", (long long)(r->nviolations - r->listed.len));
+  fprintf(out, "failed: %d devices, %lld cycles (predicted %s), %lld vectors moved, %lld violation%s\n",
+          ndevices, (long long)r->cycles, predicted, (long long)r->vectors_moved,
+          (long long)r->nviolations, r->nviolations == 1 ? "" : "s");
+}
+
+void emu_write_report(const EmuResult *r, const EmuOptions *opt, int ndevices, FILE *out) {
+  fprintf(out, "status: %s\n", r->nviolations ? "failed" : "ok");
+  fprintf(out, "devices: %d\n", ndevices);
+  fprintf(out, "cycles: %lld\n", (long long)r->cycles);
+  if (r->predicted >= 0)
+    fprintf(out, "predicted_cycles: %lld\n", (long long)r->predicted);
+  else
+    fprintf(out, "predicted_cycles: null\n");
+  fprintf(out, "vectors_moved: %lld\n", (long long)r->vectors_moved);
+  fprintf(out, "violations: %lld\n", (long long)r->nviolations);
+  fprintf(out, "data: %s\n", data_names[r->data]);
+  fprintf(out, "run: {seed: %llu, jitter: %s, drift_ppm: %.17g, start_skew: %lld, deterministic: %s}\n",
+          (unsigned long long)opt->seed, opt->jitter ? "on" : "off", opt->drift_ppm,
+          (long long)opt->start_skew, r->deterministic ? "true" : "false");
+  fprintf(out, "clocks:\n");
+  for (int i = 0; i < r->ndevices; i++)
+    fprintf(out, "  - {device: %d, drift_ppm: %.6f, start: %lld}\n", i, r->drift_ppm[i], (long long)r->start[i]);
+  fprintf(out, "violation_list:%s\n", r->listed.len ? "" : " []");
+  for (int i = 0; i < r->listed.len; i++) {
+    const Violation *v = &r->listed.data[i];
+    fprintf(out, "  - {kind: %s, device: %d, unit: \"%s\", port: %d, cycle: %lld, message: ",
+            emu_violation_names[v->kind], v->device, v->unit, v->port, (long long)v->cycle);
+    str_print_yaml(out, v->message);
+    fprintf(out, "}\n");
+  }
+}

@@ -1,0 +1,71 @@
+// sram.c: sparse SRAM for the emulator.  Part of runtime/.  A device's
+// SRAM is addressed in vectors; pages of EMU_SRAM_PAGE_VECTORS appear when
+// first touched, so a 10,440-device run costs what it touches, not 220 MiB
+// a device.  Each vector carries when its last write lands (for the SRAM
+// hazard check) and whether anything ever wrote it.
+#include "emu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct SramPage {
+  uint32_t number;  // addr / EMU_SRAM_PAGE_VECTORS
+  int64_t lands[EMU_SRAM_PAGE_VECTORS];
+  bool written[EMU_SRAM_PAGE_VECTORS];
+  uint8_t data[];   // EMU_SRAM_PAGE_VECTORS * vector_bytes
+};
+
+void sram_init(Sram *s, int vector_bytes) {
+  *s = (Sram){.vector_bytes = vector_bytes};
+}
+
+static uint32_t slot_of(uint32_t number, uint32_t nslots) {
+  return (number * 2654435761u) & (nslots - 1);  // Knuth's multiplicative hash
+}
+
+static void grow(Sram *s) {
+  uint32_t n = s->nslots ? s->nslots * 2 : 16;
+  SramPage **slots = xcalloc(n, sizeof *slots);
+  for (uint32_t i = 0; i < s->nslots; i++) {
+    SramPage *p = s->slots[i];
+    if (!p) continue;
+    uint32_t j = slot_of(p->number, n);
+    while (slots[j]) j = (j + 1) & (n - 1);
+    slots[j] = p;
+  }
+  free(s->slots);
+  s->slots = slots;
+  s->nslots = n;
+}
+
+static SramPage *page(Sram *s, uint32_t number) {
+  if (s->nslots) {
+    for (uint32_t j = slot_of(number, s->nslots);; j = (j + 1) & (s->nslots - 1)) {
+      if (!s->slots[j]) break;
+      if (s->slots[j]->number == number) return s->slots[j];
+    }
+  }
+  if (2 * (s->npages + 1) > s->nslots) grow(s);  // keep the table at most half full
+  size_t bytes = sizeof(SramPage) + (size_t)EMU_SRAM_PAGE_VECTORS * (size_t)s->vector_bytes;
+  SramPage *p = xcalloc(1, bytes);
+  p->number = number;
+  uint32_t j = slot_of(number, s->nslots);
+  while (s->slots[j]) j = (j + 1) & (s->nslots - 1);
+  s->slots[j] = p;
+  s->npages++;
+  return p;
+}
+
+uint8_t *sram_vector(Sram *s, uint32_t addr, int64_t **lands, bool **written) {
+  SramPage *p = page(s, addr / EMU_SRAM_PAGE_VECTORS);
+  uint32_t i = addr % EMU_SRAM_PAGE_VECTORS;
+  if (lands) *lands = &p->lands[i];
+  if (written) *written = &p->written[i];
+  return p->data + (size_t)i * (size_t)s->vector_bytes;
+}
+
+void sram_free(Sram *s) {
+  for (uint32_t i = 0; i < s->nslots; i++) free(s->slots[i]);
+  free(s->slots);
+  *s = (Sram){0};
+}

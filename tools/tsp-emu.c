@@ -1,0 +1,244 @@
+// tsp-emu.c: the reference emulator's driver.  Loads an output directory
+// (runtime/loader.c), runs it (runtime/emu.c) and reports.
+//
+//   tsp-emu DIR [--seed S] [--jitter on|off] [--drift-ppm P] [--start-skew C]
+//               [--trace FILE] [--report FILE] [--input NAME=F.npy] [--dump NAME=F.npy]
+//
+// Exit status: 0 when the run is clean, 2 when it found violations, 1 when
+// the input is unusable (missing, corrupt, or not for this topology).
+#include "../runtime/emu.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EXIT_VIOLATIONS = 2, MAX_TENSOR_ARGS = 64 };
+
+typedef struct Args {
+  const char *dir, *report;
+  const char *inputs[MAX_TENSOR_ARGS], *dumps[MAX_TENSOR_ARGS];
+  int ninputs, ndumps;
+  bool drift_given;
+  EmuOptions opt;
+} Args;
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: tsp-emu DIR [options]\n"
+          "\n"
+          "  --seed S             seeds jitter, drift and start skew (default 1)\n"
+          "  --jitter on|off      off: every vector takes its link's max latency (default off)\n"
+          "  --drift-ppm P        clocks off by up to +-P ppm (default: the topology's drift_ppm)\n"
+          "  --start-skew C       devices start up to C cycles apart (default 0)\n"
+          "  --trace FILE         Chrome trace JSON (Perfetto opens it)\n"
+          "  --trace-max-vectors N  link arrows in the trace (default %d)\n"
+          "  --report FILE        YAML report\n"
+          "  --input NAME=F.npy   load a tensor named in the manifest before the run\n"
+          "  --dump NAME=F.npy    write a tensor named in the manifest after the run\n"
+          "  --max-cycles N       a run longer than N cycles is a hang (default 2^40)\n"
+          "  --max-listed N       violations listed (all are counted; default %d)\n"
+          "\n"
+          "exit status: 0 clean, 2 violations, 1 unusable input\n",
+          EMU_DEFAULT_TRACE_MAX_VECTORS, EMU_DEFAULT_MAX_LISTED);
+}
+
+static bool number(const char *opt, const char *arg, int64_t lo, int64_t hi, int64_t *out) {
+  if (str_to_i64(arg, out) && *out >= lo && *out <= hi) return true;
+  fprintf(stderr, "tsp-emu: error: %s needs an integer from %lld to %lld, got '%s'\n", opt,
+          (long long)lo, (long long)hi, arg);
+  return false;
+}
+
+enum { O_SEED = 256, O_JITTER, O_DRIFT, O_SKEW, O_TRACE, O_TRACE_MAX, O_REPORT, O_INPUT, O_DUMP, O_MAX_CYCLES, O_MAX_LISTED, O_VERSION, O_HELP };
+
+static bool parse_option(int ch, const char *arg, Args *a) {
+  int64_t v;
+  double ppm;
+  switch (ch) {
+  case O_SEED:
+    if (!number("--seed", arg, 0, INT64_MAX, &v)) return false;
+    a->opt.seed = (uint64_t)v;
+    return true;
+  case O_JITTER:
+    if (strcmp(arg, "on") && strcmp(arg, "off")) {
+      fprintf(stderr, "tsp-emu: error: --jitter takes on or off, not '%s'\n", arg);
+      return false;
+    }
+    a->opt.jitter = !strcmp(arg, "on");
+    return true;
+  case O_DRIFT:
+    if (!str_to_double(arg, &ppm) || ppm < 0 || ppm > 1e4) {
+      fprintf(stderr, "tsp-emu: error: --drift-ppm needs a number from 0 to 10000, got '%s'\n", arg);
+      return false;
+    }
+    a->opt.drift_ppm = ppm;
+    a->drift_given = true;
+    return true;
+  case O_SKEW: return number("--start-skew", arg, 0, (int64_t)1 << 32, &a->opt.start_skew);
+  case O_TRACE: a->opt.trace_path = arg; return true;
+  case O_TRACE_MAX: return number("--trace-max-vectors", arg, 0, INT64_MAX, &a->opt.trace_max_vectors);
+  case O_REPORT: a->report = arg; return true;
+  case O_MAX_CYCLES: return number("--max-cycles", arg, 1, (int64_t)1 << 42, &a->opt.max_cycles);
+  case O_MAX_LISTED:
+    if (!number("--max-listed", arg, 0, 1000000, &v)) return false;
+    a->opt.max_listed = (int)v;
+    return true;
+  case O_INPUT:
+  case O_DUMP: {
+    int *n = ch == O_INPUT ? &a->ninputs : &a->ndumps;
+    if (!strchr(arg, '=') || *n == MAX_TENSOR_ARGS) {
+      fprintf(stderr, "tsp-emu: error: %s takes NAME=FILE.npy (at most %d)\n",
+              ch == O_INPUT ? "--input" : "--dump", MAX_TENSOR_ARGS);
+      return false;
+    }
+    (ch == O_INPUT ? a->inputs : a->dumps)[(*n)++] = arg;
+    return true;
+  }
+  }
+  return false;
+}
+
+static bool parse_args(int argc, char **argv, Args *a) {
+  static const struct option longopts[] = {
+      {"seed", required_argument, 0, O_SEED},         {"jitter", required_argument, 0, O_JITTER},
+      {"drift-ppm", required_argument, 0, O_DRIFT},   {"start-skew", required_argument, 0, O_SKEW},
+      {"trace", required_argument, 0, O_TRACE},       {"trace-max-vectors", required_argument, 0, O_TRACE_MAX},
+      {"report", required_argument, 0, O_REPORT},     {"input", required_argument, 0, O_INPUT},
+      {"dump", required_argument, 0, O_DUMP},         {"max-cycles", required_argument, 0, O_MAX_CYCLES},
+      {"max-listed", required_argument, 0, O_MAX_LISTED}, {"version", no_argument, 0, O_VERSION},
+      {"help", no_argument, 0, O_HELP},               {0, 0, 0, 0}};
+  a->opt = (EmuOptions){.seed = 1, .max_cycles = EMU_DEFAULT_MAX_CYCLES, .max_listed = EMU_DEFAULT_MAX_LISTED,
+                        .trace_max_vectors = EMU_DEFAULT_TRACE_MAX_VECTORS};
+  opterr = 0;
+  for (int ch; (ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
+    if (ch == O_VERSION) printf("tsp-emu %s\n", TSPC_VERSION), exit(0);
+    if (ch == O_HELP || ch == 'h') usage(stdout), exit(0);
+    if (ch == ':') {
+      fprintf(stderr, "tsp-emu: error: option '%s' needs a value\n", argv[optind - 1]);
+      return false;
+    }
+    if (ch == '?') {
+      fprintf(stderr, "tsp-emu: error: unknown option '%s' (try --help)\n", argv[optind - 1]);
+      return false;
+    }
+    if (!parse_option(ch, optarg, a)) return false;
+  }
+  if (optind != argc - 1) {
+    fprintf(stderr, "tsp-emu: error: give one output directory (try --help)\n");
+    return false;
+  }
+  a->dir = argv[optind];
+  return true;
+}
+
+// ---- --input and --dump ------------------------------------------------------------------
+
+static const TensorHome *find_tensor(const Program *p, const char *name, size_t len) {
+  for (int i = 0; i < p->tensors.len; i++)
+    if (strlen(p->tensors.data[i].name) == len && !strncmp(p->tensors.data[i].name, name, len))
+      return &p->tensors.data[i];
+  fprintf(stderr, "tsp-emu: error: the manifest names no tensor '%.*s'\n", (int)len, name);
+  return NULL;
+}
+
+static const char *npy_descr(DType dt) {
+  switch (dt) {
+  case DT_F32: case DT_BF16: return "<f4";  // NumPy has no bf16: it travels as f32
+  case DT_F16: return "<f2";
+  case DT_I32: return "<i4";
+  case DT_I8: return "|i1";
+  default: return "?";
+  }
+}
+
+static bool load_input(Emu *e, const Program *p, const char *arg) {
+  const char *eq = strchr(arg, '=');
+  const TensorHome *th = find_tensor(p, arg, (size_t)(eq - arg));
+  NpyArray npy;
+  char err[256];
+  if (!th) return false;
+  if (!npy_read(eq + 1, &npy, err, sizeof err)) {
+    fprintf(stderr, "tsp-emu: error: %s\n", err);
+    return false;
+  }
+  bool ok = strcmp(npy.descr, npy_descr(th->dtype)) == 0 && ir_shape_equal(&npy.shape, &th->shape);
+  if (!ok) {
+    fprintf(stderr, "tsp-emu: error: %s holds %s of rank %d; tensor '%s' needs %s of its shape\n", eq + 1,
+            npy.descr, npy.shape.rank, th->name, npy_descr(th->dtype));
+  } else if (th->dtype == DT_BF16) {
+    int64_t n = ir_shape_elems(&th->shape);
+    uint8_t *raw = xmalloc((size_t)n * 2);
+    for (int64_t i = 0; i < n; i++) num_set(DT_BF16, raw, (int)i, ((const float *)npy.data)[i]);
+    ok = emu_write_tensor(e, th, raw, err, sizeof err);
+    free(raw);
+  } else {
+    ok = emu_write_tensor(e, th, npy.data, err, sizeof err);
+  }
+  if (!ok && err[0]) fprintf(stderr, "tsp-emu: error: %s\n", err);
+  npy_free(&npy);
+  return ok;
+}
+
+static bool write_dump(Emu *e, const Program *p, const char *arg) {
+  const char *eq = strchr(arg, '=');
+  const TensorHome *th = find_tensor(p, arg, (size_t)(eq - arg));
+  char err[256];
+  if (!th) return false;
+  int64_t n = ir_shape_elems(&th->shape);
+  uint8_t *raw = xmalloc((size_t)n * (size_t)ir_dtype_bytes[th->dtype]);
+  bool ok = emu_read_tensor(e, th, raw, err, sizeof err);
+  if (ok && th->dtype == DT_BF16) {
+    float *f = xmalloc((size_t)n * sizeof *f);
+    for (int64_t i = 0; i < n; i++) f[i] = (float)num_get(DT_BF16, raw, (int)i);
+    ok = npy_write(eq + 1, "<f4", &th->shape, f, err, sizeof err);
+    free(f);
+  } else if (ok) {
+    ok = npy_write(eq + 1, npy_descr(th->dtype), &th->shape, raw, err, sizeof err);
+  }
+  if (!ok) fprintf(stderr, "tsp-emu: error: %s\n", err);
+  free(raw);
+  return ok;
+}
+
+static bool write_report(const char *path, const EmuResult *r, const EmuOptions *opt, int ndevices) {
+  FILE *fp = fopen(path, "w");
+  if (!fp) {
+    fprintf(stderr, "tsp-emu: error: cannot write '%s'\n", path);
+    return false;
+  }
+  emu_write_report(r, opt, ndevices, fp);
+  return fclose(fp) == 0;
+}
+
+static int run(Arena *a, Args *args) {
+  Diag d;
+  diag_init(&d, stderr);
+  EmuInput in;
+  if (!emu_load_dir(a, &d, args->dir, &in)) return 1;
+  if (!args->drift_given) args->opt.drift_ppm = in.topo->drift_ppm;
+  char err[256];
+  Emu *e = emu_new(a, &in, &args->opt, err, sizeof err);
+  if (!e) {
+    fprintf(stderr, "tsp-emu: error: %s\n", err);
+    return 1;
+  }
+  bool ok = true;
+  for (int i = 0; i < args->ninputs && ok; i++) ok = load_input(e, in.prog, args->inputs[i]);
+  EmuResult r;
+  if (ok) emu_run(e, &r);
+  for (int i = 0; i < args->ndumps && ok; i++) ok = write_dump(e, in.prog, args->dumps[i]);
+  if (ok && args->report) ok = write_report(args->report, &r, &args->opt, in.topo->ndevices);
+  emu_free(e);
+  if (!ok) return 1;
+  emu_print_summary(&r, in.topo->ndevices, stdout);
+  return r.nviolations ? EXIT_VIOLATIONS : 0;
+}
+
+int main(int argc, char **argv) {
+  Args args = {0};
+  if (!parse_args(argc, argv, &args)) return 1;
+  Arena a = {0};
+  int status = run(&a, &args);
+  arena_free(&a);
+  return status;
+}
