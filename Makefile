@@ -6,8 +6,8 @@
 #   make demo         install, build, describe rack72 and compile an example
 #   make install      PREFIX/prefix, bindir and DESTDIR are honoured
 #   make VARIANT=asan the sanitizer build, into build/asan/bin
-#   make fuzz         libFuzzer (clang) on the .tg and topology parsers,
-#                     FUZZ_SECONDS each (default 60)
+#   make fuzz         libFuzzer (clang) on the .tg and topology parsers and
+#                     the binary loader, FUZZ_SECONDS each (default 60)
 #
 # Generated parser and scanner sources are build outputs under build/.
 
@@ -99,6 +99,7 @@ $(OBJ)/fuzz/%: $(OBJ)/test/fuzz/%.o $(LIB)
 FUZZ_SECONDS ?= 60
 fuzz:
 	@scripts/install-deps.sh clang libclang-rt-14-dev
+	$(MAKE) VARIANT=release tools
 	$(MAKE) VARIANT=fuzz fuzzers
 	@mkdir -p build/fuzz/corpus-tg build/fuzz/corpus-yaml
 	cp examples/*.tg build/fuzz/corpus-tg/ && cp examples/*.yaml build/fuzz/corpus-yaml/
@@ -106,6 +107,10 @@ fuzz:
 	  -max_len=4096 build/fuzz/corpus-tg
 	build/fuzz/fuzz/fuzz_topology -max_total_time=$(FUZZ_SECONDS) -dict=test/fuzz/yaml.dict \
 	  -max_len=4096 -timeout=10 build/fuzz/corpus-yaml
+	@mkdir -p build/fuzz/corpus-tsp
+	bin/tsp-as test/lit/emu/ring4-allreduce.tsa -t test/lit/Inputs/topo/ring4.yaml -o build/fuzz/seed-ring4 \
+	  && cp build/fuzz/seed-ring4/*.tsp build/fuzz/corpus-tsp/
+	build/fuzz/fuzz/fuzz_loader -max_total_time=$(FUZZ_SECONDS) -max_len=8192 build/fuzz/corpus-tsp
 
 -include $(shell find $(OBJ) -name '*.d' -type f 2>/dev/null)
 

@@ -58,7 +58,15 @@ static uint64_t rng_for(uint64_t seed, uint64_t what, uint64_t index) {
   return s;
 }
 
-// ---- the event queue: a binary heap ordered by (tick, class, sequence) -----------------
+// ---- the event queue -------------------------------------------------------------------
+//
+// Every vector-hop costs two events (its departure and its take), almost
+// all a few dozen cycles ahead, so the queue is the emulator's inner loop.
+// Near events go into a timing wheel, one sorted bucket a cycle: push and
+// pop are O(1) in practice.  Events EMU_WHEEL_CYCLES or more ahead wait in a
+// 4-ary heap and move into the wheel as the cursor comes within reach.
+
+#define HEAP_ARITY 4
 
 static const uint8_t event_class[EV_TYPE_COUNT] = {
     [EV_WAKE] = 0, [EV_RECV] = 1, [EV_SEND] = 2, [EV_VXM] = 2, [EV_UNIT] = 3, [EV_POLL] = 3};
@@ -67,36 +75,97 @@ static bool before(const Event *x, const Event *y) {
   return x->t < y->t || (x->t == y->t && x->order < y->order);
 }
 
-void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s) {
+static int64_t cycle_of(Tick t) { return t / EMU_TICKS_PER_CYCLE; }
+
+static void heap_push(Emu *e, Event ev) {
   if (e->nheap == e->heap_cap) {
     e->heap_cap = e->heap_cap ? 2 * e->heap_cap : 1024;
     e->heap = xrealloc(e->heap, e->heap_cap * sizeof *e->heap);
   }
-  Event ev = {.t = t, .order = (uint64_t)event_class[type] << 56 | e->seq++, .type = type,
-              .dev = dev, .unit = unit, .stream = s};
   size_t i = e->nheap++;
-  while (i > 0 && before(&ev, &e->heap[(i - 1) / 2])) {
-    e->heap[i] = e->heap[(i - 1) / 2];
-    i = (i - 1) / 2;
+  while (i > 0 && before(&ev, &e->heap[(i - 1) / HEAP_ARITY])) {
+    e->heap[i] = e->heap[(i - 1) / HEAP_ARITY];
+    i = (i - 1) / HEAP_ARITY;
   }
   e->heap[i] = ev;
-  if (type == EV_POLL) e->polls_queued++;
 }
 
-static Event pop(Emu *e) {
+static Event heap_pop(Emu *e) {
   Event top = e->heap[0], last = e->heap[--e->nheap];
   size_t i = 0;
   for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= e->nheap) break;
-    if (c + 1 < e->nheap && before(&e->heap[c + 1], &e->heap[c])) c++;
-    if (!before(&e->heap[c], &last)) break;
-    e->heap[i] = e->heap[c];
-    i = c;
+    size_t first = HEAP_ARITY * i + 1, best = first;
+    if (first >= e->nheap) break;
+    for (size_t c = first + 1; c < first + HEAP_ARITY && c < e->nheap; c++)
+      if (before(&e->heap[c], &e->heap[best])) best = c;
+    if (!before(&e->heap[best], &last)) break;
+    e->heap[i] = e->heap[best];
+    i = best;
   }
   if (e->nheap) e->heap[i] = last;
-  if (top.type == EV_POLL) e->polls_queued--;
   return top;
+}
+
+// Inserts into the cycle's bucket, keeping it sorted (events mostly arrive
+// in order, so the scan from the end is short).
+static void wheel_put(Emu *e, Event ev) {
+  Bucket *b = &e->wheel[cycle_of(ev.t) & (EMU_WHEEL_CYCLES - 1)];
+  if (b->head == b->len) b->head = b->len = 0;
+  if (b->len == b->cap) {
+    b->cap = b->cap ? 2 * b->cap : 8;
+    b->e = xrealloc(b->e, b->cap * sizeof *b->e);
+  }
+  uint32_t i = b->len++;
+  while (i > b->head && before(&ev, &b->e[i - 1])) {
+    b->e[i] = b->e[i - 1];
+    i--;
+  }
+  b->e[i] = ev;
+  e->in_wheel++;
+}
+
+void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s) {
+  Event ev = {.t = t, .order = (uint64_t)event_class[type] << 56 | e->seq++, .type = type,
+              .dev = dev, .unit = unit, .stream = s};
+  if (type == EV_POLL) e->polls_queued++;
+  if (cycle_of(t) < e->cursor + EMU_WHEEL_CYCLES)
+    wheel_put(e, ev);
+  else
+    heap_push(e, ev);
+}
+
+static size_t queued(const Emu *e) { return e->in_wheel + e->nheap; }
+
+// Moves heap events that came within the wheel's reach into it.
+static void refill_wheel(Emu *e) {
+  while (e->nheap > 0 && cycle_of(e->heap[0].t) < e->cursor + EMU_WHEEL_CYCLES) wheel_put(e, heap_pop(e));
+}
+
+static Event pop(Emu *e) {
+  if (e->in_wheel == 0) e->cursor = MAX(e->cursor, cycle_of(e->heap[0].t));
+  refill_wheel(e);
+  for (;;) {
+    Bucket *b = &e->wheel[e->cursor & (EMU_WHEEL_CYCLES - 1)];
+    if (b->head < b->len) {
+      Event ev = b->e[b->head++];
+      e->in_wheel--;
+      if (ev.type == EV_POLL) e->polls_queued--;
+      return ev;
+    }
+    e->cursor++;
+    refill_wheel(e);
+  }
+}
+
+// Frees what is still queued when a run stops early.
+static void drain_queue(Emu *e) {
+  for (int i = 0; i < EMU_WHEEL_CYCLES; i++) {
+    Bucket *b = &e->wheel[i];
+    for (uint32_t k = b->head; k < b->len; k++) free(b->e[k].stream);
+    b->head = b->len = 0;
+  }
+  for (size_t i = 0; i < e->nheap; i++) free(e->heap[i].stream);
+  e->in_wheel = e->nheap = 0;
 }
 
 // ---- violations and SRAM -------------------------------------------------------------------
@@ -400,6 +469,7 @@ Emu *emu_new(Arena *a, const EmuInput *in, const EmuOptions *opt, char *err, siz
     return NULL;
   }
   e->ndevs = in->topo->ndevices;
+  e->wheel = xcalloc(EMU_WHEEL_CYCLES, sizeof *e->wheel);
   e->devs = xcalloc((size_t)e->ndevs, sizeof *e->devs);
   for (int i = 0; i < e->ndevs; i++) init_device(e, &e->devs[i], i);
   if (e->trace) name_trace(e);
@@ -476,7 +546,7 @@ void emu_run(Emu *e, EmuResult *r) {
     for (int u = 0; u < d->nunits; u++) emu_resume(e, d, u, 0);
   }
   Tick limit = e->first_start + e->opt.max_cycles * EMU_TICKS_PER_CYCLE;
-  while (e->nheap > 0 && !e->stop) {
+  while (queued(e) > 0 && !e->stop) {
     Event ev = pop(e);
     if (ev.t > limit) {
       emu_violate(e, VIOL_HANG, -1, NULL, -1, e->opt.max_cycles,
@@ -487,8 +557,7 @@ void emu_run(Emu *e, EmuResult *r) {
     e->last_activity = MAX(e->last_activity, ev.t);
     dispatch(e, &ev);
   }
-  for (size_t i = 0; i < e->nheap; i++) free(e->heap[i].stream);
-  e->nheap = 0;
+  drain_queue(e);
   r->cycles = (e->last_activity - e->first_start + EMU_TICKS_PER_CYCLE - 1) / EMU_TICKS_PER_CYCLE;
   check_after_run(e);
 }
@@ -503,6 +572,8 @@ void emu_free(Emu *e) {
     free(e->devs[i].ports);
   }
   free(e->devs);
+  for (int i = 0; i < EMU_WHEEL_CYCLES; i++) free(e->wheel[i].e);
+  free(e->wheel);
   free(e->heap);
   free(e);
 }

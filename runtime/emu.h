@@ -134,12 +134,16 @@ void emu_write_report(const EmuResult *r, const EmuOptions *opt, int ndevices, F
 // vector carries when its last write lands and whether anything wrote it.
 
 #define EMU_SRAM_PAGE_VECTORS 64
+// A stream stays on one page for 64 vectors, and a device runs a few streams
+// at once: a small direct-mapped cache of pages skips most hash lookups.
+#define EMU_SRAM_RECENT 8
 
 typedef struct SramPage SramPage;
 typedef struct Sram {
   int vector_bytes;
   SramPage **slots;  // open addressing by page number
   uint32_t nslots, npages;
+  SramPage *recent[EMU_SRAM_RECENT];  // recently touched pages, by page number mod EMU_SRAM_RECENT
 } Sram;
 
 void sram_init(Sram *s, int vector_bytes);

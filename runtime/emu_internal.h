@@ -90,6 +90,16 @@ typedef struct PayloadBlock {
   struct PayloadBlock *next;
 } PayloadBlock;
 
+// The event queue: a timing wheel of one bucket a cycle over the next
+// EMU_WHEEL_CYCLES cycles (each bucket kept sorted), and a heap for what lies
+// further ahead.  Both give the same order: (tick, class, sequence).
+#define EMU_WHEEL_CYCLES 1024
+
+typedef struct Bucket {
+  Event *e;
+  uint32_t head, len, cap;  // the live events are e[head .. len)
+} Bucket;
+
 struct Emu {
   Arena *a;
   const EmuInput *in;
@@ -98,7 +108,10 @@ struct Emu {
   int vector_bytes;
   EDev *devs;
   int ndevs;
-  Event *heap;
+  Bucket *wheel;             // EMU_WHEEL_CYCLES buckets
+  int64_t cursor;            // the cycle of wheel bucket 0's turn: nothing is earlier
+  size_t in_wheel;
+  Event *heap;               // events EMU_WHEEL_CYCLES or more past the cursor
   size_t nheap, heap_cap;
   uint64_t seq;
   size_t polls_queued;       // EV_POLL events in the heap

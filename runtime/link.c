@@ -37,7 +37,8 @@ static void payload_free(Emu *e, uint8_t *p) {
 
 // ---- the receive FIFO ---------------------------------------------------------------------
 
-static RxEntry *rx_at(RxQueue *q, size_t i) { return &q->e[(q->head + i) % q->cap]; }
+// The ring's capacity is a power of two, so positions wrap with a mask.
+static RxEntry *rx_at(RxQueue *q, size_t i) { return &q->e[(q->head + i) & (q->cap - 1)]; }
 
 static void rx_push(RxQueue *q, RxEntry entry) {
   if (q->len == q->cap) {
@@ -54,7 +55,7 @@ static void rx_push(RxQueue *q, RxEntry entry) {
 
 static RxEntry rx_pop(RxQueue *q) {
   RxEntry entry = *rx_at(q, 0);
-  q->head = (q->head + 1) % q->cap;
+  q->head = (q->head + 1) & (q->cap - 1);
   q->len--;
   q->taken++;
   return entry;
@@ -134,6 +135,12 @@ void link_step_send(Emu *e, Stream *s) {
   const uint8_t *src = emu_sram_read(e, d, &d->units[s->unit], s->in.a + s->k, local);
   uint8_t *payload = payload_new(e);
   memcpy(payload, src, (size_t)e->vector_bytes);
+  // The stream reads the next vector `every` cycles from now: start fetching
+  // it, so that the copy does not wait on memory (streams are long).
+  if (s->k + 1 < s->n) {
+    const uint8_t *next = sram_vector(&d->sram, s->in.a + s->k + 1, NULL, NULL);
+    for (int off = 0; off < e->vector_bytes; off += 64) __builtin_prefetch(next + off, 0, 0);
+  }
   depart(e, d, s->unit, s->in.port, local, payload);
   if (++s->k < s->n)
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_SEND, s->dev, s->unit, s);
@@ -183,6 +190,10 @@ void link_step_recv(Emu *e, Stream *s) {
                   "RECV on port %d took a notification (TRANSMIT), not data", s->in.port);
     } else {
       memcpy(emu_sram_write(e, d, u, s->in.a + s->k, local, now), v.payload, (size_t)e->vector_bytes);
+      if (s->k + 1 < s->n) {  // the next take's destination, as for SEND
+        uint8_t *next = sram_vector(&d->sram, s->in.a + s->k + 1, NULL, NULL);
+        for (int off = 0; off < e->vector_bytes; off += 64) __builtin_prefetch(next + off, 1, 0);
+      }
       payload_free(e, v.payload);
       e->r->vectors_moved++;
       trace_vector(e, &v, d->id, s->unit, now);
@@ -254,7 +265,7 @@ void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary) {
                 "POLL on port %d found data, not a notification", u->poll_port);
     payload_free(e, v.payload);
   }
-  if (e->nheap == e->polls_queued && e->notifies_pending == 0) {
+  if (e->in_wheel + e->nheap == e->polls_queued && e->notifies_pending == 0) {
     report_hang(e);
     return;
   }

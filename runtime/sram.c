@@ -39,10 +39,12 @@ static void grow(Sram *s) {
 }
 
 static SramPage *page(Sram *s, uint32_t number) {
+  SramPage **recent = &s->recent[number % EMU_SRAM_RECENT];
+  if (*recent && (*recent)->number == number) return *recent;
   if (s->nslots) {
     for (uint32_t j = slot_of(number, s->nslots);; j = (j + 1) & (s->nslots - 1)) {
       if (!s->slots[j]) break;
-      if (s->slots[j]->number == number) return s->slots[j];
+      if (s->slots[j]->number == number) return *recent = s->slots[j];
     }
   }
   if (2 * (s->npages + 1) > s->nslots) grow(s);  // keep the table at most half full
@@ -53,7 +55,7 @@ static SramPage *page(Sram *s, uint32_t number) {
   while (s->slots[j]) j = (j + 1) & (s->nslots - 1);
   s->slots[j] = p;
   s->npages++;
-  return p;
+  return *recent = p;
 }
 
 uint8_t *sram_vector(Sram *s, uint32_t addr, int64_t **lands, bool **written) {
