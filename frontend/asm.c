@@ -248,8 +248,8 @@ static void directive_tensor(AsmReader *r, int col0) {
       return;
     }
     if (!read_u32(r, "a dimension", &dim)) return;
-    if (dim == 0) {
-      diag_error(r->d, here(r, r->pos - 1, 1), "a dimension must be at least 1");
+    if (dim == 0 || dim > INT32_MAX) {
+      diag_error(r->d, here(r, r->pos - 1, 1), "a dimension must be from 1 to %d", INT32_MAX);
       return;
     }
     th.shape.dim[th.shape.rank++] = dim;

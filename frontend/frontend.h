@@ -1,7 +1,7 @@
 // frontend.h: what tspc reads, and how.
 //
 //   lexer.l + parser.y  .tg text -> Ast (statements, still with repeat blocks)
-//   ast.c               Ast construction helpers and the parse dump
+//   parse.c             runs them, and prints the Ast back (the parse dump)
 //   check.c             Ast -> Graph IR: names resolved, repeats unrolled,
 //                       shapes, dtypes and placements checked
 //   topology.c          topology .yaml (libyaml document API) -> Topology IR
@@ -99,6 +99,9 @@ typedef struct ParseCtx {
 // A span of source between two bison locations, as a SrcLoc.
 SrcLoc fe_loc(const ParseCtx *c, int first_line, int first_col, int last_line, int last_col);
 
+// The largest .tg file read (the scanner counts in int).
+#define FE_MAX_SOURCE_BYTES (1 << 30)
+
 // Parses a whole .tg file.  Returns NULL after reporting errors.
 Ast *fe_parse(Arena *a, Diag *d, const SrcFile *src);
 // Prints the AST back as .tg source (the --dump-after=parse view).
@@ -123,8 +126,9 @@ Program *fe_assemble(Arena *a, Diag *d, const SrcFile *src, const Topology *topo
 // The deepest nesting of YAML collections accepted (the schema needs 4).
 #define FE_MAX_YAML_DEPTH 64
 
-// Loads and wires a topology file; NULL after reporting errors.
-Topology *fe_load_topology(Arena *a, Diag *d, const char *path);
+// Loads and wires a topology file; NULL after reporting errors (a file that
+// cannot be read is reported in the name of `tool`).
+Topology *fe_load_topology(Arena *a, Diag *d, const char *tool, const char *path);
 // The same from text in memory (tests, fuzzing).
 Topology *fe_load_topology_text(Arena *a, Diag *d, const char *path, const char *text);
 

@@ -12,6 +12,11 @@ SrcLoc fe_loc(const ParseCtx *c, int first_line, int first_col, int last_line, i
 }
 
 Ast *fe_parse(Arena *a, Diag *d, const SrcFile *src) {
+  if (src->len > FE_MAX_SOURCE_BYTES) {
+    diag_tool_error(d, "tspc", "'%s' is %zu bytes; the largest model read is %d", src->path,
+                    src->len, FE_MAX_SOURCE_BYTES);
+    return NULL;
+  }
   ParseCtx ctx = {.arena = a, .diag = d, .src = src, .line = 1, .col = 1};
   yyscan_t scanner;
   if (tglex_init_extra(&ctx, &scanner)) die("cannot initialise the scanner");

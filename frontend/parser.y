@@ -244,7 +244,8 @@ static int yyreport_syntax_error(const yypcontext_t *pctx, void *scanner, ParseC
   if (got == YYSYMBOL_IDENT || got == YYSYMBOL_INT) {
     int len;
     const char *line = src_line(ctx->src, loc.line, &len);
-    buf_printf(&b, " '%.*s'", MIN(loc.len, len - (loc.col - 1)), line + loc.col - 1);
+    int shown = MAX(0, MIN(loc.len, len - (loc.col - 1)));
+    buf_printf(&b, " '%.*s'", shown, line + MIN(loc.col - 1, len));
   }
   for (int i = 0; i < n; i++) {
     buf_printf(&b, i == 0 ? ", expected " : i == n - 1 ? " or " : ", ");

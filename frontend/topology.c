@@ -21,11 +21,29 @@ typedef struct Loader {
 
 // ---- locations and errors ---------------------------------------------------
 
+// libyaml counts columns in characters; diagnostics count bytes (as the .tg
+// front end does), so the caret lines up under any UTF-8 text.
+static int byte_column(const SrcFile *src, int line, size_t chars) {
+  int len;
+  const char *p = src_line(src, line, &len);
+  int b = 0;
+  for (size_t c = 0; c < chars && b < len; c++) {
+    b++;
+    while (b < len && ((unsigned char)p[b] & 0xc0) == 0x80) b++;  // continuation bytes
+  }
+  return b;
+}
+
+static SrcLoc mark_loc(const SrcFile *src, yaml_mark_t start, yaml_mark_t end) {
+  int line = (int)start.line + 1;
+  int col = byte_column(src, line, start.column);
+  int len = end.line == start.line ? byte_column(src, line, end.column) - col : 1;
+  return (SrcLoc){src, line, col + 1, MAX(1, len)};
+}
+
 static SrcLoc node_loc(const Loader *L, const yaml_node_t *n) {
-  SrcLoc loc = {L->src, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1, 1};
-  if (n->type == YAML_SCALAR_NODE && n->end_mark.line == n->start_mark.line)
-    loc.len = MAX(1, (int)(n->end_mark.index - n->start_mark.index));
-  return loc;
+  if (n->type == YAML_SCALAR_NODE) return mark_loc(L->src, n->start_mark, n->end_mark);
+  return mark_loc(L->src, n->start_mark, n->start_mark);
 }
 
 static void error_at(Loader *L, const yaml_node_t *n, const char *fmt, ...) PRINTF_LIKE(3, 4);
@@ -312,6 +330,10 @@ static bool read_latency(Loader *L, const Entry *entry, LinkParams *p) {
   return true;
 }
 
+// Dragonfly port counts beyond any packaging (the machine has 4 and 2).
+#define FE_MAX_GLOBAL_PORTS_PER_TSP 1024
+#define FE_MAX_LINKS_PER_NODE_PAIR 1024
+
 // The most SRAM one device may be given, in vectors (2^28 x 320 B = 80 GiB).
 #define FE_MAX_SRAM_VECTORS (1 << 28)
 
@@ -470,8 +492,10 @@ static bool read_dragonfly(Loader *L, const Entry *entry, Topology *t) {
   L->df_racks = df->two_level ? e[DF_RACKS].value : NULL;
   bool ok = true;
   if (e[DF_TSPS].key) ok &= read_int32(L, e[DF_TSPS].value, "tsps_per_node", 1, IR_MAX_DEVICES, &df->tsps_per_node);
-  if (e[DF_GPORTS].key) ok &= read_int32(L, e[DF_GPORTS].value, "global_ports_per_tsp", 0, 1024, &df->global_ports_per_tsp);
-  if (e[DF_PAIR_LINKS].key) ok &= read_int32(L, e[DF_PAIR_LINKS].value, "links_per_node_pair", 1, 1024, &df->links_per_node_pair);
+  if (e[DF_GPORTS].key)
+    ok &= read_int32(L, e[DF_GPORTS].value, "global_ports_per_tsp", 0, FE_MAX_GLOBAL_PORTS_PER_TSP, &df->global_ports_per_tsp);
+  if (e[DF_PAIR_LINKS].key)
+    ok &= read_int32(L, e[DF_PAIR_LINKS].value, "links_per_node_pair", 1, FE_MAX_LINKS_PER_NODE_PAIR, &df->links_per_node_pair);
   if (df->two_level) {
     ok &= read_int32(L, e[DF_NODES_PER_RACK].value, "nodes_per_rack", 1, IR_MAX_DEVICES, &df->nodes_per_rack);
     ok &= read_int32(L, e[DF_RACKS].value, "racks", 1, IR_MAX_DEVICES, &df->racks);
@@ -519,9 +543,11 @@ static bool read_explicit_link(Loader *L, yaml_node_t *n) {
   LinkParams p = L->t->link;
   int a, b;
   if (n->type == YAML_MAPPING_NODE) {
-    static const char *const keys[] = {"a", "b", "gbps", "latency_cycles", "vector_bytes", "wire_bytes"};
-    Entry e[6] = {{0}};
-    if (!collect_keys(L, n, "a link", keys, 6, e)) return false;
+    // A link's keys: its two ends, then every link parameter (link_keys).
+    const char *keys[2 + LK_COUNT] = {"a", "b"};
+    for (int k = 0; k < LK_COUNT; k++) keys[2 + k] = link_keys[k];
+    Entry e[2 + LK_COUNT] = {{0}};
+    if (!collect_keys(L, n, "a link", keys, 2 + LK_COUNT, e)) return false;
     if (!e[0].key || !e[1].key) {
       error_at(L, n, "a link needs both ends, 'a' and 'b'");
       return false;
@@ -578,6 +604,9 @@ static bool read_failed_links(Loader *L, yaml_node_t *n) {
     yaml_node_t *item = node_of(L, *i);
     int a, b;
     if (!read_pair(L, item, "a failed link", &a, &b)) {
+      ok = false;
+    } else if (a == b) {
+      error_at(L, item, "a failed link joins two different devices, not %d and %d", a, b);
       ok = false;
     } else if (!fail_link(L->t, a, b)) {
       error_at(L, item, "no working link joins devices %d and %d", a, b);
@@ -717,8 +746,7 @@ static Topology *load_document(Loader *L) {
 // Where libyaml's parser stopped: reader errors (bad bytes, bad UTF-8) carry
 // a byte offset, scanner and parser errors a mark.
 static SrcLoc problem_loc(const yaml_parser_t *p, const SrcFile *src) {
-  if (p->error != YAML_READER_ERROR)
-    return (SrcLoc){src, (int)p->problem_mark.line + 1, (int)p->problem_mark.column + 1, 1};
+  if (p->error != YAML_READER_ERROR) return mark_loc(src, p->problem_mark, p->problem_mark);
   SrcLoc loc = {src, 1, 1, 1};
   for (size_t i = 0; i < p->problem_offset && i < src->len; i++) {
     if (src->text[i] == '\n') {
@@ -731,10 +759,20 @@ static SrcLoc problem_loc(const yaml_parser_t *p, const SrcFile *src) {
   return loc;
 }
 
+// libyaml's problem, and where the construct it was reading began (an
+// unclosed [ or { is only found at the end of the file).
 static void report_yaml_error(Diag *d, const yaml_parser_t *p, const SrcFile *src) {
   diag_error(d, problem_loc(p, src), "invalid YAML: %s%s%s",
              p->problem ? p->problem : "unknown error", p->context ? " " : "",
              p->context ? p->context : "");
+  bool context_elsewhere = p->context && (p->context_mark.line != p->problem_mark.line ||
+                                          p->context_mark.column != p->problem_mark.column);
+  if (p->error == YAML_READER_ERROR || !context_elsewhere) return;
+  const char *what = p->context;  // "while parsing a flow sequence" -> "the flow sequence"
+  if (!strncmp(what, "while parsing a ", 16))
+    diag_note(d, mark_loc(src, p->context_mark, p->context_mark), "the %s began here", what + 16);
+  else
+    diag_note(d, mark_loc(src, p->context_mark, p->context_mark), "%s: it began here", what);
 }
 
 static Topology *load(Arena *a, Diag *d, const SrcFile *src) {
@@ -770,11 +808,11 @@ Topology *fe_load_topology_text(Arena *a, Diag *d, const char *path, const char 
   return load(a, d, src_from_string(a, path, text));
 }
 
-Topology *fe_load_topology(Arena *a, Diag *d, const char *path) {
+Topology *fe_load_topology(Arena *a, Diag *d, const char *tool, const char *path) {
   const char *err;
   SrcFile *src = src_read(a, path, &err);
   if (!src) {
-    diag_tool_error(d, "tspc", "cannot read topology '%s': %s", path, err);
+    diag_tool_error(d, tool, "cannot read topology '%s': %s", path, err);
     return NULL;
   }
   return load(a, d, src);

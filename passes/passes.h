@@ -11,15 +11,17 @@
 
 #include "../frontend/frontend.h"
 
+// Room for the pipeline's passes (pipeline.c checks the table fits).
+#define PASS_MAX 32
+
 typedef struct Compilation {
   Arena arena;           // owns every IR below
   Diag diag;
-  const char *model_path;
   const SrcFile *src;    // the .tg text
   Topology *topo;
   Ast *ast;              // after parse
   Graph *graph;          // after check
-  double pass_seconds[16];
+  double pass_seconds[PASS_MAX];  // time each pass took, for --stats
 } Compilation;
 
 typedef struct Pass {

@@ -24,6 +24,7 @@ const Pass pass_pipeline[] = {
     {"check", "resolve names, unroll repeat, check shapes and placements", run_check, dump_check},
 };
 const int pass_count = (int)ARRAY_LEN(pass_pipeline);
+_Static_assert(ARRAY_LEN(pass_pipeline) <= PASS_MAX, "raise PASS_MAX");
 
 const Pass *pass_lookup(const char *name) {
   for (int i = 0; i < pass_count; i++)
@@ -42,7 +43,7 @@ bool pass_run_pipeline(Compilation *c, const char *dump_after) {
     const Pass *p = &pass_pipeline[i];
     double start = now_seconds();
     bool ok = p->run(c);
-    if (i < (int)ARRAY_LEN(c->pass_seconds)) c->pass_seconds[i] = now_seconds() - start;
+    c->pass_seconds[i] = now_seconds() - start;
     if (!ok) return false;
     if (dump_after && (!strcmp(dump_after, "all") || !strcmp(dump_after, p->name))) {
       fprintf(stderr, "*** IR Dump After %s ***\n", p->name);

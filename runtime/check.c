@@ -24,7 +24,12 @@ static void check_units(Emu *e) {
       case UNIT_READY:
         if (!e->stop) emu_violate(e, VIOL_HANG, i, unit, -1, unit->next_local, "never halted");
         break;
-      default: break;  // halted, or polling (reported when the hang was found)
+      case UNIT_POLLING:  // a found hang reported these already
+        if (!e->stop)
+          emu_violate(e, VIOL_HANG, i, unit, unit->poll_port, unit->wait_start,
+                      "POLL on port %d never saw its notification", unit->poll_port);
+        break;
+      default: break;
       }
     }
   }

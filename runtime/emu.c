@@ -312,10 +312,11 @@ static int64_t runtime_deskew(Emu *e, EDev *d, const EUnit *u, uint32_t t, int64
   int64_t delta = sac_at(e, d, local) - hac_at(e, emu_global_at(d, local));
   delta = ((delta + E / 2) % E + E) % E - E / 2;
   int64_t stall = (int64_t)t + delta;
-  if (stall < 0) {
-    emu_violate(e, VIOL_TIME, d->id, u, -1, local,
-                "RUNTIME_DESKEW %u cannot absorb a drift of %lld cycles", t, (long long)delta);
-    stall = 0;
+  if (stall < 1) {  // like every instruction it takes at least one cycle
+    if (stall < 0)
+      emu_violate(e, VIOL_TIME, d->id, u, -1, local,
+                  "RUNTIME_DESKEW %u cannot absorb a drift of %lld cycles", t, (long long)delta);
+    stall = 1;
   }
   int64_t resume = local + stall;
   d->sac_local = resume;
@@ -418,7 +419,7 @@ static void init_device(Emu *e, EDev *d, int id) {
   uint64_t rng = rng_for(e->opt.seed, 2, (uint64_t)id);
   d->id = id;
   d->prog = &e->in->prog->devices[id];
-  d->drift_ppm = e->opt.drift_ppm * (2 * rng_unit(&rng) - 1);
+  d->drift_ppm = e->opt.drift_ppm * (2 * rng_unit(&rng) - 1) + 0.0;  // + 0.0: never -0
   d->period = (Tick)llround(EMU_TICKS_PER_CYCLE / (1 + d->drift_ppm * 1e-6));
   int64_t skew = e->opt.start_skew ? (int64_t)(rng_unit(&rng) * (double)(e->opt.start_skew + 1)) : 0;
   d->start = MIN(skew, e->opt.start_skew) * EMU_TICKS_PER_CYCLE;
@@ -451,14 +452,27 @@ static bool one_vector_size(const Topology *t, char *err, size_t errlen) {
   return true;
 }
 
+// Tracks: one per unit (its instructions), and for each c2c unit one for
+// what its port sends and one for what it receives (the streams run on
+// while the unit issues on), so every link arrow starts and ends in a slice.
 static void name_trace(Emu *e) {
   for (int i = 0; i < e->ndevs; i++) {
-    char name[32];
+    char name[48];
     snprintf(name, sizeof name, "dev%04d", i);
     trace_name_process(e->trace, i, name);
-    for (int u = 0; u < e->devs[i].nunits; u++) trace_name_thread(e->trace, i, u, e->devs[i].units[u].name);
+    for (int u = 0; u < e->devs[i].nunits; u++) {
+      const EUnit *unit = &e->devs[i].units[u];
+      trace_name_thread(e->trace, i, u, unit->name);
+      if (unit->prog->kind != UNIT_C2C && unit->prog->kind != UNIT_CTL) continue;  // the units with ports
+      snprintf(name, sizeof name, "%s send", unit->name);
+      trace_name_thread(e->trace, i, emu_trace_track(u, 1), name);
+      snprintf(name, sizeof name, "%s receive", unit->name);
+      trace_name_thread(e->trace, i, emu_trace_track(u, 2), name);
+    }
   }
 }
+
+int emu_trace_track(int unit, int which) { return unit + which * EMU_TRACE_TRACKS; }
 
 Emu *emu_new(Arena *a, const EmuInput *in, const EmuOptions *opt, char *err, size_t errlen) {
   if (!one_vector_size(in->topo, err, errlen)) return NULL;
@@ -562,9 +576,15 @@ void emu_run(Emu *e, EmuResult *r) {
   check_after_run(e);
 }
 
+bool emu_close_trace(Emu *e) {
+  bool ok = !e->trace || trace_close(e->trace);
+  e->trace = NULL;
+  return ok;
+}
+
 void emu_free(Emu *e) {
   if (!e) return;
-  if (e->trace) trace_close(e->trace);
+  emu_close_trace(e);
   link_free(e);
   for (int i = 0; i < e->ndevs; i++) {
     sram_free(&e->devs[i].sram);

@@ -31,6 +31,7 @@ typedef struct EmuInput {
   const char *dir;
   Topology *topo;    // DIR/topology.yaml
   Program *prog;     // every devNNNN.tsp, tensors and predicted_cycles from the manifest
+  const char **binaries;  // the file each device runs, as the manifest names it
 } EmuInput;
 
 // Loads DIR (manifest.yaml, topology.yaml, the binaries).  False after
@@ -122,6 +123,8 @@ bool emu_write_tensor(Emu *e, const TensorHome *th, const void *data, char *err,
 // Copies a named tensor out after the run (--dump); data holds its bytes.
 bool emu_read_tensor(Emu *e, const TensorHome *th, void *data, char *err, size_t errlen);
 void emu_run(Emu *e, EmuResult *r);
+// Finishes the trace file, if any: false if any of it failed to write.
+bool emu_close_trace(Emu *e);
 void emu_free(Emu *e);
 
 // ---- report.c ----
@@ -182,8 +185,8 @@ void num_mxm_row(DType dt, int vector_bytes, const uint8_t *act, const uint8_t *
 // ===== npy.c ================================================================
 //
 // NumPy format 1.0/2.0 files of a C-order array.  Accepted dtypes: <f4 <f2
-// <i4 |i1 (and <u2 holding bf16 bits is NOT guessed: bf16 tensors are read
-// and written as <f4, converted).
+// <i4 |i1.  NumPy has no bf16: callers read and write bf16 tensors as <f4
+// and convert (tools/tsp-emu.c does).
 
 typedef struct NpyArray {
   char descr[8];   // "<f4", "<f2", "<i4", "|i1"

@@ -115,7 +115,6 @@ struct Emu {
   size_t nheap, heap_cap;
   uint64_t seq;
   size_t polls_queued;       // EV_POLL events in the heap
-  int64_t notifies_pending;  // notifications sent and not yet taken
   PayloadBlock *free_payloads;
   Trace *trace;
   uint64_t flows;
@@ -136,6 +135,11 @@ uint8_t *emu_sram_write(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t 
 void emu_resume(Emu *e, EDev *d, int unit, int64_t local);
 Stream *emu_stream_new(const Instr *in, int dev, int unit, int64_t start, uint32_t n, int every);
 uint64_t emu_rng(uint64_t *state);
+
+// Trace tracks of a unit: which = 0 its instructions, 1 its port's sends,
+// 2 its port's receives.
+#define EMU_TRACE_TRACKS 100000
+int emu_trace_track(int unit, int which);
 
 // ---- link.c ----
 void link_send(Emu *e, EDev *d, int unit, const Instr *in, int64_t local);

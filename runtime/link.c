@@ -76,7 +76,6 @@ static void depart(Emu *e, EDev *d, int unit, int port, int64_t local, uint8_t *
     payload_free(e, payload);
     return;
   }
-  if (!payload) e->notifies_pending++;
   rx_push(q, (RxEntry){.departed = now, .arrives = arrives, .payload = payload, .from_dev = d->id, .from_unit = unit});
 }
 
@@ -99,24 +98,33 @@ static void check_tx_free(Emu *e, EDev *d, int unit, int port, int64_t local, in
   p->tx_busy_until = MAX(p->tx_busy_until, local + busy_for);
 }
 
+// The span a stream keeps its port busy, as a slice on the port's track.
+static void trace_stream(Emu *e, const EDev *d, int unit, int which, const char *name, int64_t local, int64_t cycles) {
+  if (!e->trace) return;
+  trace_slice(e->trace, d->id, emu_trace_track(unit, which), name,
+              emu_global_at(d, local) / EMU_TICKS_PER_CYCLE, MAX(cycles, 1));
+}
+
 void link_send(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
   if (!port_usable(e, d, unit, in->port, local, "SEND")) return;
   EPort *p = &d->ports[in->port];
   check_tx_free(e, d, unit, in->port, local, (int64_t)in->b * p->every);
+  trace_stream(e, d, unit, 1, "SEND", local, (int64_t)in->b * p->every);
   emu_push(e, emu_global_at(d, local), EV_SEND, d->id, unit, emu_stream_new(in, d->id, unit, local, in->b, p->every));
 }
 
 void link_transmit(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
   if (!port_usable(e, d, unit, in->port, local, "TRANSMIT")) return;
   check_tx_free(e, d, unit, in->port, local, d->ports[in->port].every);
+  trace_stream(e, d, unit, 1, "TRANSMIT", local, d->ports[in->port].every);
   depart(e, d, unit, in->port, local, NULL);
 }
 
 void link_recv(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
   EPort *p = &d->ports[in->port];
-  if (p->link < 0) {
+  if (p->link < 0 || p->failed) {
     emu_violate(e, VIOL_DEAD_LINK, d->id, &d->units[unit], in->port, local,
-                "RECV on port %d, which is unplugged", in->port);
+                "RECV on port %d, whose link %s", in->port, p->link < 0 ? "is unplugged" : "has failed");
     return;
   }
   if (local < p->rx_busy_until)
@@ -124,6 +132,7 @@ void link_recv(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
                 "starts receiving on port %d while it is receiving until cycle %lld", in->port,
                 (long long)p->rx_busy_until);
   p->rx_busy_until = MAX(p->rx_busy_until, local + (int64_t)in->b * p->every);
+  trace_stream(e, d, unit, 2, "RECV", local, (int64_t)in->b * p->every);
   emu_push(e, emu_global_at(d, local), EV_RECV, d->id, unit, emu_stream_new(in, d->id, unit, local, in->b, p->every));
 }
 
@@ -171,8 +180,8 @@ static void check_overflow(Emu *e, EDev *d, const EUnit *u, int port, int64_t lo
 static void trace_vector(Emu *e, const RxEntry *v, int dev, int unit, Tick now) {
   e->flows++;
   if (!e->trace || (int64_t)e->flows > e->opt.trace_max_vectors) return;
-  trace_flow(e->trace, e->flows, v->from_dev, v->from_unit, v->departed / EMU_TICKS_PER_CYCLE, dev, unit,
-             now / EMU_TICKS_PER_CYCLE);
+  trace_flow(e->trace, e->flows, v->from_dev, emu_trace_track(v->from_unit, 1), v->departed / EMU_TICKS_PER_CYCLE,
+             dev, emu_trace_track(unit, 2), now / EMU_TICKS_PER_CYCLE);
 }
 
 void link_step_recv(Emu *e, Stream *s) {
@@ -185,7 +194,6 @@ void link_step_recv(Emu *e, Stream *s) {
   if (p->rx.len > 0 && rx_at(&p->rx, 0)->arrives <= now) {
     RxEntry v = rx_pop(&p->rx);
     if (!v.payload) {
-      e->notifies_pending--;
       emu_violate(e, VIOL_UNDERFLOW, d->id, u, s->in.port, local,
                   "RECV on port %d took a notification (TRANSMIT), not data", s->in.port);
     } else {
@@ -209,7 +217,6 @@ void link_step_recv(Emu *e, Stream *s) {
                   (long long)local);
     if (p->rx.len > 0) {  // the late vector was meant for this slot: drop it
       RxEntry late = rx_pop(&p->rx);
-      if (!late.payload) e->notifies_pending--;
       payload_free(e, late.payload);
     } else {
       p->rx.taken++;
@@ -247,6 +254,23 @@ static void report_hang(Emu *e) {
 // At an epoch boundary: a notification that has arrived lets the unit go on
 // at this boundary; anything else waits for the next one.  If only polls are
 // left and no notification is on its way, nothing can ever wake them.
+static bool holds_notification(RxQueue *q) {
+  for (size_t i = 0; i < q->len; i++)
+    if (!rx_at(q, i)->payload) return true;
+  return false;
+}
+
+// Only polls are left to run: they can still end if some polling unit has a
+// notification on its way to (or waiting at) the port it polls.
+static bool polls_can_progress(Emu *e) {
+  for (int i = 0; i < e->ndevs; i++)
+    for (int u = 0; u < e->devs[i].nunits; u++) {
+      EUnit *unit = &e->devs[i].units[u];
+      if (unit->state == UNIT_POLLING && holds_notification(&e->devs[i].ports[unit->poll_port].rx)) return true;
+    }
+  return false;
+}
+
 void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary) {
   EUnit *u = &d->units[unit];
   EPort *p = &d->ports[u->poll_port];
@@ -254,7 +278,6 @@ void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary) {
   while (p->rx.len > 0 && rx_at(&p->rx, 0)->arrives <= boundary) {
     RxEntry v = rx_pop(&p->rx);
     if (!v.payload) {
-      e->notifies_pending--;
       if (e->trace) trace_vector(e, &v, d->id, unit, boundary);
       if (e->trace) trace_slice(e->trace, d->id, unit, "POLL", emu_global_at(d, u->wait_start) / EMU_TICKS_PER_CYCLE,
                                 MAX(local - u->wait_start, 1));
@@ -265,7 +288,7 @@ void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary) {
                 "POLL on port %d found data, not a notification", u->poll_port);
     payload_free(e, v.payload);
   }
-  if (e->in_wheel + e->nheap == e->polls_queued && e->notifies_pending == 0) {
+  if (e->in_wheel + e->nheap == e->polls_queued && !polls_can_progress(e)) {
     report_hang(e);
     return;
   }

@@ -76,7 +76,8 @@ static bool decode_units(Decoder *dc, uint32_t nunits, uint32_t nrecords, char *
     const unsigned char *e = dc->data + at;
     UnitProgram up = {.kind = (UnitKind)e[0], .port = (int)get_u16(e + 2)};
     uint32_t count = get_u32(e + 4), start = get_u32(e + 8);
-    if (e[0] >= UNIT_KIND_COUNT || e[1]) FAIL("byte %zu: unit %u has an unknown kind %u", at, u, e[0]);
+    if (e[0] >= UNIT_KIND_COUNT) FAIL("byte %zu: unit %u has an unknown kind %u", at, u, e[0]);
+    if (e[1]) FAIL("byte %zu: unit %u's reserved byte is %u, not 0", at + 1, u, e[1]);
     if (up.kind != UNIT_C2C && up.port) FAIL("byte %zu: unit %u (%s) names a port", at + 2, u, isa_unit_kind_names[up.kind]);
     if (up.kind == UNIT_C2C && up.port >= dc->target.nports)
       FAIL("byte %zu: unit %u is c2c.%d, but device %d has %d ports", at + 2, u, up.port, dc->out->device, dc->target.nports);
@@ -246,6 +247,16 @@ static bool read_manifest_fields(ManifestReader *m, yaml_node_t *root, EmuInput 
     diag_error(m->d, mloc(m, binaries), "binaries must list one file per device (%d)", in->topo->ndevices);
     return false;
   }
+  in->binaries = ARENA_ARRAY(m->a, const char *, in->topo->ndevices);
+  for (int i = 0; i < in->topo->ndevices; i++) {
+    yaml_node_t *name = yaml_document_get_node(m->doc, binaries->data.sequence.items.start[i]);
+    const char *s = name->type == YAML_SCALAR_NODE ? (const char *)name->data.scalar.value : "";
+    if (!*s || strchr(s, '/') || !strcmp(s, "..")) {  // a file of this directory, nothing else
+      diag_error(m->d, mloc(m, name), "a binary must be a file name in the output directory");
+      return false;
+    }
+    in->binaries[i] = arena_strdup(m->a, s);
+  }
   Program *p = in->prog;
   p->predicted_cycles = -1;
   yaml_node_t *pc = map_get(m, root, "predicted_cycles");
@@ -265,7 +276,7 @@ static bool read_manifest_fields(ManifestReader *m, yaml_node_t *root, EmuInput 
 static bool load_binaries(Arena *a, Diag *d, EmuInput *in) {
   Program *p = in->prog;
   for (int i = 0; i < p->ndevices; i++) {
-    char *path = arena_printf(a, "%s/dev%04d.tsp", in->dir, i), err[256];
+    char *path = arena_printf(a, "%s/%s", in->dir, in->binaries[i]), err[256];
     size_t n;
     unsigned char *data = emu_read_file(path, &n, err, sizeof err);
     int ndev;
@@ -292,7 +303,7 @@ bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in) {
     diag_tool_error(d, "tsp-emu", "cannot read '%s': %s", mpath, err);
     return false;
   }
-  in->topo = fe_load_topology(a, d, arena_printf(a, "%s/topology.yaml", dir));
+  in->topo = fe_load_topology(a, d, "tsp-emu", arena_printf(a, "%s/topology.yaml", dir));
   if (!in->topo) return false;
   in->prog = ARENA_NEW(a, Program);
   in->prog->ndevices = in->topo->ndevices;

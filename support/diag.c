@@ -23,9 +23,12 @@ static void print_caret(Diag *d, SrcLoc loc) {
   const char *line = src_line(loc.file, loc.line, &n);
   for (int i = 0; i < n; i++) fputc(line[i] ? line[i] : ' ', d->out);  // a NUL shows as a space
   fputc('\n', d->out);
-  for (int i = 0; i < loc.col - 1 && i < n; i++) fputc(line[i] == '\t' ? '\t' : ' ', d->out);
+  // One space (or tab) per character: UTF-8 continuation bytes take no column.
+  for (int i = 0; i < loc.col - 1 && i < n; i++)
+    if (((unsigned char)line[i] & 0xc0) != 0x80) fputc(line[i] == '\t' ? '\t' : ' ', d->out);
   fputc('^', d->out);
-  for (int i = 1; i < loc.len && loc.col - 1 + i < n; i++) fputc('~', d->out);
+  for (int i = 1; i < loc.len && loc.col - 1 + i < n; i++)
+    if (((unsigned char)line[loc.col - 1 + i] & 0xc0) != 0x80) fputc('~', d->out);
   fputc('\n', d->out);
 }
 

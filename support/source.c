@@ -41,18 +41,21 @@ SrcFile *src_read(Arena *a, const char *path, const char **err) {
   return f;
 }
 
+// Lines end at \n, \r\n, or a lone \r (as in YAML, and old Mac files).
+static const char *line_end(const char *p, const char *end) {
+  while (p < end && *p != '\n' && *p != '\r') p++;
+  return p;
+}
+
+// Steps over the line break at p (\r\n counts as one).
+static const char *next_line(const char *p, const char *end) {
+  if (p < end && *p == '\r') return p + 1 < end && p[1] == '\n' ? p + 2 : p + 1;
+  return p < end ? p + 1 : p;
+}
+
 const char *src_line(const SrcFile *f, int line, int *len) {
   const char *p = f->text, *end = f->text + f->len;
-  for (int l = 1; l < line && p < end; l++) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    if (!nl) {
-      p = end;
-      break;
-    }
-    p = nl + 1;
-  }
-  const char *e = p;
-  while (e < end && *e != '\n' && *e != '\r') e++;
-  *len = (int)(e - p);
+  for (int l = 1; l < line && p < end; l++) p = next_line(line_end(p, end), end);
+  *len = (int)(line_end(p, end) - p);
   return p;
 }

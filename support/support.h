@@ -71,7 +71,7 @@ void arena_free(Arena *a);
   } while (0)
 void vec_grow_(Arena *a, void **data, int *cap, size_t elem);
 
-// ---- buf.c: a malloc-backed growable string ------------------------------
+// ---- strings.c: a malloc-backed growable string ----------------------------
 typedef struct Buf {
   char *data;
   size_t len, cap;
@@ -124,7 +124,7 @@ void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) PRINTF_LIKE(3, 4);
 // An error with no source position: "tspc: error: MESSAGE".
 void diag_tool_error(Diag *d, const char *tool, const char *fmt, ...) PRINTF_LIKE(3, 4);
 
-// ---- digest.c --------------------------------------------------------------
+// ---- strings.c: digests -----------------------------------------------------
 // FNV-1a, 64 bit: a content fingerprint for manifests (not a security hash).
 uint64_t digest_fnv1a64(const void *data, size_t len);
 

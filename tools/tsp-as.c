@@ -17,15 +17,18 @@ static void usage(FILE *out) {
           "\n"
           "  -t, --topology FILE   the system the programs run on\n"
           "  -o, --output DIR      where to write manifest.yaml and devNNNN.tsp\n"
+          "      --max-errors=N    stop reporting after N errors (default %d; 0: no limit)\n"
           "      --version, --help\n"
           "\n"
-          "The assembly syntax is in docs/isa.md.\n");
+          "The assembly syntax is in docs/isa.md.\n",
+          DIAG_DEFAULT_MAX_ERRORS);
 }
 
 int main(int argc, char **argv) {
   static const struct option longopts[] = {{"topology", required_argument, 0, 't'},
                                            {"output", required_argument, 0, 'o'},
                                            {"version", no_argument, 0, 'V'},
+                                           {"max-errors", required_argument, 0, 'm'},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
   const char *topo_path = NULL, *out = NULL;
@@ -37,6 +40,15 @@ int main(int argc, char **argv) {
     case 't': topo_path = optarg; break;
     case 'o': out = optarg; break;
     case 'V': printf("tsp-as %s\n", TSPC_VERSION); return 0;
+    case 'm': {
+      int64_t n;
+      if (!str_to_i64(optarg, &n) || n < 0 || n > 1000000) {
+        diag_tool_error(&d, "tsp-as", "--max-errors needs a count from 0 to 1000000, got '%s'", optarg);
+        return 1;
+      }
+      d.max_errors = (int)n;
+      break;
+    }
     case 'h': usage(stdout); return 0;
     case ':': diag_tool_error(&d, "tsp-as", "option '%s' needs a value", argv[optind - 1]); return 1;
     default:
@@ -54,7 +66,7 @@ int main(int argc, char **argv) {
   Arena a = {0};
   int status = 1;
   const char *err;
-  Topology *t = fe_load_topology(&a, &d, topo_path);
+  Topology *t = fe_load_topology(&a, &d, "tsp-as", topo_path);
   SrcFile *src = t ? src_read(&a, argv[optind], &err) : NULL;
   if (t && !src) diag_tool_error(&d, "tsp-as", "cannot read '%s': %s", argv[optind], err);
   Program *p = src ? fe_assemble(&a, &d, src, t) : NULL;

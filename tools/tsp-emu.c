@@ -67,8 +67,8 @@ static bool parse_option(int ch, const char *arg, Args *a) {
     a->opt.jitter = !strcmp(arg, "on");
     return true;
   case O_DRIFT:
-    if (!str_to_double(arg, &ppm) || ppm < 0 || ppm > 1e4) {
-      fprintf(stderr, "tsp-emu: error: --drift-ppm needs a number from 0 to 10000, got '%s'\n", arg);
+    if (!str_to_double(arg, &ppm) || ppm < 0 || ppm > 1e5) {
+      fprintf(stderr, "tsp-emu: error: --drift-ppm needs a number from 0 to 100000, got '%s'\n", arg);
       return false;
     }
     a->opt.drift_ppm = ppm;
@@ -155,7 +155,7 @@ static bool load_input(Emu *e, const Program *p, const char *arg) {
   const char *eq = strchr(arg, '=');
   const TensorHome *th = find_tensor(p, arg, (size_t)(eq - arg));
   NpyArray npy;
-  char err[256];
+  char err[256] = "";
   if (!th) return false;
   if (!npy_read(eq + 1, &npy, err, sizeof err)) {
     fprintf(stderr, "tsp-emu: error: %s\n", err);
@@ -165,7 +165,10 @@ static bool load_input(Emu *e, const Program *p, const char *arg) {
   if (!ok) {
     fprintf(stderr, "tsp-emu: error: %s holds %s of rank %d; tensor '%s' needs %s of its shape\n", eq + 1,
             npy.descr, npy.shape.rank, th->name, npy_descr(th->dtype));
-  } else if (th->dtype == DT_BF16) {
+    npy_free(&npy);
+    return false;
+  }
+  if (th->dtype == DT_BF16) {
     int64_t n = ir_shape_elems(&th->shape);
     uint8_t *raw = xmalloc((size_t)n * 2);
     for (int64_t i = 0; i < n; i++) num_set(DT_BF16, raw, (int)i, ((const float *)npy.data)[i]);
@@ -174,7 +177,7 @@ static bool load_input(Emu *e, const Program *p, const char *arg) {
   } else {
     ok = emu_write_tensor(e, th, npy.data, err, sizeof err);
   }
-  if (!ok && err[0]) fprintf(stderr, "tsp-emu: error: %s\n", err);
+  if (!ok) fprintf(stderr, "tsp-emu: error: %s\n", err);
   npy_free(&npy);
   return ok;
 }
@@ -228,6 +231,10 @@ static int run(Arena *a, Args *args) {
   if (ok) emu_run(e, &r);
   for (int i = 0; i < args->ndumps && ok; i++) ok = write_dump(e, in.prog, args->dumps[i]);
   if (ok && args->report) ok = write_report(args->report, &r, &args->opt, in.topo->ndevices);
+  if (!emu_close_trace(e) && ok) {
+    fprintf(stderr, "tsp-emu: error: cannot write the trace '%s'\n", args->opt.trace_path);
+    ok = false;
+  }
   emu_free(e);
   if (!ok) return 1;
   emu_print_summary(&r, in.topo->ndevices, stdout);

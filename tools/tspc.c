@@ -8,6 +8,7 @@
 // Exit status: 0 on success, 1 on any error (the diagnostics say which).
 #include "../backend/backend.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +141,7 @@ static void print_stats(const Compilation *c) {
   fprintf(stderr, "*** Statistics ***\n");
   fprintf(stderr, "devices: %d\nlinks: %d\n", c->topo->ndevices, c->topo->links.len);
   if (c->graph) fprintf(stderr, "tensors: %d\nops: %d\n", c->graph->tensors.len, c->graph->ops.len);
-  for (int i = 0; i < pass_count && i < (int)ARRAY_LEN(c->pass_seconds); i++)
+  for (int i = 0; i < pass_count; i++)
     fprintf(stderr, "time.%s: %.6f s\n", pass_pipeline[i].name, c->pass_seconds[i]);
   fprintf(stderr, "ir_bytes: %zu\npeak_rss_kib: %ld\n", c->arena.used, ru.ru_maxrss);
 }
@@ -152,7 +153,6 @@ static int compile(Compilation *c, const Options *o) {
     diag_tool_error(&c->diag, "tspc", "cannot read model '%s': %s", o->model, err);
     return 1;
   }
-  c->model_path = o->model;
   if (!pass_run_pipeline(c, o->dump_after)) return 1;
   if (o->out && !write_outputs(c, o->out)) return 1;
   if (o->stats) print_stats(c);
@@ -166,10 +166,11 @@ int main(int argc, char **argv) {
   if (!parse_options(argc, argv, &o, &c.diag)) return 1;
   c.diag.max_errors = o.max_errors;
   int status = 1;
-  c.topo = fe_load_topology(&c.arena, &c.diag, o.topology);
+  c.topo = fe_load_topology(&c.arena, &c.diag, "tspc", o.topology);
   if (c.topo && o.describe) {
     ir_topo_describe(c.topo, stdout, o.ports);
-    status = fflush(stdout) == 0 ? 0 : 1;
+    status = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+    if (status) diag_tool_error(&c.diag, "tspc", "cannot write the description: %s", strerror(errno));
   } else if (c.topo) {
     status = compile(&c, &o);
   }
