@@ -19,7 +19,8 @@ bindir   ?= $(prefix)/bin
 PKG_CONFIG ?= pkg-config
 
 ifeq ($(VARIANT),asan)
-  OPT    := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+  OPT    := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+            -DTSPC_VERIFY_BY_DEFAULT=1
   BINDIR := build/asan/bin
 else ifeq ($(VARIANT),release)
   OPT    := -O2 -g

@@ -175,6 +175,11 @@ bool ir_place_equal(const Placement *a, const Placement *b);
 // Prints the graph in .tg-like text: one line per tensor, resolved and unrolled.
 void ir_graph_dump(const Graph *g, FILE *out);
 
+// ---- verify.c ----
+// Checks the graph's invariants (ids, unique names, definition before use,
+// operand counts, shapes, placements); false with the first broken one.
+bool ir_graph_verify(const Graph *g, int ndevices, char *err, size_t errlen);
+
 // ===== Topology IR =========================================================
 
 // family            spelling

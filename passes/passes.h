@@ -22,6 +22,7 @@ typedef struct Compilation {
   Ast *ast;              // after parse
   Graph *graph;          // after check
   double pass_seconds[PASS_MAX];  // time each pass took, for --stats
+  bool verify_each;               // run the IR verifier after every pass
 } Compilation;
 
 typedef struct Pass {
@@ -38,6 +39,8 @@ extern const int pass_count;
 const Pass *pass_lookup(const char *name);
 // Runs every pass in order; after a pass whose name is dump_after (or every
 // pass, for "all") prints "*** IR Dump After NAME ***" and its dump on stderr.
+// With c->verify_each, the IR is verified after every pass; a broken
+// invariant is an internal error naming the pass.
 bool pass_run_pipeline(Compilation *c, const char *dump_after);
 
 #endif

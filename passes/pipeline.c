@@ -38,6 +38,14 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+// The IR a pass leaves must satisfy the verifier; if not, the pass has a
+// bug, reported as an internal error naming it.
+static void verify_after(const Compilation *c, const Pass *p) {
+  char err[256];
+  if (c->graph && !ir_graph_verify(c->graph, c->topo->ndevices, err, sizeof err))
+    die("the IR after pass '%s' is broken: %s", p->name, err);
+}
+
 bool pass_run_pipeline(Compilation *c, const char *dump_after) {
   for (int i = 0; i < pass_count; i++) {
     const Pass *p = &pass_pipeline[i];
@@ -45,6 +53,7 @@ bool pass_run_pipeline(Compilation *c, const char *dump_after) {
     bool ok = p->run(c);
     c->pass_seconds[i] = now_seconds() - start;
     if (!ok) return false;
+    if (c->verify_each) verify_after(c, p);
     if (dump_after && (!strcmp(dump_after, "all") || !strcmp(dump_after, p->name))) {
       fprintf(stderr, "*** IR Dump After %s ***\n", p->name);
       p->dump(c, stderr);

@@ -14,12 +14,17 @@
 #include <string.h>
 #include <sys/resource.h>
 
+// The sanitizer build verifies the IR after every pass whether asked or not.
+#ifndef TSPC_VERIFY_BY_DEFAULT
+#define TSPC_VERIFY_BY_DEFAULT 0
+#endif
+
 typedef struct Options {
   const char *model;
   const char *topology;
   const char *out;
   const char *dump_after;
-  bool describe, ports, stats;
+  bool describe, ports, stats, verify_each;
   int max_errors;
 } Options;
 
@@ -35,6 +40,7 @@ static void usage(FILE *out) {
           "      --dump-after=PASS  print the IR after PASS (or 'all') on stderr\n"
           "      --max-errors=N     stop reporting after N errors (default %d; 0: no limit)\n"
           "      --stats            print compile figures on stderr\n"
+          "      --verify-each      check the IR's invariants after every pass\n"
           "      --version, --help\n"
           "\n"
           "passes:\n",
@@ -43,7 +49,7 @@ static void usage(FILE *out) {
     fprintf(out, "  %-8s %s\n", pass_pipeline[i].name, pass_pipeline[i].summary);
 }
 
-enum { OPT_DESCRIBE = 256, OPT_PORTS, OPT_DUMP_AFTER, OPT_MAX_ERRORS, OPT_STATS, OPT_VERSION, OPT_HELP };
+enum { OPT_DESCRIBE = 256, OPT_PORTS, OPT_DUMP_AFTER, OPT_MAX_ERRORS, OPT_STATS, OPT_VERIFY, OPT_VERSION, OPT_HELP };
 
 // getopt_long said '?': name the culprit.  A short option inside a group
 // (-Zq) is reported alone; "--describe=yes" is an option given a value it
@@ -72,6 +78,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       {"dump-after", required_argument, 0, OPT_DUMP_AFTER},
       {"max-errors", required_argument, 0, OPT_MAX_ERRORS},
       {"stats", no_argument, 0, OPT_STATS},       {"version", no_argument, 0, OPT_VERSION},
+      {"verify-each", no_argument, 0, OPT_VERIFY},
       {"help", no_argument, 0, OPT_HELP},         {0, 0, 0, 0}};
   *o = (Options){.max_errors = DIAG_DEFAULT_MAX_ERRORS};
   opterr = 0;
@@ -84,6 +91,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
     case OPT_DESCRIBE: o->describe = true; break;
     case OPT_PORTS: o->ports = true; break;
     case OPT_STATS: o->stats = true; break;
+    case OPT_VERIFY: o->verify_each = true; break;
     case OPT_DUMP_AFTER:
       if (strcmp(optarg, "all") && !pass_lookup(optarg)) {
         diag_tool_error(d, "tspc", "unknown pass '%s' for --dump-after (try --help)", optarg);
@@ -165,6 +173,7 @@ int main(int argc, char **argv) {
   Options o;
   if (!parse_options(argc, argv, &o, &c.diag)) return 1;
   c.diag.max_errors = o.max_errors;
+  c.verify_each = o.verify_each || TSPC_VERIFY_BY_DEFAULT;
   int status = 1;
   c.topo = fe_load_topology(&c.arena, &c.diag, "tspc", o.topology);
   if (c.topo && o.describe) {

@@ -243,6 +243,36 @@ static void dtype_and_op_tables_agree(void **state) {
   assert_false(ir_op_lookup("conv", &op));
 }
 
+// The verifier accepts what check builds and names the first broken
+// invariant of a graph a buggy pass could leave.
+static void verifier_catches_broken_graphs(void **state) {
+  (void)state;
+  Compiled c;
+  Graph *g = graph_ok(&c, "graph g {\n"
+                          "  input x : f32[8] @ device(1);\n"
+                          "  y = relu(x);\n"
+                          "  z = relu(y);\n"
+                          "  output z;\n"
+                          "}\n");
+  char err[256];
+  assert_true(ir_graph_verify(g, 16, err, sizeof err));
+  tensor(g, "z")->name = "y";  // a duplicate name
+  assert_false(ir_graph_verify(g, 16, err, sizeof err));
+  assert_string_equal(err, "two tensors are named y");
+  tensor(g, "y")->name = "z";
+  Tensor *y = g->tensors.data[1], *z = g->tensors.data[2];
+  g->tensors.data[1] = z, g->tensors.data[2] = y;  // z before the y it reads
+  z->id = 1, y->id = 2;
+  assert_false(ir_graph_verify(g, 16, err, sizeof err));
+  assert_string_equal(err, "op 1 (relu) uses operand 0 before it is defined");
+  g->tensors.data[1] = y, g->tensors.data[2] = z;
+  y->id = 1, z->id = 2;
+  assert_true(ir_graph_verify(g, 16, err, sizeof err));
+  assert_false(ir_graph_verify(g, 1, err, sizeof err));  // device(1) on a 1-device system
+  assert_string_equal(err, "tensor x is placed on 1, outside 1 devices");
+  compiled_free(&c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(parser_builds_the_statement_list),
@@ -253,6 +283,7 @@ int main(void) {
       cmocka_unit_test(errors_are_counted_and_do_not_cascade),
       cmocka_unit_test(syntax_errors_recover_at_the_next_statement),
       cmocka_unit_test(dtype_and_op_tables_agree),
+      cmocka_unit_test(verifier_catches_broken_graphs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
