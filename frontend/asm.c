@@ -30,6 +30,8 @@ typedef struct AsmReader {
   DeviceProgram *dev;    // the current .device, or NULL
   UnitProgram *unit;     // the current .unit, or NULL
   int *device_line;      // where each device's section began (0: none)
+  bool skipping;         // after a refused .unit: its instructions are not checked
+  int num_col, num_len;  // where the last number read_u32 read starts, and its length
   int cycles_line;       // where .cycles was given (0: not given)
 } AsmReader;
 
@@ -99,6 +101,8 @@ static bool read_u32(AsmReader *r, const char *what, uint32_t *out) {
     return false;
   }
   snprintf(buf, sizeof buf, "%.*s", MIN(len, 30), r->text + start);
+  r->num_col = start;
+  r->num_len = len;
   if (len > 20 || !str_to_i64(buf, &v) || v > UINT32_MAX) {
     diag_error(r->d, here(r, start, len), "%s %.*s does not fit in 32 bits", what, len, r->text + start);
     return false;
@@ -114,11 +118,17 @@ static bool read_real(AsmReader *r, double *out) {
   while (r->pos < r->len && strchr("+-0123456789.eE", r->text[r->pos])) r->pos++;
   char buf[64];
   snprintf(buf, sizeof buf, "%.*s", MIN(r->pos - start, 63), r->text + start);
-  if (r->pos == start || !str_to_double(buf, out)) {
-    diag_error(r->d, here(r, start, r->pos - start), "expected a number, found '%s'", buf);
-    return false;
-  }
-  return true;
+  if (r->pos > start && str_to_double(buf, out)) return true;
+  char found[64];
+  r->pos = start;
+  found_text(r, found, sizeof found);
+  int end = start;
+  while (end < r->len && !strchr(" \t,()[]", r->text[end])) end++;
+  if (start < r->len && strchr("+-0123456789.", r->text[start]))
+    diag_error(r->d, here(r, start, end - start), "%s is not a finite number", found);
+  else
+    diag_error(r->d, here(r, start, end - start), "expected a number, found %s", found);
+  return false;
 }
 
 static bool read_dtype(AsmReader *r, DType *out) {
@@ -152,10 +162,11 @@ static bool need_device(AsmReader *r, int col, const char *what) {
 
 static void directive_device(AsmReader *r) {
   uint32_t id;
-  int col = r->pos;
-  if (!read_u32(r, "a device id", &id) || !expect_end(r)) return;
+  if (!read_u32(r, "a device id", &id)) return;
+  int col = r->num_col, len = r->num_len;
+  if (!expect_end(r)) return;
   if (id >= (uint32_t)r->topo->ndevices) {
-    diag_error(r->d, here(r, col + 1, 1), "device %u does not exist (devices are 0..%d)", id,
+    diag_error(r->d, here(r, col, len), "device %u does not exist (devices are 0..%d)", id,
                r->topo->ndevices - 1);
     return;
   }
@@ -166,11 +177,14 @@ static void directive_device(AsmReader *r) {
   r->device_line[id] = r->line;
   r->dev = &r->prog->devices[id];
   r->unit = NULL;
+  r->skipping = false;
 }
 
 static void directive_unit(AsmReader *r) {
   char name[32];
   int col;
+  r->unit = NULL;
+  r->skipping = true;  // until this .unit is accepted: its instructions belong to no unit
   if (!need_device(r, 0, ".unit")) return;
   UnitKind kind;
   int port;
@@ -194,6 +208,7 @@ static void directive_unit(AsmReader *r) {
   UnitProgram up = {.kind = kind, .port = port};
   VEC_PUSH(r->a, &r->dev->units, up);
   r->unit = &r->dev->units.data[r->dev->units.len - 1];
+  r->skipping = false;
 }
 
 // .init / .expect ADDR, DTYPE, NVEC, iota(A, B)
@@ -257,6 +272,11 @@ static void directive_tensor(AsmReader *r, int col0) {
   } while (r->pos < r->len && r->text[r->pos] == ',' && ++r->pos);
   if (!expect_char(r, ']') || !expect_end(r)) return;
   int per = isa_elems_per_vector(th.dtype, r->topo->link.vector_bytes);
+  if (per < 1) {
+    diag_error(r->d, here(r, col0, 7), "a %d-byte vector holds no %s element", r->topo->link.vector_bytes,
+               ir_dtype_names[th.dtype]);
+    return;
+  }
   uint64_t vectors = ((uint64_t)ir_shape_elems(&th.shape) + (uint64_t)per - 1) / (uint64_t)per;
   if (vectors > (uint64_t)r->topo->sram_vectors || th.addr > (uint64_t)r->topo->sram_vectors - vectors) {
     diag_error(r->d, here(r, col0, 7), "tensor '%s' (%llu vectors at %u) runs past the SRAM",
@@ -305,7 +325,7 @@ static bool read_operand(AsmReader *r, char slot, Instr *in) {
   case 'p':
     if (!read_u32(r, "a port", &v)) return false;
     if (v > UINT16_MAX) {
-      diag_error(r->d, here(r, r->pos - 1, 1), "port %u does not fit in 16 bits", v);
+      diag_error(r->d, here(r, r->num_col, r->num_len), "port %u does not fit in 16 bits", v);
       return false;
     }
     in->port = (uint16_t)v;
@@ -328,6 +348,7 @@ static void instruction(AsmReader *r) {
     diag_error(r->d, here(r, col, 1), "unknown instruction %s", found);
     return;
   }
+  if (r->skipping) return;  // under a refused .unit: already reported there
   if (!r->unit) {
     diag_error(r->d, here(r, col, (int)strlen(word)), "%s outside any .unit", word);
     return;

@@ -672,58 +672,56 @@ static bool place_result(Checker *c, const Call *call, const Placement *given, P
   return true;
 }
 
-// Checks one op call and returns its result tensor, or NULL after reporting.
-static Tensor *check_call(Checker *c, Call *call, bool carried) {
+// Looks the op up, with a hint for a near miss.
+static bool lookup_op(Checker *c, Call *call) {
   const AstStmt *s = call->s;
-  if (!ir_op_lookup(s->op, &call->kind)) {
-    const char *hint = NULL;
-    int best = 3;  // at most two edits away
-    for (int i = 0; i < OP_COUNT; i++) {
-      int dist = str_edit_distance(s->op, ir_op_info[i].name);
-      if (dist < best) best = dist, hint = ir_op_info[i].name;
-    }
-    if (hint)
-      diag_error(c->d, s->op_loc, "unknown op '%s'; did you mean '%s'?", s->op, hint);
-    else
-      diag_error(c->d, s->op_loc, "unknown op '%s'", s->op);
-    return NULL;
+  if (ir_op_lookup(s->op, &call->kind)) {
+    call->info = &ir_op_info[call->kind];
+    return true;
   }
-  call->info = &ir_op_info[call->kind];
-  Placement given;
-  bool args_ok = gather_call(c, call);
-  bool place_ok = resolve_place(c, &s->place, &given);  // report both
-  if (!args_ok || !place_ok) return NULL;
-  for (int i = 0; i < call->nargs; i++)
-    if (!call->args[i]) return NULL;  // a poisoned operand: already reported
-  Op *op = ARENA_NEW(c->a, Op);
-  Tensor r = {0};
-  if (!shape_rules[call->kind](c, call, op, &r) || !place_result(c, call, &given, &r.place))
-    return NULL;
+  const char *hint = NULL;
+  int best = 3;  // at most two edits away
+  for (int i = 0; i < OP_COUNT; i++) {
+    int dist = str_edit_distance(s->op, ir_op_info[i].name);
+    if (dist < best) best = dist, hint = ir_op_info[i].name;
+  }
+  if (hint)
+    diag_error(c->d, s->op_loc, "unknown op '%s'; did you mean '%s'?", s->op, hint);
+  else
+    diag_error(c->d, s->op_loc, "unknown op '%s'", s->op);
+  return false;
+}
+
+// A loop-carried assignment keeps the name's type, and comes once an
+// iteration (a second one would reuse the name NAME.I).
+static bool carried_ok(Checker *c, const AstStmt *s, const Tensor *r) {
   Binding *b = lookup(c, s->name);
-  if (carried && b->tensor &&
-      (r.dtype != b->tensor->dtype || !ir_shape_equal(&r.shape, &b->tensor->shape))) {
+  if (b->tensor && (r->dtype != b->tensor->dtype || !ir_shape_equal(&r->shape, &b->tensor->shape))) {
     char was[IR_TYPE_STR_MAX], now[IR_TYPE_STR_MAX];
     type_string(was, sizeof was, b->tensor);
-    ir_format_type(now, sizeof now, r.dtype, &r.shape);
+    ir_format_type(now, sizeof now, r->dtype, &r->shape);
     diag_error(c->d, s->name_loc,
                "'%s' is carried from one repeat iteration to the next, so it must keep its type "
                "%s; this makes it %s",
                s->name, was, now);
-    return NULL;
+    return false;
   }
-  if (carried) {  // a second assignment in one iteration would reuse NAME.I
-    const char *full = graph_name(c, s->name);
-    for (NameEntry *e = c->names ? c->names[digest_fnv1a64(full, strlen(full)) % NAME_BUCKETS] : NULL; e; e = e->next)
-      if (!strcmp(e->name, full)) {
-        diag_error(c->d, s->name_loc, "'%s' is assigned twice in one iteration of its repeat block",
-                   s->name);
-        return NULL;
-      }
-  }
+  const char *full = graph_name(c, s->name);
+  for (NameEntry *e = c->names ? c->names[digest_fnv1a64(full, strlen(full)) % NAME_BUCKETS] : NULL; e; e = e->next)
+    if (!strcmp(e->name, full)) {
+      diag_error(c->d, s->name_loc, "'%s' is assigned twice in one iteration of its repeat block", s->name);
+      return false;
+    }
+  return true;
+}
+
+// Adds the checked call to the graph: its result tensor and its op.
+static Tensor *emit_op(Checker *c, const Call *call, Op *op, const Tensor *r) {
+  const AstStmt *s = call->s;
   Tensor *t = new_tensor(c, s->name, TENSOR_VALUE, s->name_loc);
-  t->dtype = r.dtype;
-  t->shape = r.shape;
-  t->place = r.place;
+  t->dtype = r->dtype;
+  t->shape = r->shape;
+  t->place = r->place;
   t->def = op;
   op->id = c->g->ops.len;  // reduce, algo and axis were set by the shape rule
   op->kind = call->kind;
@@ -733,6 +731,22 @@ static Tensor *check_call(Checker *c, Call *call, bool carried) {
   op->loc = s->loc;
   VEC_PUSH(c->a, &c->g->ops, op);
   return t;
+}
+
+// Checks one op call and returns its result tensor, or NULL after reporting.
+static Tensor *check_call(Checker *c, Call *call, bool carried) {
+  Placement given;
+  if (!lookup_op(c, call)) return NULL;
+  bool args_ok = gather_call(c, call);
+  bool place_ok = resolve_place(c, &call->s->place, &given);  // report both
+  if (!args_ok || !place_ok) return NULL;
+  for (int i = 0; i < call->nargs; i++)
+    if (!call->args[i]) return NULL;  // a poisoned operand: already reported
+  Op *op = ARENA_NEW(c->a, Op);
+  Tensor r = {0};
+  if (!shape_rules[call->kind](c, call, op, &r) || !place_result(c, call, &given, &r.place)) return NULL;
+  if (carried && !carried_ok(c, call->s, &r)) return NULL;
+  return emit_op(c, call, op, &r);
 }
 
 static void check_assign(Checker *c, const AstStmt *s) {

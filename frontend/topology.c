@@ -308,7 +308,7 @@ static const char *const link_keys[LK_COUNT] = {"gbps", "latency_cycles", "vecto
 static bool read_latency(Loader *L, const Entry *entry, LinkParams *p) {
   yaml_node_t *n = entry->value;
   if (n->type != YAML_MAPPING_NODE) {
-    if (!read_int32(L, n, "latency_cycles", 0, IR_MAX_LATENCY_CYCLES, &p->latency_min)) return false;
+    if (!read_int32(L, n, "latency_cycles", 1, IR_MAX_LATENCY_CYCLES, &p->latency_min)) return false;
     p->latency_max = p->latency_min;
     return true;
   }
@@ -319,8 +319,8 @@ static bool read_latency(Loader *L, const Entry *entry, LinkParams *p) {
     error_at(L, entry_at(entry), "latency_cycles needs both 'min' and 'max'");
     return false;
   }
-  if (!read_int32(L, e[0].value, "latency_cycles min", 0, IR_MAX_LATENCY_CYCLES, &p->latency_min) ||
-      !read_int32(L, e[1].value, "latency_cycles max", 0, IR_MAX_LATENCY_CYCLES, &p->latency_max))
+  if (!read_int32(L, e[0].value, "latency_cycles min", 1, IR_MAX_LATENCY_CYCLES, &p->latency_min) ||
+      !read_int32(L, e[1].value, "latency_cycles max", 1, IR_MAX_LATENCY_CYCLES, &p->latency_max))
     return false;
   if (p->latency_max < p->latency_min) {
     error_at(L, e[1].value, "latency_cycles max (%d) is below min (%d)", p->latency_max,

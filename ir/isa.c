@@ -146,6 +146,9 @@ bool isa_check(const Instr *in, const IsaTarget *t, UnitKind kind, int port, cha
     return snprintf(err, errlen, "%s cannot run on unit %s", info->name, unit), false;
   if (strchr(info->operands, 't') && in->dtype >= DT_COUNT)
     return snprintf(err, errlen, "unknown dtype %u", in->dtype), false;
+  if (strchr(info->operands, 't') && t->vector_bytes % ir_dtype_bytes[in->dtype])
+    return snprintf(err, errlen, "a %d-byte vector does not hold whole %s elements", t->vector_bytes,
+                    ir_dtype_names[in->dtype]), false;
   if (kind == UNIT_C2C && strchr(info->operands, 'p') && in->port != port)
     return snprintf(err, errlen, "%s names port %u, but runs on unit %s", info->name, in->port, unit), false;
   if (in->op == OPC_MXM) return check_mxm(in, t->sram, t->vector_bytes, err, errlen);
@@ -156,6 +159,9 @@ bool isa_check_record(const DataRecord *r, const IsaTarget *t, char *err, size_t
   if (r->kind != REC_INIT && r->kind != REC_EXPECT)
     return snprintf(err, errlen, "unknown record kind %d", r->kind), false;
   if (r->dtype >= DT_COUNT) return snprintf(err, errlen, "unknown dtype %d", r->dtype), false;
+  if (t->vector_bytes % ir_dtype_bytes[r->dtype])
+    return snprintf(err, errlen, "a %d-byte vector does not hold whole %s elements", t->vector_bytes,
+                    ir_dtype_names[r->dtype]), false;
   if (r->nvec == 0) return snprintf(err, errlen, "a record of 0 vectors"), false;
   if (!range_ok(r->addr, r->nvec, t->sram))
     return snprintf(err, errlen, "%u vectors at %u run past the SRAM's %u vectors", r->nvec, r->addr, t->sram), false;

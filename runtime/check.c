@@ -55,7 +55,12 @@ static bool expect_matches(Emu *e, EDev *d, const DataRecord *r, char *why, size
   int per = isa_elems_per_vector(r->dtype, e->vector_bytes);
   uint8_t want[EMU_MAX_VECTOR_BYTES];
   for (uint32_t v = 0; v < r->nvec; v++) {
-    const uint8_t *got = sram_vector(&d->sram, r->addr + v, NULL, NULL);
+    bool *written;
+    const uint8_t *got = sram_vector(&d->sram, r->addr + v, NULL, &written);
+    if (!*written) {
+      snprintf(why, n, "vector %u was never written", r->addr + v);
+      return false;
+    }
     memset(want, 0, sizeof want);
     for (int j = 0; j < per; j++) num_set(r->dtype, want, j, r->a * ((double)v * per + j) + r->b);
     int size = ir_dtype_bytes[r->dtype];

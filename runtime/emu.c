@@ -229,10 +229,16 @@ void emu_resume(Emu *e, EDev *d, int unit, int64_t local) {
   emu_push(e, emu_global_at(d, local), EV_UNIT, d->id, unit, NULL);
 }
 
+// Global time in whole cycles, rounded to nearest: a drifting device's
+// cycles fall between global ones, and rounding down could draw one
+// instruction inside the one before it.
+int64_t emu_trace_cycle(Tick g) { return (g + EMU_TICKS_PER_CYCLE / 2) / EMU_TICKS_PER_CYCLE; }
+
 static void trace_instr(Emu *e, const EDev *d, int unit, const char *name, int64_t local, int64_t cycles) {
   if (!e->trace) return;
-  Tick g = emu_global_at(d, local);
-  trace_slice(e->trace, d->id, unit, name, g / EMU_TICKS_PER_CYCLE, MAX(cycles, 1));
+  int64_t start = emu_trace_cycle(emu_global_at(d, local));
+  int64_t end = emu_trace_cycle(emu_global_at(d, local + MAX(cycles, 1)));
+  trace_slice(e->trace, d->id, unit, name, start, MAX(end - start, 1));
 }
 
 Stream *emu_stream_new(const Instr *in, int dev, int unit, int64_t start, uint32_t n, int every) {
@@ -566,6 +572,7 @@ void emu_run(Emu *e, EmuResult *r) {
       emu_violate(e, VIOL_HANG, -1, NULL, -1, e->opt.max_cycles,
                   "still running after %lld cycles (--max-cycles)", (long long)e->opt.max_cycles);
       if (ev.stream) free(ev.stream);
+      e->last_activity = limit;  // the run lasted until it was cut
       break;
     }
     e->last_activity = MAX(e->last_activity, ev.t);

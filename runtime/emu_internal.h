@@ -140,6 +140,7 @@ uint64_t emu_rng(uint64_t *state);
 // 2 its port's receives.
 #define EMU_TRACE_TRACKS 100000
 int emu_trace_track(int unit, int which);
+int64_t emu_trace_cycle(Tick g);
 
 // ---- link.c ----
 void link_send(Emu *e, EDev *d, int unit, const Instr *in, int64_t local);

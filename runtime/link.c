@@ -101,8 +101,9 @@ static void check_tx_free(Emu *e, EDev *d, int unit, int port, int64_t local, in
 // The span a stream keeps its port busy, as a slice on the port's track.
 static void trace_stream(Emu *e, const EDev *d, int unit, int which, const char *name, int64_t local, int64_t cycles) {
   if (!e->trace) return;
-  trace_slice(e->trace, d->id, emu_trace_track(unit, which), name,
-              emu_global_at(d, local) / EMU_TICKS_PER_CYCLE, MAX(cycles, 1));
+  int64_t start = emu_trace_cycle(emu_global_at(d, local));
+  int64_t end = emu_trace_cycle(emu_global_at(d, local + MAX(cycles, 1)));
+  trace_slice(e->trace, d->id, emu_trace_track(unit, which), name, start, MAX(end - start, 1));
 }
 
 void link_send(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
@@ -180,8 +181,8 @@ static void check_overflow(Emu *e, EDev *d, const EUnit *u, int port, int64_t lo
 static void trace_vector(Emu *e, const RxEntry *v, int dev, int unit, Tick now) {
   e->flows++;
   if (!e->trace || (int64_t)e->flows > e->opt.trace_max_vectors) return;
-  trace_flow(e->trace, e->flows, v->from_dev, emu_trace_track(v->from_unit, 1), v->departed / EMU_TICKS_PER_CYCLE,
-             dev, emu_trace_track(unit, 2), now / EMU_TICKS_PER_CYCLE);
+  trace_flow(e->trace, e->flows, v->from_dev, emu_trace_track(v->from_unit, 1), emu_trace_cycle(v->departed),
+             dev, emu_trace_track(unit, 2), emu_trace_cycle(now));
 }
 
 void link_step_recv(Emu *e, Stream *s) {
@@ -237,6 +238,10 @@ static Tick next_boundary_after(const Emu *e, Tick g) {
 
 void link_poll(Emu *e, EDev *d, int unit, int port, int64_t local) {
   d->units[unit].poll_port = port;
+  EPort *p = &d->ports[port];
+  if (p->link < 0 || p->failed)  // nothing can ever arrive: also a hang, found below
+    emu_violate(e, VIOL_DEAD_LINK, d->id, &d->units[unit], port, local, "POLL on port %d, whose link %s",
+                port, p->link < 0 ? "is unplugged" : "has failed");
   emu_push(e, next_boundary_after(e, emu_global_at(d, local)), EV_POLL, d->id, unit, NULL);
 }
 
@@ -279,8 +284,10 @@ void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary) {
     RxEntry v = rx_pop(&p->rx);
     if (!v.payload) {
       if (e->trace) trace_vector(e, &v, d->id, unit, boundary);
-      if (e->trace) trace_slice(e->trace, d->id, unit, "POLL", emu_global_at(d, u->wait_start) / EMU_TICKS_PER_CYCLE,
-                                MAX(local - u->wait_start, 1));
+      if (e->trace) {
+        int64_t start = emu_trace_cycle(emu_global_at(d, u->wait_start));
+        trace_slice(e->trace, d->id, unit, "POLL", start, MAX(emu_trace_cycle(emu_global_at(d, local)) - start, 1));
+      }
       emu_resume(e, d, unit, local);
       return;
     }

@@ -102,7 +102,8 @@ static bool decode_records(Decoder *dc, uint32_t nunits, uint32_t nrecords, char
                       .nvec = get_u32(r + 8), .a = get_f64(r + 16), .b = get_f64(r + 24)};
     char why[160];
     if (get_u16(r + 2) || get_u32(r + 12)) FAIL("byte %zu: record %u has nonzero reserved bytes", at, i);
-    if (!isfinite(rec.a) || !isfinite(rec.b)) FAIL("byte %zu: record %u's iota is not finite", at + 16, i);
+    if (!isfinite(rec.a)) FAIL("byte %zu: record %u's iota slope is not finite", at + 16, i);
+    if (!isfinite(rec.b)) FAIL("byte %zu: record %u's iota offset is not finite", at + 24, i);
     if (!isa_check_record(&rec, &dc->target, why, sizeof why)) FAIL("byte %zu: record %u: %s", at, i, why);
     VEC_PUSH(dc->a, &dc->out->records, rec);
   }

@@ -20,15 +20,17 @@ void emu_print_summary(const EmuResult *r, int ndevices, FILE *out) {
   else
     snprintf(predicted, sizeof predicted, "none");
   if (r->nviolations == 0) {
-    fprintf(out, "ok: %d device%s, %lld cycles (predicted %s), %lld vectors moved, 0 violations\n",
-            ndevices, ndevices == 1 ? "" : "s", (long long)r->cycles, predicted, (long long)r->vectors_moved);
+    fprintf(out, "ok: %d device%s, %lld cycles (predicted %s), %lld vector%s moved, 0 violations\n",
+            ndevices, ndevices == 1 ? "" : "s", (long long)r->cycles, predicted, (long long)r->vectors_moved,
+            r->vectors_moved == 1 ? "" : "s");
     return;
   }
   for (int i = 0; i < r->listed.len; i++) print_violation(&r->listed.data[i], out);
   if (r->nviolations > r->listed.len)
     fprintf(out, "... and %lld more\n", (long long)(r->nviolations - r->listed.len));
-  fprintf(out, "failed: %d device%s, %lld cycles (predicted %s), %lld vectors moved, %lld violation%s\n",
+  fprintf(out, "failed: %d device%s, %lld cycles (predicted %s), %lld vector%s moved, %lld violation%s\n",
           ndevices, ndevices == 1 ? "" : "s", (long long)r->cycles, predicted, (long long)r->vectors_moved,
+          r->vectors_moved == 1 ? "" : "s",
           (long long)r->nviolations, r->nviolations == 1 ? "" : "s");
 }
 
