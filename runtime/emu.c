@@ -458,7 +458,13 @@ static bool one_vector_size(const Topology *t, char *err, size_t errlen) {
   return true;
 }
 
-// Tracks: one per unit (its instructions), and for each c2c unit one for
+static bool uses_port(const UnitProgram *up) {
+  for (int i = 0; i < up->code.len; i++)
+    if (strchr(isa_opcodes[up->code.data[i].op].operands, 'p')) return true;
+  return false;
+}
+
+// Tracks: one per unit (its instructions), and for each unit with a port one for
 // what its port sends and one for what it receives (the streams run on
 // while the unit issues on), so every link arrow starts and ends in a slice.
 static void name_trace(Emu *e) {
@@ -469,7 +475,7 @@ static void name_trace(Emu *e) {
     for (int u = 0; u < e->devs[i].nunits; u++) {
       const EUnit *unit = &e->devs[i].units[u];
       trace_name_thread(e->trace, i, u, unit->name);
-      if (unit->prog->kind != UNIT_C2C && unit->prog->kind != UNIT_CTL) continue;  // the units with ports
+      if (!uses_port(unit->prog)) continue;  // no empty tracks
       snprintf(name, sizeof name, "%s send", unit->name);
       trace_name_thread(e->trace, i, emu_trace_track(u, 1), name);
       snprintf(name, sizeof name, "%s receive", unit->name);

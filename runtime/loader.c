@@ -241,8 +241,12 @@ static bool read_manifest_fields(ManifestReader *m, yaml_node_t *root, EmuInput 
     return false;
   }
   if (!scalar_int(m, required(m, root, "format_version"), "format_version", 1, 1, &v)) return false;
-  yaml_node_t *binaries = required(m, root, "binaries");
-  if (!binaries) return false;
+  yaml_node_t *binaries = map_get(m, root, "binaries");
+  if (!binaries) {
+    diag_tool_error(m->d, "tsp-emu", "%s holds no device binaries: its manifest lists none (tspc "
+                    "writes them once it generates code)", in->dir);
+    return false;
+  }
   if (binaries->type != YAML_SEQUENCE_NODE ||
       binaries->data.sequence.items.top - binaries->data.sequence.items.start != in->topo->ndevices) {
     diag_error(m->d, mloc(m, binaries), "binaries must list one file per device (%d)", in->topo->ndevices);

@@ -30,7 +30,7 @@ w("""; Initial program alignment (seed 002 s3.2) on one node of 8 TSPs:
 ; RUN: %%exit 0 %%tsp-emu %%t.out | FileCheck %%s
 ; CHECK: ok: 8 devices, %d cycles (predicted %d), 7 vectors moved, 0 violations
 ;
-; Under start skew, jitter and drift the run still passes, and the trace
+; Under start skew and jitter the run still passes, and the trace
 ; shows all 8 NOTIFYs on one cycle:
 ; RUN: %%exit 0 %%tsp-emu %%t.out --start-skew 5000 --jitter on --seed 11 --trace %%t.json --report %%t.yaml | FileCheck %%s --check-prefix=SKEW
 ; SKEW: ok: 8 devices

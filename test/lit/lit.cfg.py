@@ -21,6 +21,8 @@ config.substitutions.append(('%tsp-as', os.path.join(bindir, 'tsp-as')))
 config.substitutions.append(('%tsp-emu', os.path.join(bindir, 'tsp-emu')))
 config.substitutions.append(('%tsp-objdump', os.path.join(bindir, 'tsp-objdump')))
 config.substitutions.append(('%examples', os.path.join(root, 'examples')))
+config.substitutions.append(('%bindir', bindir))
+config.substitutions.append(('%root', root))
 config.substitutions.append(('%inputs', os.path.join(config.test_source_root, 'Inputs')))
 # %exit N CMD: runs CMD and fails unless it exits with status N.
 config.substitutions.append(('%exit', os.path.join(config.test_source_root, 'expect-exit')))
