@@ -330,6 +330,9 @@ static bool read_latency(Loader *L, const Entry *entry, LinkParams *p) {
   return true;
 }
 
+// The largest clock error accepted, in parts per million (10 %).
+#define FE_MAX_DRIFT_PPM 1e5
+
 // Dragonfly port counts beyond any packaging (the machine has 4 and 2).
 #define FE_MAX_GLOBAL_PORTS_PER_TSP 1024
 #define FE_MAX_LINKS_PER_NODE_PAIR 1024
@@ -640,6 +643,26 @@ static bool read_spares(Loader *L, yaml_node_t *n) {
   return true;
 }
 
+// drift_ppm: [d0, d1, ...]: each device's exact clock error, signed.
+static bool read_device_drifts(Loader *L, yaml_node_t *n) {
+  Topology *t = L->t;
+  long count = n->data.sequence.items.top - n->data.sequence.items.start;
+  if (count != t->ndevices) {
+    error_at(L, n, "drift_ppm lists %ld value%s; the topology has %d devices", count, count == 1 ? "" : "s",
+             t->ndevices);
+    return false;
+  }
+  t->device_drift_ppm = ARENA_ARRAY(L->a, double, t->ndevices);
+  for (long i = 0; i < count; i++) {
+    yaml_node_t *item = node_of(L, n->data.sequence.items.start[i]);
+    if (!read_number(L, item, "a device's drift_ppm", -FE_MAX_DRIFT_PPM, false, FE_MAX_DRIFT_PPM,
+                     &t->device_drift_ppm[i]))
+      return false;
+    t->drift_ppm = MAX(t->drift_ppm, t->device_drift_ppm[i] < 0 ? -t->device_drift_ppm[i] : t->device_drift_ppm[i]);
+  }
+  return true;
+}
+
 // ---- the whole document ---------------------------------------------------------------
 
 static const char *default_name(Arena *a, const char *path) {
@@ -673,7 +696,8 @@ static bool read_settings(Loader *L, yaml_node_t *root, Entry *e) {
   if (e[K_RX_BUFFER].key)
     ok &= read_int32(L, e[K_RX_BUFFER].value, "rx_buffer_vectors", 1, 1 << 20, &t->rx_buffer_vectors);
   if (e[K_CLOCK_MHZ].key) ok &= read_number(L, e[K_CLOCK_MHZ].value, "clock_mhz", 0, true, 1e6, &t->clock_mhz);
-  if (e[K_DRIFT_PPM].key) ok &= read_number(L, e[K_DRIFT_PPM].value, "drift_ppm", 0, false, 1e5, &t->drift_ppm);
+  if (e[K_DRIFT_PPM].key && e[K_DRIFT_PPM].value->type != YAML_SEQUENCE_NODE)
+    ok &= read_number(L, e[K_DRIFT_PPM].value, "drift_ppm", 0, false, FE_MAX_DRIFT_PPM, &t->drift_ppm);
   if (e[K_LINK].key) ok &= read_link_params(L, e[K_LINK].value, &t->link);
   if (!ok) return false;
   switch (t->family) {
@@ -705,6 +729,9 @@ static bool wire(Loader *L, yaml_node_t *root, Entry *e) {
   }
   if (e[K_FAILED_LINKS].key && !read_failed_links(L, e[K_FAILED_LINKS].value)) return false;
   if (e[K_SPARE_NODES].key && !read_spares(L, e[K_SPARE_NODES].value)) return false;
+  if (e[K_DRIFT_PPM].key && e[K_DRIFT_PPM].value->type == YAML_SEQUENCE_NODE &&
+      !read_device_drifts(L, e[K_DRIFT_PPM].value))
+    return false;
   int unreached;
   if (!ir_topo_connected(t, &unreached)) {
     yaml_node_t *at = e[K_FAILED_LINKS].key ? entry_at(&e[K_FAILED_LINKS])

@@ -296,6 +296,7 @@ typedef struct Topology {
   double clock_mhz;
   LinkParams link;             // defaults for every link
   double drift_ppm;            // emulator: each device's clock off by up to +-drift_ppm
+  double *device_drift_ppm;    // or, when the file lists them, each device's exact drift
   int epoch_cycles;            // HAC period
   int sram_vectors;            // SRAM size of one device, in vectors
   int rx_buffer_vectors;       // vectors a port can hold that arrived and are not yet taken

@@ -312,7 +312,14 @@ void ir_topo_describe(const Topology *t, FILE *out, bool ports) {
   fprintf(out, "ports_per_device: %d\n", max_ports);
   fprintf(out, "diameter: %d\n", ir_topo_diameter(t, NULL));
   describe_link_params(t, out);
-  if (t->drift_ppm != 0) {
+  if (t->device_drift_ppm) {
+    fprintf(out, "drift_ppm: [");
+    for (int i = 0; i < t->ndevices; i++) {
+      if (i) fputs(", ", out);
+      print_number(out, t->device_drift_ppm[i]);
+    }
+    fprintf(out, "]\n");
+  } else if (t->drift_ppm != 0) {
     fprintf(out, "drift_ppm: ");
     print_number(out, t->drift_ppm);
     fputc('\n', out);

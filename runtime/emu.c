@@ -425,7 +425,8 @@ static void init_device(Emu *e, EDev *d, int id) {
   uint64_t rng = rng_for(e->opt.seed, 2, (uint64_t)id);
   d->id = id;
   d->prog = &e->in->prog->devices[id];
-  d->drift_ppm = e->opt.drift_ppm * (2 * rng_unit(&rng) - 1) + 0.0;  // + 0.0: never -0
+  double draw = 2 * rng_unit(&rng) - 1;  // drawn either way, so skews stay the same
+  d->drift_ppm = e->opt.device_drift_ppm ? e->opt.device_drift_ppm[id] : e->opt.drift_ppm * draw + 0.0;  // never -0
   d->period = (Tick)llround(EMU_TICKS_PER_CYCLE / (1 + d->drift_ppm * 1e-6));
   int64_t skew = e->opt.start_skew ? (int64_t)(rng_unit(&rng) * (double)(e->opt.start_skew + 1)) : 0;
   d->start = MIN(skew, e->opt.start_skew) * EMU_TICKS_PER_CYCLE;
@@ -555,7 +556,9 @@ static void dispatch(Emu *e, const Event *ev) {
 
 void emu_run(Emu *e, EmuResult *r) {
   *r = (EmuResult){.predicted = e->in->prog->predicted_cycles};
-  r->deterministic = !e->opt.jitter && e->opt.drift_ppm == 0 && e->opt.start_skew == 0;
+  bool drifts = e->opt.drift_ppm != 0;
+  for (int i = 0; i < e->ndevs; i++) drifts |= e->devs[i].drift_ppm != 0;
+  r->deterministic = !e->opt.jitter && !drifts && e->opt.start_skew == 0;
   e->r = r;
   r->ndevices = e->ndevs;
   r->drift_ppm = ARENA_ARRAY(e->a, double, e->ndevs);

@@ -63,6 +63,7 @@ typedef struct EmuOptions {
   uint64_t seed;
   bool jitter;             // off: every vector takes its link's max latency
   double drift_ppm;        // each device's clock off by a seeded value in +-drift_ppm
+  const double *device_drift_ppm;  // or exactly these, one per device (the topology's list)
   int64_t start_skew;      // devices start up to this many cycles apart (seeded)
   int64_t max_cycles;      // a run longer than this is a hang
   int max_listed;          // violations listed (all are counted)

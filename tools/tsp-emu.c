@@ -28,7 +28,8 @@ static void usage(FILE *out) {
           "\n"
           "  --seed S             seeds jitter, drift and start skew (default 1)\n"
           "  --jitter on|off      off: every vector takes its link's max latency (default off)\n"
-          "  --drift-ppm P        clocks off by up to +-P ppm (default: the topology's drift_ppm)\n"
+          "  --drift-ppm P        clocks off by up to +-P ppm (default: the topology's drift_ppm,\n"
+          "                       a bound or each device's exact value)\n"
           "  --start-skew C       devices start up to C cycles apart (default 0)\n"
           "  --trace FILE         Chrome trace JSON (Perfetto opens it)\n"
           "  --trace-max-vectors N  link arrows in the trace (default %d)\n"
@@ -218,7 +219,10 @@ static int run(Arena *a, Args *args) {
   diag_init(&d, stderr);
   EmuInput in;
   if (!emu_load_dir(a, &d, args->dir, &in)) return 1;
-  if (!args->drift_given) args->opt.drift_ppm = in.topo->drift_ppm;
+  if (!args->drift_given) {  // the topology's: a bound, or each device's exact drift
+    args->opt.drift_ppm = in.topo->drift_ppm;
+    args->opt.device_drift_ppm = in.topo->device_drift_ppm;
+  }
   char err[256];
   Emu *e = emu_new(a, &in, &args->opt, err, sizeof err);
   if (!e) {
