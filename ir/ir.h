@@ -343,8 +343,12 @@ TopoBuildError ir_topo_build(Topology *t, Arena *a, char *err, size_t errlen);
 // forms for intact meshes, tori, rings and fully connected systems; the
 // search below for everything else.
 int ir_topo_diameter(const Topology *t, int *unreached);
-// The same by exhaustive bit-parallel BFS, for any topology.
+// The same by search, for any topology (bit-parallel BFS, or iFUB when
+// the diameter is far above 256).
 int ir_topo_diameter_search(const Topology *t, int *unreached);
+// The iFUB search alone, whatever the diameter (tests check it on small
+// graphs too); -1 if disconnected.
+int ir_topo_diameter_ifub(const Topology *t);
 // One BFS from device 0 over working links: false (and *unreached set) if some
 // device cannot be reached.
 bool ir_topo_connected(const Topology *t, int *unreached);

@@ -8,7 +8,7 @@
 // (reach'[v] = reach[v] | OR of reach[u] over v's neighbours u), and the
 // rounds until nothing grows give the batch's largest eccentricity.  Cost:
 // devices/256 x diameter x (devices + 2 links) words; 10,440 TSPs: ~0.1 s.
-// Networks whose diameter is far above 256 use one plain BFS per device.
+// Networks whose diameter is far above 256 use iFUB: a few BFS runs.
 #include "ir.h"
 
 #include <stdlib.h>
@@ -104,14 +104,60 @@ static int bfs_eccentricity(const Adjacency *g, int n, int src, int *queue, int 
 }
 
 // Long, thin networks (a chain, a large mesh with a failed link) have a
-// diameter far above the 256 sources a bit-parallel round serves: there a
-// plain BFS from every device does less work (n x links, not n/256 x
-// diameter x links).  One BFS from device 0 tells which case this is: its
-// eccentricity is at least half the diameter.
-static int diameter_by_plain_bfs(const Adjacency *g, int n, int ecc0, int *queue, int *dist) {
-  int diameter = ecc0;
-  for (int src = 1; src < n; src++) diameter = MAX(diameter, bfs_eccentricity(g, n, src, queue, dist, NULL));
-  return diameter;
+// diameter far above the 256 sources a bit-parallel round serves.  For them,
+// iFUB (Crescenzi et al., "On computing the diameter of real-world
+// undirected graphs", 2013) is exact with a handful of BFS runs: from a
+// central device u, take the devices level by level from the farthest; the
+// largest eccentricity found so far, lb, is the diameter as soon as
+// lb > 2 (i - 1) for the next level i, since any two devices at level < i
+// are at most 2 (i - 1) apart through u.
+// The device whose largest distance to any of `k` far devices is least (a
+// central device: on a grid, the middle rather than just any point of some
+// diametral path).  dists holds k arrays of n distances.
+static int most_central(int n, int *const *dists, int k) {
+  int best = 0, best_far = -1;
+  for (int v = 0; v < n; v++) {
+    int far = 0;
+    for (int j = 0; j < k; j++) far = MAX(far, dists[j][v]);
+    if (best_far < 0 || far < best_far) best = v, best_far = far;
+  }
+  return best;
+}
+
+static int diameter_by_ifub(const Adjacency *g, int n, int *queue, int *dist) {
+  enum { SWEEPS = 4 };
+  int *d[SWEEPS], lb = 0;
+  for (int j = 0; j < SWEEPS; j++) d[j] = xmalloc(sizeof(int) * (size_t)n);
+  // Sweeps: a, then the device farthest from it, twice over, the second
+  // pair starting from the middle of the first.
+  int src = queue[n - 1];  // the farthest from device 0 (our caller's BFS)
+  for (int j = 0; j < SWEEPS; j++) {
+    if (j == 2) src = most_central(n, d, 2);
+    lb = MAX(lb, bfs_eccentricity(g, n, src, queue, d[j], NULL));
+    src = queue[n - 1];
+  }
+  int u = most_central(n, d, SWEEPS);
+  int top = bfs_eccentricity(g, n, u, queue, dist, NULL);  // dist: levels around u
+  for (int i = top; i > 0 && lb <= 2 * i; i--) {
+    for (int v = 0; v < n; v++)
+      if (dist[v] == i) lb = MAX(lb, bfs_eccentricity(g, n, v, queue, d[0], NULL));
+    if (lb > 2 * (i - 1)) break;
+  }
+  for (int j = 0; j < SWEEPS; j++) free(d[j]);
+  return lb;
+}
+
+int ir_topo_diameter_ifub(const Topology *t) {
+  int n = t->ndevices;
+  if (n <= 1) return 0;
+  Adjacency g = adjacency_build(t);
+  int *queue = xmalloc(sizeof(int) * (size_t)n), *dist = xmalloc(sizeof(int) * (size_t)n);
+  int d = bfs_eccentricity(&g, n, 0, queue, dist, NULL) < 0 ? -1 : diameter_by_ifub(&g, n, queue, dist);
+  free(queue);
+  free(dist);
+  free(g.start);
+  free(g.nbr);
+  return d;
 }
 
 int ir_topo_diameter_search(const Topology *t, int *unreached) {
@@ -121,7 +167,7 @@ int ir_topo_diameter_search(const Topology *t, int *unreached) {
   int *queue = xmalloc(sizeof(int) * (size_t)n), *dist = xmalloc(sizeof(int) * (size_t)n);
   int ecc0 = bfs_eccentricity(&g, n, 0, queue, dist, unreached);
   bool thin = ecc0 >= 0 && 2 * ecc0 > 64 * BFS_WORDS;
-  int plain = thin ? diameter_by_plain_bfs(&g, n, ecc0, queue, dist) : 0;
+  int plain = thin ? diameter_by_ifub(&g, n, queue, dist) : 0;
   free(queue);
   free(dist);
   if (ecc0 < 0 || thin) {

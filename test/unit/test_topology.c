@@ -206,6 +206,76 @@ static void bit_parallel_diameter_matches_plain_bfs(void **state) {
   }
 }
 
+// Networks whose diameter is far above 256 take the iFUB branch: long
+// chains, cycles, thin meshes with failed links, and random "caterpillars"
+// (a long path with short random hairs) with a few chords, all against the
+// plain BFS.
+static void thin_networks_match_plain_bfs(void **state) {
+  (void)state;
+  static const char *const fixed[] = {
+      "topology: mesh\ndims: [700]\n",
+      "topology: ring\ndevices: 901\n",
+      "topology: mesh\ndims: [300, 3]\nfailed_links: [[0, 300], [150, 151], [451, 452]]\n",
+      "topology: torus\ndims: [600, 2]\nfailed_links: [[0, 599]]\n",
+  };
+  for (size_t i = 0; i < ARRAY_LEN(fixed); i++) {
+    Arena a = {0};
+    Topology *t = topo_ok(&a, fixed[i]);
+    assert_int_equal(ir_topo_diameter_search(t, NULL), reference_diameter(t));
+    arena_free(&a);
+  }
+  unsigned seed = 777;
+  for (int round = 0; round < 12; round++) {
+    int spine = 300 + round * 40, n = spine + spine / 2;
+    Buf b = {0};
+    buf_printf(&b, "topology: explicit\ndevices: %d\nlinks:\n", n);
+    for (int v = 1; v < spine; v++) buf_printf(&b, "  - [%d, %d]\n", v - 1, v);
+    for (int v = spine; v < n; v++) {  // a hair on a random spine device, or on another hair
+      seed = seed * 1103515245u + 12345u;
+      buf_printf(&b, "  - [%d, %d]\n", v, (int)((seed >> 8) % (unsigned)v));
+    }
+    for (int c = 0; c < 3 + round; c++) {  // chords: cycles, where sweeps alone may not be exact
+      seed = seed * 1103515245u + 12345u;
+      int x = (int)((seed >> 8) % (unsigned)n), y = (int)((seed >> 16) % (unsigned)n);
+      if (x != y) buf_printf(&b, "  - [%d, %d]\n", x, y);
+    }
+    Arena a = {0};
+    Topology *t = topo_ok(&a, b.data);
+    assert_int_equal(ir_topo_diameter_search(t, NULL), reference_diameter(t));
+    buf_free(&b);
+    arena_free(&a);
+  }
+}
+
+// iFUB on its own, on small random graphs with cycles: many of them are
+// graphs where the sweeps' lower bound falls short, so its level-by-level
+// search is what makes it exact.
+static void ifub_is_exact_on_small_graphs(void **state) {
+  (void)state;
+  unsigned seed = 4242;
+  for (int round = 0; round < 400; round++) {
+    seed = seed * 1103515245u + 12345u;
+    int spine = 8 + (int)((seed >> 8) % 13), n = spine + (int)((seed >> 16) % 16);
+    Buf b = {0};
+    buf_printf(&b, "topology: explicit\ndevices: %d\nlinks:\n", n);
+    for (int v = 1; v < spine; v++) buf_printf(&b, "  - [%d, %d]\n", v - 1, v);
+    for (int v = spine; v < n; v++) {
+      seed = seed * 1103515245u + 12345u;
+      buf_printf(&b, "  - [%d, %d]\n", v, (int)((seed >> 8) % (unsigned)v));
+    }
+    for (int c = 0; c < 1 + round % 6; c++) {
+      seed = seed * 1103515245u + 12345u;
+      int x = (int)((seed >> 8) % (unsigned)n), y = (int)((seed >> 16) % (unsigned)n);
+      if (x != y) buf_printf(&b, "  - [%d, %d]\n", x, y);
+    }
+    Arena a = {0};
+    Topology *t = topo_ok(&a, b.data);
+    assert_int_equal(ir_topo_diameter_ifub(t), reference_diameter(t));
+    buf_free(&b);
+    arena_free(&a);
+  }
+}
+
 static void failed_links_lengthen_paths(void **state) {
   (void)state;
   Arena a = {0};
@@ -298,6 +368,8 @@ int main(void) {
       cmocka_unit_test(rack72_wires_the_seed_dragonfly),
       cmocka_unit_test(dragonflies_match_the_reference_bfs),
       cmocka_unit_test(bit_parallel_diameter_matches_plain_bfs),
+      cmocka_unit_test(thin_networks_match_plain_bfs),
+      cmocka_unit_test(ifub_is_exact_on_small_graphs),
       cmocka_unit_test(failed_links_lengthen_paths),
       cmocka_unit_test(huge_systems_are_refused_or_fast),
       cmocka_unit_test(cycles_per_vector_rounds_up),
