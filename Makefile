@@ -6,8 +6,8 @@
 #   make demo         install, build, describe rack72 and compile an example
 #   make install      PREFIX/prefix, bindir and DESTDIR are honoured
 #   make VARIANT=asan the sanitizer build, into build/asan/bin
-#   make fuzz         libFuzzer (clang) on the .tg and topology parsers and
-#                     the binary loader, FUZZ_SECONDS each (default 60)
+#   make fuzz         libFuzzer (clang) on the .tg and topology parsers, the
+#                     assembler and the binary loader, FUZZ_SECONDS each (60)
 #
 # Generated parser and scanner sources are build outputs under build/.
 
@@ -112,6 +112,8 @@ fuzz:
 	bin/tsp-as test/lit/emu/ring4-allreduce.tsa -t test/lit/Inputs/topo/ring4.yaml -o build/fuzz/seed-ring4 \
 	  && cp build/fuzz/seed-ring4/*.tsp build/fuzz/corpus-tsp/
 	build/fuzz/fuzz/fuzz_loader -max_total_time=$(FUZZ_SECONDS) -max_len=8192 build/fuzz/corpus-tsp
+	@mkdir -p build/fuzz/corpus-tsa && cp test/lit/emu/*.tsa build/fuzz/corpus-tsa/
+	build/fuzz/fuzz/fuzz_asm -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build/fuzz/corpus-tsa
 
 -include $(shell find $(OBJ) -name '*.d' -type f 2>/dev/null)
 
