@@ -32,6 +32,31 @@ typedef struct Pass {
   void (*dump)(const Compilation *c, FILE *out);
 } Pass;
 
+// ---- reserve.c: reservation tables (for the schedulers) ----
+//
+// When one resource (a link direction, a functional unit) is busy: sorted,
+// disjoint, half-open intervals [start, end) of cycles.  A run of vectors is
+// one interval, never one entry per vector, so a schedule's cost grows with
+// the number of transfers, not with their bytes.  Adjacent intervals merge.
+typedef struct Interval {
+  int64_t start, end;
+} Interval;
+
+typedef struct Reservations {
+  Interval *iv;  // malloc'd, sorted by start, disjoint, non-adjacent
+  int len, cap;
+} Reservations;
+
+// Whether [start, start + len) is free.
+bool resv_is_free(const Reservations *r, int64_t start, int64_t len);
+// The earliest t >= from with [t, t + len) free.
+int64_t resv_earliest(const Reservations *r, int64_t from, int64_t len);
+// Marks [start, start + len) busy; it must be free (an internal error if not).
+void resv_take(Reservations *r, int64_t start, int64_t len);
+// The cycles reserved in [from, to): for utilisation figures.
+int64_t resv_busy(const Reservations *r, int64_t from, int64_t to);
+void resv_free(Reservations *r);
+
 // ---- pipeline.c ----
 extern const Pass pass_pipeline[];
 extern const int pass_count;
