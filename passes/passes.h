@@ -57,6 +57,27 @@ void resv_take(Reservations *r, int64_t start, int64_t len);
 int64_t resv_busy(const Reservations *r, int64_t from, int64_t to);
 void resv_free(Reservations *r);
 
+// ---- paths.c: routes between devices (for the router) ----
+//
+// A path is the hops a vector takes; hop i leaves device from[i] on its
+// port out_port[i] over link[i].  Paths over working (not failed) links.
+typedef struct Hop {
+  int link;
+  int from, to;
+  int out_port, in_port;
+} Hop;
+
+typedef struct Path {
+  int nhops;
+  Hop *hops;  // in the caller's arena
+} Path;
+
+// Up to `max` paths from src to dst that share no link direction, shortest
+// first: each is a shortest path once the earlier ones' link directions are
+// taken away (within a node of a dragonfly: the direct link, then one
+// two-hop path through every other TSP).  Returns how many were found.
+int route_disjoint_paths(Arena *a, const Topology *t, int src, int dst, int max, Path *out);
+
 // ---- pipeline.c ----
 extern const Pass pass_pipeline[];
 extern const int pass_count;
