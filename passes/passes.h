@@ -78,6 +78,31 @@ typedef struct Path {
 // two-hop path through every other TSP).  Returns how many were found.
 int route_disjoint_paths(Arena *a, const Topology *t, int src, int dst, int max, Path *out);
 
+// ---- align.c: the initial-alignment preamble (for the sync pass) ----
+//
+// Seed 002 s3.2: devices start at unrelated times; along a spanning tree
+// each parent DESKEWs and TRANSMITs to its children, each child POLLs at
+// every HAC epoch boundary until the notification arrives, and all devices
+// NOTIFY on one global cycle, (floor(L / E) + 1) x height epochs after the
+// root's first boundary.
+typedef struct AlignPlan {
+  int root, height;
+  int epochs_per_level;   // floor((L + fan-out) / E) + 1
+  int *parent, *level;    // by device; the root's parent is -1
+  int *parent_port;       // the port of each device that faces its parent
+  int64_t launch_window;  // cycles the root waits first: every device must be running
+} AlignPlan;
+
+// Plans the tree (BFS from root over working links: minimal height).
+// False, with err, if some device cannot be reached.
+bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, AlignPlan *plan, char *err,
+                size_t errlen);
+// Writes the preamble into each device's ctl unit (created if missing) and
+// a SYNC at the start of every other unit, which the NOTIFY then wakes.
+// Units' own code is appended after this.  Returns the cycle, in the root's
+// clock with no drift or skew, at which every device NOTIFYs.
+int64_t align_emit(Arena *a, const AlignPlan *plan, const Topology *t, Program *p);
+
 // ---- pipeline.c ----
 extern const Pass pass_pipeline[];
 extern const int pass_count;

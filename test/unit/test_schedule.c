@@ -3,6 +3,8 @@
 // router's disjoint paths.
 #include "harness.h"
 
+#include "../../runtime/emu.h"
+
 #define HORIZON 400
 
 // The model: one flag a cycle.
@@ -137,12 +139,125 @@ static void paths_follow_the_network(void **state) {
   arena_free(&a);
 }
 
+// ---- the alignment preamble, run on the emulator ------------------------------
+
+static void add(Arena *a, UnitProgram *u, Opcode op, int port, uint32_t x, uint32_t y, uint32_t z) {
+  Instr in = {.op = (uint8_t)op, .port = (uint16_t)port, .a = x, .b = y, .c = z};
+  VEC_PUSH(a, &u->code, in);
+}
+
+// After the NOTIFY, every tree edge carries one vector each way, taken at
+// exactly the cycle it lands (wake + max latency): if one end NOTIFYed even
+// one cycle early or late, a take underflows.  Returns the violations.
+static int64_t aligned_exchange(const char *yaml, int root, int64_t skew, bool jitter, int64_t *cycles) {
+  Arena a = {0};
+  Topology *t = topo_ok(&a, yaml);
+  AlignPlan plan;
+  char err[256];
+  if (!align_plan(&a, t, root, skew + 500, &plan, err, sizeof err)) fail_msg("%s", err);
+  Program *p = ARENA_NEW(&a, Program);
+  p->ndevices = t->ndevices;
+  p->devices = ARENA_ARRAY(&a, DeviceProgram, t->ndevices);
+  p->predicted_cycles = -1;
+  for (int v = 0; v < t->ndevices; v++) {  // one c2c unit per tree edge end, before the preamble
+    DeviceProgram *dp = &p->devices[v];
+    dp->device = v;
+    DataRecord init = {.kind = REC_INIT, .dtype = DT_I32, .addr = 0, .nvec = 1, .a = 1, .b = 1000.0 * v};
+    VEC_PUSH(&a, &dp->records, init);
+    for (int q = 0; q < t->devices[v].nports; q++) {
+      const Port *port = &t->devices[v].ports[q];
+      bool edge = port->link >= 0 && ((plan.parent[v] == port->peer && plan.parent_port[v] == q) ||
+                                      (plan.parent[port->peer] == v && plan.parent_port[port->peer] == port->peer_port));
+      if (!edge) continue;
+      UnitProgram up = {.kind = UNIT_C2C, .port = q};
+      VEC_PUSH(&a, &dp->units, up);
+      DataRecord expect = {.kind = REC_EXPECT, .dtype = DT_I32, .addr = 100 + (uint32_t)q, .nvec = 1, .a = 1,
+                           .b = 1000.0 * port->peer};
+      VEC_PUSH(&a, &dp->records, expect);
+    }
+  }
+  int64_t notify = align_emit(&a, &plan, t, p);
+  int latency = t->link.latency_max;
+  for (int v = 0; v < t->ndevices; v++) {
+    DeviceProgram *dp = &p->devices[v];
+    for (int i = 0; i < dp->units.len; i++) {
+      UnitProgram *u = &dp->units.data[i];
+      if (u->kind == UNIT_C2C) {  // woken at notify + 1: send now, take at the landing cycle
+        add(&a, u, OPC_SEND, u->port, 0, 1, 0);
+        add(&a, u, OPC_WAIT, 0, (uint32_t)latency - 1, 0, 0);
+        add(&a, u, OPC_RECV, u->port, 100 + (uint32_t)u->port, 1, 0);
+      }
+      add(&a, u, OPC_HALT, 0, 0, 0, 0);
+    }
+  }
+  // Nothing drifts and the root starts first, so with no skew the run ends at
+  // the last take's HALT: notify + 1 + latency + 1.
+  if (skew == 0 && !jitter) p->predicted_cycles = notify + latency + 2;
+  EmuInput in = {.dir = ".", .topo = t, .prog = p};
+  EmuOptions opt = {.seed = 3, .jitter = jitter, .start_skew = skew, .max_cycles = 1 << 30, .max_listed = 5};
+  Emu *e = emu_new(&a, &in, &opt, err, sizeof err);
+  assert_non_null(e);
+  EmuResult r;
+  emu_run(e, &r);
+  for (int i = 0; i < r.listed.len; i++) print_message("%s\n", r.listed.data[i].message);
+  int64_t bad = r.nviolations + (r.data != DATA_VERIFIED);
+  *cycles = r.cycles;
+  emu_free(e);
+  arena_free(&a);
+  return bad;
+}
+
+// Trees of height 1 (a node), 3 (dragonflies: local, node link, local), 4
+// (a 5x5 mesh from its centre and a ring of 9), with and without start skew
+// and jitter: every exchange lands on the cycle.  The preamble costs
+// (floor((228 + fan-out) / 252) + 1) = 1 epoch a level.
+static void alignment_brings_every_device_to_one_cycle(void **state) {
+  (void)state;
+  static const struct { const char *yaml; int root, height; } systems[] = {
+      {"topology: dragonfly\ndragonfly: {nodes: 1}\n", 0, 1},
+      {"topology: dragonfly\ndragonfly: {nodes: 9}\n", 0, 3},  // local, node link, local
+      {"topology: dragonfly\ndragonfly: {nodes_per_rack: 9, racks: 1}\n", 5, 3},
+      {"topology: mesh\ndims: [5, 5]\n", 12, 4},
+      {"topology: ring\ndevices: 9\n", 0, 4},
+  };
+  for (size_t i = 0; i < ARRAY_LEN(systems); i++) {
+    Arena a = {0};
+    AlignPlan plan;
+    char err[128];
+    assert_true(align_plan(&a, topo_ok(&a, systems[i].yaml), systems[i].root, 0, &plan, err, sizeof err));
+    assert_int_equal(plan.height, systems[i].height);
+    assert_int_equal(plan.epochs_per_level, 1);
+    arena_free(&a);
+    int64_t cycles;
+    assert_int_equal(aligned_exchange(systems[i].yaml, systems[i].root, 0, false, &cycles), 0);
+    // Root waits 500, DESKEWs to 504, height epochs more, NOTIFY; + 1 + 228 + 1.
+    assert_int_equal(cycles, 504 + 252 * systems[i].height + 230);
+    assert_int_equal(aligned_exchange(systems[i].yaml, systems[i].root, 5000, false, &cycles), 0);
+    assert_int_equal(aligned_exchange(systems[i].yaml, systems[i].root, 5000, true, &cycles), 0);
+  }
+}
+
+// Latencies that straddle an epoch boundary cannot be aligned this way.
+static void alignment_refuses_straddling_latencies(void **state) {
+  (void)state;
+  Arena a = {0};
+  AlignPlan plan;
+  char err[256];
+  Topology *t = topo_ok(&a, "topology: ring\ndevices: 4\nlink: {latency_cycles: {min: 200, max: 300}}\n");
+  assert_false(align_plan(&a, t, 0, 0, &plan, err, sizeof err));
+  assert_string_equal(err, "link latencies 200..300 (plus 2 transmits) straddle a 252-cycle epoch boundary: "
+                           "the alignment tree cannot bring every child out of its POLL on one boundary");
+  arena_free(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(reservations_match_a_cycle_by_cycle_model),
       cmocka_unit_test(streams_are_runs_not_vectors),
       cmocka_unit_test(a_node_offers_seven_paths),
       cmocka_unit_test(paths_follow_the_network),
+      cmocka_unit_test(alignment_brings_every_device_to_one_cycle),
+      cmocka_unit_test(alignment_refuses_straddling_latencies),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
