@@ -78,6 +78,26 @@ typedef struct Path {
 // two-hop path through every other TSP).  Returns how many were found.
 int route_disjoint_paths(Arena *a, const Topology *t, int src, int dst, int max, Path *out);
 
+// ---- rings.c: Hamiltonian cycles (for ring lowerings) ----
+//
+// A bidirectional ring sends half the data each way round a cycle through
+// every device in which consecutive devices share a working link (and a
+// cycle of two needs two distinct links).  Built directly for rings, fully
+// connected systems and meshes and tori with an even device count; searched
+// for otherwise, within a named budget.
+
+// Search steps spent on one topology before giving up, and the most devices
+// searched (the search recurses once a device): named limits.
+#define RING_SEARCH_BUDGET 2000000
+#define RING_SEARCH_MAX_DEVICES 4096
+
+// Fills order[0..ndevices) with a Hamiltonian cycle over working links.
+// False, with the reason in why (an odd mesh: bipartite with an odd number
+// of devices; or nothing found within the budget).
+bool ring_hamiltonian(const Topology *t, int *order, char *why, size_t whylen);
+// Whether order is a Hamiltonian cycle of t (for checks and tests).
+bool ring_is_hamiltonian(const Topology *t, const int *order);
+
 // ---- align.c: the initial-alignment preamble (for the sync pass) ----
 //
 // Seed 002 s3.2: devices start at unrelated times; along a spanning tree

@@ -250,6 +250,70 @@ static void alignment_refuses_straddling_latencies(void **state) {
   arena_free(&a);
 }
 
+// ---- Hamiltonian cycles -----------------------------------------------------------
+
+static void assert_ring(const char *yaml) {
+  Arena a = {0};
+  Topology *t = topo_ok(&a, yaml);
+  int *order = malloc(sizeof(int) * (size_t)t->ndevices);
+  char why[256] = "";
+  if (!ring_hamiltonian(t, order, why, sizeof why)) fail_msg("%s: %s", yaml, why);
+  assert_true(ring_is_hamiltonian(t, order));
+  free(order);
+  arena_free(&a);
+}
+
+static const char *refused(Arena *a, const char *yaml) {
+  Topology *t = topo_ok(a, yaml);
+  int *order = ARENA_ARRAY(a, int, t->ndevices);
+  char why[256];
+  assert_false(ring_hamiltonian(t, order, why, sizeof why));
+  return arena_strdup(a, why);
+}
+
+static void hamiltonian_cycles_where_they_exist(void **state) {
+  (void)state;
+  char yaml[160];
+  for (int n = 3; n <= 12; n++) {
+    snprintf(yaml, sizeof yaml, "topology: ring\ndevices: %d\n", n);
+    assert_ring(yaml);
+    snprintf(yaml, sizeof yaml, "topology: fully_connected\ndevices: %d\n", n);
+    assert_ring(yaml);
+  }
+  assert_ring("topology: ring\ndevices: 2\n");  // two parallel cables
+  for (int x = 2; x <= 7; x++)  // meshes with an even count: the comb
+    for (int y = 2; y <= 7; y++)
+      if (x * y % 2 == 0) {
+        snprintf(yaml, sizeof yaml, "topology: mesh\ndims: [%d, %d]\n", x, y);
+        assert_ring(yaml);
+      }
+  assert_ring("topology: mesh\ndims: [3, 4, 5]\n");
+  assert_ring("topology: mesh\ndims: [3, 3, 2]\n");
+  assert_ring("topology: torus\ndims: [3, 3]\n");  // odd tori: searched
+  assert_ring("topology: torus\ndims: [5, 5]\n");
+  assert_ring("topology: torus\ndims: [9, 9]\n");
+  assert_ring("topology: torus\ndims: [3, 5, 7]\n");
+  assert_ring("topology: torus\ndims: [4, 4]\nfailed_links: [[0, 1]]\n");
+  assert_ring("topology: dragonfly\ndragonfly: {nodes: 1}\n");
+  assert_ring("topology: dragonfly\ndragonfly: {nodes_per_rack: 9, racks: 1}\n");
+  assert_ring("topology: dragonfly\ndragonfly: {nodes: 33}\n");  // node by node
+  assert_ring("topology: dragonfly\ndragonfly: {tsps_per_node: 2, global_ports_per_tsp: 2, nodes: 5}\n");
+  assert_ring("topology: dragonfly\ndragonfly: {tsps_per_node: 2, global_ports_per_tsp: 3, nodes_per_rack: 3, racks: 3}\n");
+}
+
+static void hamiltonian_cycles_refused_with_reasons(void **state) {
+  (void)state;
+  Arena a = {0};
+  assert_string_equal(refused(&a, "topology: mesh\ndims: [5, 5]\n"),
+                      "the mesh has no Hamiltonian cycle: it is bipartite (colour devices by the parity of "
+                      "their coordinates' sum) with an odd number of devices (25), and a cycle alternates colours");
+  assert_string_equal(refused(&a, "topology: mesh\ndims: [6]\n"),
+                      "the network has no Hamiltonian cycle (an exhaustive search found none)");
+  assert_string_equal(refused(&a, "topology: explicit\ndevices: 2\nlinks: [[0, 1]]\n"),
+                      "two devices form a cycle only over two links between them");
+  arena_free(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(reservations_match_a_cycle_by_cycle_model),
@@ -258,6 +322,8 @@ int main(void) {
       cmocka_unit_test(paths_follow_the_network),
       cmocka_unit_test(alignment_brings_every_device_to_one_cycle),
       cmocka_unit_test(alignment_refuses_straddling_latencies),
+      cmocka_unit_test(hamiltonian_cycles_where_they_exist),
+      cmocka_unit_test(hamiltonian_cycles_refused_with_reasons),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

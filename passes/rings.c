@@ -1,0 +1,260 @@
+// rings.c: Hamiltonian cycles through a whole topology.  Part of passes/;
+// the ring lowerings (ring, biring) order devices with them, and a biring
+// that cannot have one is refused with the reason from here.
+//
+// Constructions: a ring or a fully connected system in id order; a
+// dragonfly node by node (below).  A mesh or
+// torus with an even device count takes the "comb": pick an even dimension
+// as the columns' axis, walk column 0 along the others (a snake through
+// them), then the remaining columns back and forth over every row but the
+// first, and return along the first row.  A mesh with an odd count has no
+// cycle at all: it is bipartite (colour by coordinate sum) and a cycle
+// alternates colours.  Everything else (odd tori, dragonflies, explicit
+// networks) is searched: depth first, always trying the neighbour with the
+// fewest unvisited neighbours first (Warnsdorff's rule), within
+// RING_SEARCH_BUDGET steps.
+#include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// The working link between a and b other than `except` (-1: any), or -1.
+static int link_between(const Topology *t, int a, int b, int except) {
+  const Device *d = &t->devices[a];
+  for (int p = 0; p < d->nports; p++) {
+    const Port *port = &d->ports[p];
+    if (port->link >= 0 && port->peer == b && port->link != except && !t->links.data[port->link].failed)
+      return port->link;
+  }
+  return -1;
+}
+
+bool ring_is_hamiltonian(const Topology *t, const int *order) {
+  int n = t->ndevices;
+  if (n == 1) return order[0] == 0;
+  bool *seen = xcalloc((size_t)n, sizeof(bool));
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) {
+    ok = order[i] >= 0 && order[i] < n && !seen[order[i]];
+    if (ok) seen[order[i]] = true;
+  }
+  free(seen);
+  int first = -1;  // a cycle of two needs two distinct links
+  for (int i = 0; i < n && ok; i++) {
+    int l = link_between(t, order[i], order[(i + 1) % n], n == 2 && i == 1 ? first : -1);
+    ok = l >= 0;
+    if (i == 0) first = l;
+  }
+  return ok;
+}
+
+// ---- the comb, on a grid with an even dimension -------------------------------------
+
+// Device id of grid coordinates (x fastest, as in topology_build.c).
+static int grid_id(const Topology *t, const int *c) {
+  int id = 0;
+  for (int d = t->ndims - 1; d >= 0; d--) id = id * t->dims[d] + c[d];
+  return id;
+}
+
+// Row r (0 <= r < R) of the snake through every dimension but `axis`: the
+// coordinates it stands for, consecutive rows adjacent (boustrophedon).
+static void snake_row(const Topology *t, int axis, int r, int *c) {
+  int rest[IR_MAX_TOPO_DIMS], nrest = 0;
+  for (int d = 0; d < t->ndims; d++)
+    if (d != axis) rest[nrest++] = d;
+  // Mixed radix, the first rest dimension fastest; every digit reverses when
+  // the sum of the slower digits is odd, which keeps consecutive rows adjacent.
+  int digits[IR_MAX_TOPO_DIMS], rem = r;
+  for (int k = 0; k < nrest; k++) {
+    digits[k] = rem % t->dims[rest[k]];
+    rem /= t->dims[rest[k]];
+  }
+  for (int k = nrest - 1, parity = 0; k >= 0; k--) {
+    int size = t->dims[rest[k]], digit = parity ? size - 1 - digits[k] : digits[k];
+    c[rest[k]] = digit;
+    parity ^= digits[k] & 1;
+  }
+}
+
+static bool comb(const Topology *t, int *order) {
+  int axis = -1, rows = 1;
+  for (int d = 0; d < t->ndims && axis < 0; d++)
+    if (t->dims[d] % 2 == 0) axis = d;
+  if (axis < 0) return false;
+  for (int d = 0; d < t->ndims; d++)
+    if (d != axis) rows *= t->dims[d];
+  int cols = t->dims[axis], n = 0, c[IR_MAX_TOPO_DIMS] = {0};
+  if (rows < 2) return false;  // a line: no cycle
+  for (int r = 0; r < rows; r++) {  // column 0, every row
+    snake_row(t, axis, r, c);
+    c[axis] = 0;
+    order[n++] = grid_id(t, c);
+  }
+  for (int x = 1; x < cols; x++)  // the other columns over rows 1.., alternating direction
+    for (int k = 0; k < rows - 1; k++) {
+      int r = (x % 2) ? rows - 1 - k : 1 + k;
+      snake_row(t, axis, r, c);
+      c[axis] = x;
+      order[n++] = grid_id(t, c);
+    }
+  for (int x = cols - 1; x >= 1; x--) {  // back along row 0
+    snake_row(t, axis, 0, c);
+    c[axis] = x;
+    order[n++] = grid_id(t, c);
+  }
+  return n == t->ndevices && ring_is_hamiltonian(t, order);
+}
+
+// ---- dragonflies: node by node ---------------------------------------------------------
+//
+// Nodes in id order, each consecutive pair (and the last with the first)
+// joined by one of its global links, chosen so that a node is entered and
+// left on different TSPs; inside a node the other TSPs come between, over
+// local links.  Covers one-level systems and single racks (in a multi-rack
+// system consecutive nodes of different racks share no link).
+
+// The TSP of node `node` at which `link` ends, or -1 if it does not.
+static int tsp_on(const Topology *t, int link, int node) {
+  const Link *l = &t->links.data[link];
+  int tpn = t->df.tsps_per_node;
+  if (l->failed) return -1;
+  if (l->a / tpn == node) return l->a;
+  if (l->b / tpn == node) return l->b;
+  return -1;
+}
+
+// Global links between nodes i and j, by scanning node i's ports.
+static int links_between_nodes(const Topology *t, int i, int j, int *out, int max) {
+  int tpn = t->df.tsps_per_node, n = 0;
+  for (int d = i * tpn; d < (i + 1) * tpn; d++)
+    for (int p = 0; p < t->devices[d].nports && n < max; p++) {
+      const Port *port = &t->devices[d].ports[p];
+      if (port->link >= 0 && port->peer / tpn == j && tsp_on(t, port->link, j) >= 0) out[n++] = port->link;
+    }
+  return n;
+}
+
+static bool dragonfly_ring(const Topology *t, int *order) {
+  int tpn = t->df.tsps_per_node, nodes = t->df.nodes_per_rack * t->df.racks;
+  if (nodes < 3 || tpn < 2) return false;
+  int *in = xmalloc(sizeof(int) * (size_t)nodes), *out = xmalloc(sizeof(int) * (size_t)nodes);
+  bool ok = true;
+  for (int i = 0; i < nodes && ok; i++) {  // the link from node i to node i + 1
+    int cand[16], n = links_between_nodes(t, i, (i + 1) % nodes, cand, 16), pick = -1;
+    for (int c = 0; c < n && pick < 0; c++) {
+      int leave = tsp_on(t, cand[c], i);
+      bool fits_i = i == 0 || leave != in[i];  // node 0's entry is checked at the end
+      bool fits_next = (i + 1 < nodes) || tsp_on(t, cand[c], 0) != out[0];
+      if (fits_i && fits_next) pick = cand[c];
+    }
+    ok = pick >= 0;
+    if (ok) {
+      out[i] = tsp_on(t, pick, i);
+      in[(i + 1) % nodes] = tsp_on(t, pick, (i + 1) % nodes);
+    }
+  }
+  ok = ok && in[0] != out[0];
+  for (int i = 0, k = 0; i < nodes && ok; i++) {
+    order[k++] = in[i];
+    for (int d = i * tpn; d < (i + 1) * tpn; d++)
+      if (d != in[i] && d != out[i]) order[k++] = d;
+    order[k++] = out[i];
+  }
+  free(in);
+  free(out);
+  return ok && ring_is_hamiltonian(t, order);
+}
+
+// ---- search ----------------------------------------------------------------------------
+
+typedef struct Search {
+  const Topology *t;
+  int *order;
+  bool *visited;
+  long steps;
+} Search;
+
+static int unvisited_degree(const Search *s, int v) {
+  int k = 0;
+  const Device *d = &s->t->devices[v];
+  for (int p = 0; p < d->nports; p++)
+    if (d->ports[p].link >= 0 && !s->t->links.data[d->ports[p].link].failed && !s->visited[d->ports[p].peer]) k++;
+  return k;
+}
+
+// Extends the path order[0..len) to a cycle; false when this branch fails.
+static bool extend(Search *s, int len) {
+  int n = s->t->ndevices, v = s->order[len - 1];
+  if (len == n) return ring_is_hamiltonian(s->t, s->order);
+  if (++s->steps > RING_SEARCH_BUDGET) return false;
+  const Device *d = &s->t->devices[v];
+  int cand[64], ncand = 0;
+  for (int p = 0; p < d->nports && ncand < (int)ARRAY_LEN(cand); p++) {
+    int w = d->ports[p].peer;
+    if (d->ports[p].link < 0 || s->t->links.data[d->ports[p].link].failed || s->visited[w]) continue;
+    bool dup = false;
+    for (int i = 0; i < ncand; i++) dup |= cand[i] == w;
+    if (!dup) cand[ncand++] = w;
+  }
+  for (int i = 1; i < ncand; i++)  // Warnsdorff: fewest onward choices first
+    for (int j = i; j > 0 && unvisited_degree(s, cand[j]) < unvisited_degree(s, cand[j - 1]); j--) {
+      int x = cand[j];
+      cand[j] = cand[j - 1];
+      cand[j - 1] = x;
+    }
+  for (int i = 0; i < ncand; i++) {
+    s->visited[cand[i]] = true;
+    s->order[len] = cand[i];
+    if (extend(s, len + 1)) return true;
+    s->visited[cand[i]] = false;
+    if (s->steps > RING_SEARCH_BUDGET) return false;
+  }
+  return false;
+}
+
+// Searches for a cycle; *exhausted tells a finished search from a spent budget.
+static bool search(const Topology *t, int *order, bool *exhausted) {
+  Search s = {.t = t, .order = order, .visited = xcalloc((size_t)t->ndevices, sizeof(bool))};
+  s.visited[0] = true;
+  order[0] = 0;
+  bool found = extend(&s, 1);
+  *exhausted = s.steps <= RING_SEARCH_BUDGET;
+  free(s.visited);
+  return found;
+}
+
+bool ring_hamiltonian(const Topology *t, int *order, char *why, size_t whylen) {
+  int n = t->ndevices;
+  for (int i = 0; i < n; i++) order[i] = i;
+  if (n == 1) return true;
+  if (n == 2) {
+    if (ring_is_hamiltonian(t, order)) return true;
+    snprintf(why, whylen, "two devices form a cycle only over two links between them");
+    return false;
+  }
+  if (t->nfailed == 0 && (t->family == FAMILY_RING || t->family == FAMILY_FULLY_CONNECTED) &&
+      ring_is_hamiltonian(t, order))
+    return true;
+  if ((t->family == FAMILY_MESH || t->family == FAMILY_TORUS) && t->nfailed == 0 && comb(t, order)) return true;
+  if (t->family == FAMILY_DRAGONFLY && dragonfly_ring(t, order)) return true;
+  if (t->family == FAMILY_MESH && n % 2 == 1) {
+    snprintf(why, whylen,
+             "the mesh has no Hamiltonian cycle: it is bipartite (colour devices by the parity of "
+             "their coordinates' sum) with an odd number of devices (%d), and a cycle alternates colours",
+             n);
+    return false;
+  }
+  if (n > RING_SEARCH_MAX_DEVICES) {
+    snprintf(why, whylen, "no construction covers this network and it is too large to search (%d devices, "
+             "at most %d)", n, RING_SEARCH_MAX_DEVICES);
+    return false;
+  }
+  bool exhausted;
+  if (search(t, order, &exhausted)) return true;
+  if (exhausted)
+    snprintf(why, whylen, "the network has no Hamiltonian cycle (an exhaustive search found none)");
+  else
+    snprintf(why, whylen, "no Hamiltonian cycle was found within %d search steps", RING_SEARCH_BUDGET);
+  return false;
+}
