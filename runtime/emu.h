@@ -155,6 +155,28 @@ void sram_init(Sram *s, int vector_bytes);
 uint8_t *sram_vector(Sram *s, uint32_t addr, int64_t **lands, bool **written);
 void sram_free(Sram *s);
 
+// ===== reference.c: what a correct compiled program must produce ============
+//
+// The value of any element of any tensor's copy on any device, computed
+// from the graph alone (lazily, element by element: nothing of the tensor's
+// size is stored), rounded to the tensor's dtype after every op as the
+// hardware stores it.  Inputs and params are seeded: every element is -1, 0
+// or 1, so a sum over a group is exact in f16 up to 2048 devices, in bf16 up
+// to 256 and in f32 up to 2^24, whatever order a schedule adds in.  softmax,
+// layernorm and gelu are computed in double and rounded once.
+
+typedef struct Reference Reference;
+
+Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed);
+// Element `elem` (row-major) of tensor t's copy on `device` (any device for a
+// tensor with one copy).
+double ref_value(Reference *r, const Tensor *t, int device, int64_t elem);
+// The seeded value of an input or param element (what tsp-emu loads).
+double ref_input(const Reference *r, const Tensor *t, int device, int64_t elem);
+// The devices holding a copy of an @ each tensor, ascending (its group).
+int ref_group(const Reference *r, const Tensor *t, const int **devices);
+void ref_free(Reference *r);
+
 // ===== numeric.c ============================================================
 //
 // Elements live in vectors as little-endian values of their dtype.  Floats
