@@ -50,6 +50,7 @@ static bool at_end(AsmReader *r) {
 
 // A word: letters, digits, '_', '.', starting with a letter, '_' or '.'.
 static bool read_word(AsmReader *r, char *out, size_t n, int *col) {
+  out[0] = '\0';  // a caller may look at it after a failure
   skip_space(r);
   *col = r->pos;
   int start = r->pos;
@@ -271,6 +272,10 @@ static void directive_tensor(AsmReader *r, int col0) {
     skip_space(r);
   } while (r->pos < r->len && r->text[r->pos] == ',' && ++r->pos);
   if (!expect_char(r, ']') || !expect_end(r)) return;
+  if (!ir_shape_fits(&th.shape, ir_dtype_bytes[th.dtype], (int64_t)r->topo->sram_vectors * r->topo->link.vector_bytes)) {
+    diag_error(r->d, here(r, col0, 7), "tensor '%s' is larger than the SRAM", th.name);
+    return;
+  }
   int per = isa_elems_per_vector(th.dtype, r->topo->link.vector_bytes);
   if (per < 1) {
     diag_error(r->d, here(r, col0, 7), "a %d-byte vector holds no %s element", r->topo->link.vector_bytes,
@@ -300,7 +305,13 @@ static void directive_cycles(AsmReader *r, int col0) {
 static void directive(AsmReader *r) {
   char word[32];
   int col;
-  read_word(r, word, sizeof word, &col);
+  if (!read_word(r, word, sizeof word, &col)) {  // too long for any directive
+    char found[64];
+    r->pos = col;
+    found_text(r, found, sizeof found);
+    diag_error(r->d, here(r, col, 1), "unknown directive %s (.device, .unit, .init, .expect, .tensor, .cycles)", found);
+    return;
+  }
   if (!strcmp(word, ".device")) directive_device(r);
   else if (!strcmp(word, ".unit")) directive_unit(r);
   else if (!strcmp(word, ".init")) directive_record(r, REC_INIT, col);

@@ -61,6 +61,15 @@ int64_t ir_shape_elems(const Shape *s) {
   return n;
 }
 
+bool ir_shape_fits(const Shape *s, int elem_bytes, int64_t limit) {
+  int64_t bytes = elem_bytes;
+  for (int i = 0; i < s->rank; i++) {
+    if (s->dim[i] < 1 || s->dim[i] > limit / bytes) return false;
+    bytes *= s->dim[i];
+  }
+  return bytes <= limit;
+}
+
 int64_t ir_tensor_bytes(const Tensor *t) {
   return ir_shape_elems(&t->shape) * ir_dtype_bytes[t->dtype];
 }

@@ -162,6 +162,8 @@ bool ir_dtype_lookup(const char *name, DType *out);
 bool ir_op_lookup(const char *name, OpKind *out);
 bool ir_algo_lookup(const char *name, AlgoKind *out);
 int64_t ir_shape_elems(const Shape *s);
+// Whether a shape of elem_bytes elements fits in limit bytes (no overflow).
+bool ir_shape_fits(const Shape *s, int elem_bytes, int64_t limit);
 int64_t ir_tensor_bytes(const Tensor *t);  // bytes of one copy
 bool ir_shape_equal(const Shape *a, const Shape *b);
 // Room for any type string: a dtype and IR_MAX_RANK 19-digit dimensions.

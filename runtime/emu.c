@@ -69,7 +69,8 @@ static uint64_t rng_for(uint64_t seed, uint64_t what, uint64_t index) {
 #define HEAP_ARITY 4
 
 static const uint8_t event_class[EV_TYPE_COUNT] = {
-    [EV_WAKE] = 0, [EV_RECV] = 1, [EV_SEND] = 2, [EV_VXM] = 2, [EV_UNIT] = 3, [EV_POLL] = 3};
+    [EV_WAKE] = 0, [EV_UNIT] = 1, [EV_POLL] = 1, [EV_RECV] = 2,
+    [EV_SEND] = 3, [EV_VXM] = 3, [EV_MXM] = 3, [EV_LAND] = 4};
 
 static bool before(const Event *x, const Event *y) {
   return x->t < y->t || (x->t == y->t && x->order < y->order);
@@ -134,7 +135,24 @@ void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s) {
     heap_push(e, ev);
 }
 
+void emu_push_write(Emu *e, Tick t, PendingWrite *w) {
+  Event ev = {.t = t, .order = (uint64_t)event_class[EV_LAND] << 56 | e->seq++, .type = EV_LAND,
+              .dev = w->dev, .unit = w->unit, .write = w};
+  if (cycle_of(t) < e->cursor + EMU_WHEEL_CYCLES)
+    wheel_put(e, ev);
+  else
+    heap_push(e, ev);
+}
+
 static size_t queued(const Emu *e) { return e->in_wheel + e->nheap; }
+
+// The event's owned memory, for a run that stops early.
+static void event_free(Event *ev) {
+  if (ev->type == EV_LAND)
+    free(ev->write);
+  else
+    free(ev->stream);
+}
 
 // Moves heap events that came within the wheel's reach into it.
 static void refill_wheel(Emu *e) {
@@ -161,10 +179,10 @@ static Event pop(Emu *e) {
 static void drain_queue(Emu *e) {
   for (int i = 0; i < EMU_WHEEL_CYCLES; i++) {
     Bucket *b = &e->wheel[i];
-    for (uint32_t k = b->head; k < b->len; k++) free(b->e[k].stream);
+    for (uint32_t k = b->head; k < b->len; k++) event_free(&b->e[k]);
     b->head = b->len = 0;
   }
-  for (size_t i = 0; i < e->nheap; i++) free(e->heap[i].stream);
+  for (size_t i = 0; i < e->nheap; i++) event_free(&e->heap[i]);
   e->in_wheel = e->nheap = 0;
 }
 
@@ -189,10 +207,15 @@ void emu_violate(Emu *e, ViolationKind kind, int dev, const EUnit *u, int port, 
 // A read of vector addr at local cycle `local`: it must have been written,
 // and its last write must have landed.
 const uint8_t *emu_sram_read(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t local) {
+  static const uint8_t zeros[EMU_MAX_VECTOR_BYTES];
   int64_t *lands;
   bool *written;
-  uint8_t *v = sram_vector(&d->sram, addr, &lands, &written);
+  uint8_t *v = sram_peek(&d->sram, addr, &lands, &written);  // a read never allocates
   Tick now = emu_global_at(d, local);
+  if (!v) {
+    emu_violate(e, VIOL_SRAM, d->id, u, -1, local, "reads vector %u, which nothing wrote", addr);
+    return zeros;
+  }
   if (!*written)
     emu_violate(e, VIOL_SRAM, d->id, u, -1, local, "reads vector %u, which nothing wrote", addr);
   else if (*lands > now)
@@ -234,17 +257,43 @@ void emu_resume(Emu *e, EDev *d, int unit, int64_t local) {
 // instruction inside the one before it.
 int64_t emu_trace_cycle(Tick g) { return (g + EMU_TICKS_PER_CYCLE / 2) / EMU_TICKS_PER_CYCLE; }
 
-static void trace_instr(Emu *e, const EDev *d, int unit, const char *name, int64_t local, int64_t cycles) {
+// A trace slice [local, local + cycles) in global cycles.  Spans too long to
+// convert exactly (a stream of 2^30 slow vectors) keep their local length.
+void emu_trace_span(Emu *e, const EDev *d, int track, const char *name, int64_t local, int64_t cycles) {
   if (!e->trace) return;
-  int64_t start = emu_trace_cycle(emu_global_at(d, local));
-  int64_t end = emu_trace_cycle(emu_global_at(d, local + MAX(cycles, 1)));
-  trace_slice(e->trace, d->id, unit, name, start, MAX(end - start, 1));
+  cycles = MAX(cycles, 1);
+  int64_t start = emu_trace_cycle(emu_global_at(d, local)), end;
+  if (cycles < (INT64_MAX - d->start) / d->period - local)
+    end = emu_trace_cycle(emu_global_at(d, local + cycles));
+  else
+    end = start + cycles;
+  trace_slice(e->trace, d->id, track, name, start, MAX(end - start, 1));
+}
+
+static void trace_instr(Emu *e, const EDev *d, int unit, const char *name, int64_t local, int64_t cycles) {
+  emu_trace_span(e, d, unit, name, local, cycles);
 }
 
 Stream *emu_stream_new(const Instr *in, int dev, int unit, int64_t start, uint32_t n, int every) {
   Stream *s = xmalloc(sizeof *s);
   *s = (Stream){.in = *in, .dev = dev, .unit = unit, .start = start, .n = n, .every = every};
   return s;
+}
+
+static PendingWrite *pending_write(Emu *e, const EDev *d, int unit, uint32_t addr, uint32_t nvec, int64_t local,
+                                   Tick lands) {
+  PendingWrite *w = xmalloc(sizeof *w + (size_t)nvec * (size_t)e->vector_bytes);
+  *w = (PendingWrite){.dev = d->id, .unit = unit, .addr = addr, .nvec = nvec, .local = local, .lands = lands};
+  return w;
+}
+
+// Class 4: the op's results go into SRAM, landing at w->lands.
+static void land(Emu *e, PendingWrite *w) {
+  EDev *d = &e->devs[w->dev];
+  for (uint32_t v = 0; v < w->nvec; v++)
+    memcpy(emu_sram_write(e, d, &d->units[w->unit], w->addr + v, w->local, w->lands),
+           w->data + (size_t)v * (size_t)e->vector_bytes, (size_t)e->vector_bytes);
+  free(w);
 }
 
 // VADD, VMAX, VRELU: element k reads its sources at start + k and its result
@@ -265,42 +314,45 @@ static void step_vxm(Emu *e, Stream *s) {
     else
       num_vmax(dt, out, x, y, e->vector_bytes);
   }
-  Tick lands = emu_global_at(d, local + EMU_VXM_LATENCY);
-  memcpy(emu_sram_write(e, d, u, s->in.a + s->k, local, lands), out, (size_t)e->vector_bytes);
+  PendingWrite *w = pending_write(e, d, s->unit, s->in.a + s->k, 1, local, emu_global_at(d, local + EMU_VXM_LATENCY));
+  memcpy(w->data, out, (size_t)e->vector_bytes);
+  emu_push_write(e, emu_global_at(d, local), w);
   if (++s->k < s->n)
     emu_push(e, emu_global_at(d, s->start + s->k), EV_VXM, s->dev, s->unit, s);
   else
     free(s);
 }
 
-// MXM: reads its rows and weights at issue, holds the unit for
-// isa_mxm_cycles, and its results land EMU_MXM_LATENCY cycles after that.
-static int64_t run_mxm(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
-  const EUnit *u = &d->units[unit];
+// MXM: reads its rows and weights at issue (a class-3 event of the issue
+// cycle), holds the unit for isa_mxm_cycles, and its results land
+// EMU_MXM_LATENCY cycles after that.  Every operand is read before any
+// result is written, so a destination may overlap the rows.
+static void step_mxm(Emu *e, Stream *s) {
+  EDev *d = &e->devs[s->dev];
+  const EUnit *u = &d->units[s->unit];
+  const Instr *in = &s->in;
+  int64_t local = s->start;
   DType dt = (DType)in->dtype;
   int vb = e->vector_bytes, n = isa_elems_per_vector(dt, vb), rowvecs = isa_mxm_row_vectors(dt, vb);
   int64_t cycles = isa_mxm_cycles(dt, vb, in->d);
-  uint8_t *w = xmalloc((size_t)n * (size_t)vb), *act = xmalloc((size_t)vb);
+  uint8_t *w = xmalloc((size_t)n * (size_t)vb), *act = xmalloc((size_t)in->d * (size_t)vb);
   const uint8_t **rows = xmalloc(sizeof *rows * (size_t)n);
-  uint8_t *out = xmalloc((size_t)rowvecs * (size_t)vb);
   for (int k = 0; k < n; k++) {
     memcpy(w + (size_t)k * (size_t)vb, emu_sram_read(e, d, u, in->c + (uint32_t)k, local), (size_t)vb);
     rows[k] = w + (size_t)k * (size_t)vb;
   }
-  Tick lands = emu_global_at(d, local + cycles + EMU_MXM_LATENCY);
-  for (uint32_t r = 0; r < in->d; r++) {
-    memcpy(act, emu_sram_read(e, d, u, in->b + r, local), (size_t)vb);
-    memset(out, 0, (size_t)rowvecs * (size_t)vb);
-    num_mxm_row(dt, vb, act, rows, out);
-    for (int v = 0; v < rowvecs; v++)
-      memcpy(emu_sram_write(e, d, u, in->a + r * (uint32_t)rowvecs + (uint32_t)v, local, lands),
-             out + (size_t)v * (size_t)vb, (size_t)vb);
-  }
+  for (uint32_t r = 0; r < in->d; r++)
+    memcpy(act + (size_t)r * (size_t)vb, emu_sram_read(e, d, u, in->b + r, local), (size_t)vb);
+  PendingWrite *out = pending_write(e, d, s->unit, in->a, in->d * (uint32_t)rowvecs, local,
+                                    emu_global_at(d, local + cycles + EMU_MXM_LATENCY));
+  memset(out->data, 0, (size_t)out->nvec * (size_t)vb);
+  for (uint32_t r = 0; r < in->d; r++)
+    num_mxm_row(dt, vb, act + (size_t)r * (size_t)vb, rows, out->data + (size_t)r * (size_t)rowvecs * (size_t)vb);
+  emu_push_write(e, emu_global_at(d, local), out);
   free(w);
   free(act);
   free(rows);
-  free(out);
-  return cycles;
+  free(s);
 }
 
 // DESKEW: the next issue is at the first HAC epoch boundary after `local`.
@@ -362,7 +414,10 @@ static void issue(Emu *e, EDev *d, int unit) {
     next = L + n;
     break;
   }
-  case OPC_MXM: next = L + run_mxm(e, d, unit, in, L); break;
+  case OPC_MXM:
+    emu_push(e, emu_global_at(d, L), EV_MXM, d->id, unit, emu_stream_new(in, d->id, unit, L, 1, 1));
+    next = L + isa_mxm_cycles((DType)in->dtype, e->vector_bytes, in->d);
+    break;
   case OPC_NOTIFY: emu_push(e, emu_global_at(d, L + EMU_NOTIFY_LATENCY), EV_WAKE, d->id, -1, NULL); break;
   case OPC_DESKEW: next = next_boundary_local(e, d, L); break;
   case OPC_RUNTIME_DESKEW: next = L + runtime_deskew(e, d, u, in->a, L); break;
@@ -548,6 +603,8 @@ static void dispatch(Emu *e, const Event *ev) {
   case EV_RECV: link_step_recv(e, ev->stream); break;
   case EV_SEND: link_step_send(e, ev->stream); break;
   case EV_VXM: step_vxm(e, ev->stream); break;
+  case EV_MXM: step_mxm(e, ev->stream); break;
+  case EV_LAND: land(e, ev->write); break;
   case EV_UNIT: issue(e, &e->devs[ev->dev], ev->unit); break;
   case EV_POLL: link_step_poll(e, &e->devs[ev->dev], ev->unit, ev->t); break;
   case EV_TYPE_COUNT: unreachable();
@@ -580,12 +637,17 @@ void emu_run(Emu *e, EmuResult *r) {
     if (ev.t > limit) {
       emu_violate(e, VIOL_HANG, -1, NULL, -1, e->opt.max_cycles,
                   "still running after %lld cycles (--max-cycles)", (long long)e->opt.max_cycles);
-      if (ev.stream) free(ev.stream);
+      event_free(&ev);
       e->last_activity = limit;  // the run lasted until it was cut
       break;
     }
     e->last_activity = MAX(e->last_activity, ev.t);
     dispatch(e, &ev);
+  }
+  if (!e->stop && e->last_activity > limit) {  // results that land past the limit
+    emu_violate(e, VIOL_HANG, -1, NULL, -1, e->opt.max_cycles,
+                "still running after %lld cycles (--max-cycles)", (long long)e->opt.max_cycles);
+    e->last_activity = limit;
   }
   drain_queue(e);
   r->cycles = (e->last_activity - e->first_start + EMU_TICKS_PER_CYCLE - 1) / EMU_TICKS_PER_CYCLE;

@@ -56,6 +56,10 @@ bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in);
 #define EMU_MXM_LATENCY 16
 // Cycles from NOTIFY to the parked units (and the notifier) issuing again.
 #define EMU_NOTIFY_LATENCY 1
+// The most vectors one port may hold (in flight to it or waiting): far past
+// any buffer (rx_buffer_vectors) and any link's latency / cycles a vector,
+// so only a run that already overflowed reaches it; it is then stopped.
+#define EMU_MAX_QUEUED_VECTORS (1 << 16)
 // The largest vector the emulator handles (a multiple of 4 bytes).
 #define EMU_MAX_VECTOR_BYTES 1024
 
@@ -153,6 +157,8 @@ typedef struct Sram {
 void sram_init(Sram *s, int vector_bytes);
 // The vector at addr, creating its page (zeroed, unwritten) if needed.
 uint8_t *sram_vector(Sram *s, uint32_t addr, int64_t **lands, bool **written);
+// The same without creating anything: NULL when the page was never touched.
+uint8_t *sram_peek(Sram *s, uint32_t addr, int64_t **lands, bool **written);
 void sram_free(Sram *s);
 
 // ===== reference.c: what a correct compiled program must produce ============

@@ -8,18 +8,35 @@
 
 typedef int64_t Tick;  // global time, EMU_TICKS_PER_CYCLE a reference cycle
 
-// Events at one tick run in class order: NOTIFY wake-ups, then writes
-// (RECV takes), then reads (SEND departures, vector-unit elements), then
-// instruction issues.  So a vector taken at cycle t can be sent on at t,
-// and a unit woken at t issues at t.
-typedef enum { EV_WAKE, EV_RECV, EV_SEND, EV_VXM, EV_UNIT, EV_POLL, EV_TYPE_COUNT } EventType;
+// Events at one tick run in class order:
+//   0  NOTIFY wake-ups
+//   1  instruction issues and POLL checks (they only start streams)
+//   2  RECV takes: writes that land at once
+//   3  reads: SEND departures, vector-unit elements, MXM operands
+//   4  the writes vector and matrix ops issue (landing later)
+// So a unit woken at t issues at t, a vector taken at t can be sent on or
+// added at t, and a read at t of a vector an op writes at t gets the old
+// bytes, whatever the order of the units in the program.
+typedef enum { EV_WAKE, EV_UNIT, EV_POLL, EV_RECV, EV_SEND, EV_VXM, EV_MXM, EV_LAND, EV_TYPE_COUNT } EventType;
+
+// Results a vector or matrix op computed at one tick, written in class 4.
+typedef struct PendingWrite {
+  int dev, unit;
+  uint32_t addr, nvec;  // vectors addr .. addr + nvec
+  int64_t local;        // the cycle the write issues
+  int64_t lands;        // the tick it lands
+  uint8_t data[];       // nvec vectors
+} PendingWrite;
 
 typedef struct Event {
   Tick t;
   uint64_t order;  // class << 56 | sequence number: ties broken deterministically
   EventType type;
   int dev, unit;
-  struct Stream *stream;
+  union {
+    struct Stream *stream;  // EV_RECV, EV_SEND, EV_VXM, EV_MXM
+    PendingWrite *write;    // EV_LAND
+  };
 } Event;
 
 // A SEND, RECV or vector op in progress: one element every `every` cycles.
@@ -128,6 +145,7 @@ struct Emu {
 Tick emu_global_at(const EDev *d, int64_t local);
 int64_t emu_local_at_or_after(const EDev *d, Tick g);
 void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s);
+void emu_push_write(Emu *e, Tick t, PendingWrite *w);
 void emu_violate(Emu *e, ViolationKind kind, int dev, const EUnit *u, int port, int64_t cycle,
                  const char *fmt, ...) PRINTF_LIKE(7, 8);
 const uint8_t *emu_sram_read(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t local);
@@ -141,6 +159,7 @@ uint64_t emu_rng(uint64_t *state);
 #define EMU_TRACE_TRACKS 100000
 int emu_trace_track(int unit, int which);
 int64_t emu_trace_cycle(Tick g);
+void emu_trace_span(Emu *e, const EDev *d, int track, const char *name, int64_t local, int64_t cycles);
 
 // ---- link.c ----
 void link_send(Emu *e, EDev *d, int unit, const Instr *in, int64_t local);

@@ -76,6 +76,14 @@ static void depart(Emu *e, EDev *d, int unit, int port, int64_t local, uint8_t *
     payload_free(e, payload);
     return;
   }
+  if (q->len >= EMU_MAX_QUEUED_VECTORS) {  // nothing takes them: bound the memory, stop
+    emu_violate(e, VIOL_OVERFLOW, out->peer_dev, NULL, out->peer_port, -1,
+                "port %d holds %d vectors nothing takes; the run is stopped", out->peer_port,
+                EMU_MAX_QUEUED_VECTORS);
+    payload_free(e, payload);
+    e->stop = true;
+    return;
+  }
   rx_push(q, (RxEntry){.departed = now, .arrives = arrives, .payload = payload, .from_dev = d->id, .from_unit = unit});
 }
 
@@ -100,10 +108,7 @@ static void check_tx_free(Emu *e, EDev *d, int unit, int port, int64_t local, in
 
 // The span a stream keeps its port busy, as a slice on the port's track.
 static void trace_stream(Emu *e, const EDev *d, int unit, int which, const char *name, int64_t local, int64_t cycles) {
-  if (!e->trace) return;
-  int64_t start = emu_trace_cycle(emu_global_at(d, local));
-  int64_t end = emu_trace_cycle(emu_global_at(d, local + MAX(cycles, 1)));
-  trace_slice(e->trace, d->id, emu_trace_track(unit, which), name, start, MAX(end - start, 1));
+  emu_trace_span(e, d, emu_trace_track(unit, which), name, local, cycles);
 }
 
 void link_send(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {

@@ -231,6 +231,11 @@ static bool read_tensor(ManifestReader *m, yaml_node_t *n, const Topology *t, Te
       return false;
     th->shape.dim[th->shape.rank++] = v;
   }
+  if (th->shape.rank == 0 ||
+      !ir_shape_fits(&th->shape, ir_dtype_bytes[th->dtype], (int64_t)t->sram_vectors * t->link.vector_bytes)) {
+    diag_error(m->d, mloc(m, shape), "tensor '%s' is larger than the SRAM", th->name);
+    return false;
+  }
   return true;
 }
 

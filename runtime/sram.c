@@ -58,6 +58,21 @@ static SramPage *page(Sram *s, uint32_t number) {
   return *recent = p;
 }
 
+uint8_t *sram_peek(Sram *s, uint32_t addr, int64_t **lands, bool **written) {
+  uint32_t number = addr / EMU_SRAM_PAGE_VECTORS;
+  SramPage **recent = &s->recent[number % EMU_SRAM_RECENT];
+  SramPage *p = *recent && (*recent)->number == number ? *recent : NULL;
+  for (uint32_t j = s->nslots ? slot_of(number, s->nslots) : 0; !p && s->nslots; j = (j + 1) & (s->nslots - 1)) {
+    if (!s->slots[j]) break;
+    if (s->slots[j]->number == number) p = s->slots[j];
+  }
+  if (!p) return NULL;
+  uint32_t i = addr % EMU_SRAM_PAGE_VECTORS;
+  if (lands) *lands = &p->lands[i];
+  if (written) *written = &p->written[i];
+  return p->data + (size_t)i * (size_t)s->vector_bytes;
+}
+
 uint8_t *sram_vector(Sram *s, uint32_t addr, int64_t **lands, bool **written) {
   SramPage *p = page(s, addr / EMU_SRAM_PAGE_VECTORS);
   uint32_t i = addr % EMU_SRAM_PAGE_VECTORS;
