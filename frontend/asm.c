@@ -14,6 +14,8 @@
 #include "frontend.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,15 +89,19 @@ static bool expect_char(AsmReader *r, char c) {
   return false;
 }
 
-// An unsigned integer operand (decimal) that fits in 32 bits.
+// An unsigned integer operand that fits in 32 bits: decimal, or hex after 0x.
 static bool read_u32(AsmReader *r, const char *what, uint32_t *out) {
   skip_space(r);
   int start = r->pos;
-  while (r->pos < r->len && isdigit((unsigned char)r->text[r->pos])) r->pos++;
+  bool hex = r->pos + 1 < r->len && r->text[r->pos] == '0' &&
+             (r->text[r->pos + 1] == 'x' || r->text[r->pos + 1] == 'X');
+  if (hex) r->pos += 2;
+  while (r->pos < r->len && (hex ? isxdigit((unsigned char)r->text[r->pos]) : isdigit((unsigned char)r->text[r->pos])))
+    r->pos++;
   char buf[32];
   int len = r->pos - start;
   int64_t v;
-  if (len == 0) {
+  if (len == 0 || (hex && len == 2)) {
     char found[64];
     found_text(r, found, sizeof found);
     diag_error(r->d, here(r, start, 1), "expected %s (a number), found %s", what, found);
@@ -104,7 +110,17 @@ static bool read_u32(AsmReader *r, const char *what, uint32_t *out) {
   snprintf(buf, sizeof buf, "%.*s", MIN(len, 30), r->text + start);
   r->num_col = start;
   r->num_len = len;
-  if (len > 20 || !str_to_i64(buf, &v) || v > UINT32_MAX) {
+  bool parsed = false;
+  if (hex) {
+    char *end;
+    errno = 0;
+    unsigned long long u = len <= 18 ? strtoull(buf + 2, &end, 16) : ULLONG_MAX;
+    parsed = len <= 18 && !errno && !*end;
+    v = parsed && u <= UINT32_MAX ? (int64_t)u : INT64_MAX;
+  } else {
+    parsed = len <= 20 && str_to_i64(buf, &v);
+  }
+  if (!parsed || v > UINT32_MAX) {
     diag_error(r->d, here(r, start, len), "%s %.*s does not fit in 32 bits", what, len, r->text + start);
     return false;
   }

@@ -12,6 +12,7 @@
 #include "ir.h"
 
 #include <string.h>
+#include <strings.h>
 
 const OpcodeInfo isa_opcodes[OPC_COUNT] = {
 #define X(e, name, operands, units) {name, operands, units},
@@ -26,9 +27,10 @@ const char *const isa_unit_kind_names[UNIT_KIND_COUNT] = {"c2c", "vxm", "mxm", "
 #define MXM_MACS_I8 (4 * 320 * 320)
 #define MXM_MACS_F32 (MXM_MACS_F16 / 4)
 
+// Mnemonics are matched in any case: SEND, send, Send.
 bool isa_opcode_lookup(const char *name, Opcode *out) {
   for (int i = 0; i < OPC_COUNT; i++)
-    if (!strcmp(name, isa_opcodes[i].name)) {
+    if (!strcasecmp(name, isa_opcodes[i].name)) {
       *out = (Opcode)i;
       return true;
     }
