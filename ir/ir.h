@@ -357,6 +357,50 @@ bool ir_topo_connected(const Topology *t, int *unreached);
 // --describe: YAML summary; with ports, every device's numbered ports.
 void ir_topo_describe(const Topology *t, FILE *out, bool ports);
 
+// ===== DAG IR ==============================================================
+//
+// What the schedulers work on (passes/dag.c builds it from the placed graph).
+// A COMPUTE node is one op on one device (an op on an @ each tensor is one
+// node per device; a copy that stays on its device is a local move).  A
+// TRANSFER node moves `bytes` from device src to device dst over the
+// network; with `reduce`, dst combines them with its own data by the op's
+// reduction (the collective lowering emits those).  A COLLECTIVE node is a
+// whole allreduce, reduce_scatter or all_gather over its group, which the
+// lowering pass replaces by transfers and reductions.  Nodes are in a
+// topological order: every dependency has a smaller id.
+typedef enum { NODE_COMPUTE, NODE_TRANSFER, NODE_COLLECTIVE } DagNodeKind;
+
+typedef struct DagNode {
+  int id;            // index in Dag.nodes
+  DagNodeKind kind;
+  const Op *op;      // the graph op it serves
+  const Tensor *tensor;  // TRANSFER: the tensor moved
+  int device;        // COMPUTE: where it runs
+  int src, dst;      // TRANSFER: src != dst
+  int64_t bytes;     // TRANSFER: bytes moved; COLLECTIVE: bytes of the operand per device
+  bool reduce;       // TRANSFER: dst reduces into its own data by op->reduce
+  int ngroup;        // COLLECTIVE: the participating devices, ascending
+  int *group;
+  int ndeps;         // nodes that must finish first, ascending ids, no repeats
+  int *deps;
+} DagNode;
+
+typedef struct Dag {
+  const Graph *graph;
+  VEC(DagNode *) nodes;
+} Dag;
+
+// ---- dag.c ----
+// Devices holding a copy of a tensor placed at p (EACH or DEVICE; the
+// partitioner has resolved AUTO and STAGE), ascending, into out (room for
+// ndevices).  Returns how many.
+int ir_place_devices(const Placement *p, int ndevices, int *out);
+// One line per node, e.g. "n3 = transfer x device(0) -> device(5), 1.0 MiB for copy(x -> y) after n1;".
+void ir_dag_dump(const Dag *d, FILE *out);
+// Ids are indices, dependencies point backwards in ascending order, devices
+// exist, transfers move a positive byte count between distinct devices.
+bool ir_dag_verify(const Dag *d, int ndevices, char *err, size_t errlen);
+
 // ===== ISA and device programs ===========================================
 //
 // A device runs one instruction stream per functional unit: `c2c.P` for each

@@ -4,8 +4,8 @@
 // adds or rewrites its own.  The pipeline is one table (pipeline.c); the
 // driver runs it in order and stops at the first pass that reports errors,
 // so --dump-after=PASS and --stats come for free.  Today's table holds the
-// frontend stages (parse, check); partitioning, collective lowering, routing,
-// scheduling and synchronisation join it as they are built.
+// frontend stages (parse, check), partition and dag; collective lowering,
+// routing, scheduling and synchronisation join it as they are built.
 #ifndef TSPC_PASSES_H
 #define TSPC_PASSES_H
 
@@ -20,7 +20,8 @@ typedef struct Compilation {
   const SrcFile *src;    // the .tg text
   Topology *topo;
   Ast *ast;              // after parse
-  Graph *graph;          // after check
+  Graph *graph;          // after check; every tensor placed after partition
+  Dag *dag;              // after dag
   double pass_seconds[PASS_MAX];  // time each pass took, for --stats
   bool verify_each;               // run the IR verifier after every pass
 } Compilation;
@@ -31,6 +32,10 @@ typedef struct Pass {
   bool (*run)(Compilation *c);                  // false after reporting errors
   void (*dump)(const Compilation *c, FILE *out);
 } Pass;
+
+// ---- the passes, in pipeline order (pipeline.c holds the table) ----
+bool pass_partition(Compilation *c);  // partition.c: AUTO and STAGE -> devices
+bool pass_dag(Compilation *c);        // dag.c: graph -> compute/transfer/collective nodes
 
 // ---- reserve.c: reservation tables (for the schedulers) ----
 //

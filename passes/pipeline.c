@@ -19,9 +19,18 @@ static bool run_check(Compilation *c) {
 }
 static void dump_check(const Compilation *c, FILE *out) { ir_graph_dump(c->graph, out); }
 
+// ---- partition: place every tensor (passes/partition.c) ----
+static void dump_partition(const Compilation *c, FILE *out) { ir_graph_dump(c->graph, out); }
+
+// ---- dag: graph -> DAG of nodes (passes/dag.c) ----
+static void dump_dag(const Compilation *c, FILE *out) { ir_dag_dump(c->dag, out); }
+
 const Pass pass_pipeline[] = {
     {"parse", "read the .tg source into an AST", run_parse, dump_parse},
     {"check", "resolve names, unroll repeat, check shapes and placements", run_check, dump_check},
+    {"partition", "place unplaced tensors with their consumers, stages on devices", pass_partition,
+     dump_partition},
+    {"dag", "build compute, transfer and collective nodes with their dependencies", pass_dag, dump_dag},
 };
 const int pass_count = (int)ARRAY_LEN(pass_pipeline);
 _Static_assert(ARRAY_LEN(pass_pipeline) <= PASS_MAX, "raise PASS_MAX");
@@ -44,6 +53,8 @@ static void verify_after(const Compilation *c, const Pass *p) {
   char err[256];
   if (c->graph && !ir_graph_verify(c->graph, c->topo->ndevices, err, sizeof err))
     die("the IR after pass '%s' is broken: %s", p->name, err);
+  if (c->dag && !ir_dag_verify(c->dag, c->topo->ndevices, err, sizeof err))
+    die("the DAG after pass '%s' is broken: %s", p->name, err);
 }
 
 bool pass_run_pipeline(Compilation *c, const char *dump_after) {

@@ -1,0 +1,110 @@
+// dag.c: the DAG IR's helpers: device groups of placements, the text dump
+// printed by --dump-after=dag, and the verifier.  Part of ir/; the DAG is
+// built by passes/dag.c and rewritten by the passes after it.
+#include "ir.h"
+
+#include <stdarg.h>
+
+int ir_place_devices(const Placement *p, int ndevices, int *out) {
+  if (p->kind != PLACE_EACH) {
+    out[0] = p->index;
+    return 1;
+  }
+  int n = 0, e = 0;
+  for (int d = 0; d < ndevices; d++) {
+    if (e < p->nexcept && p->except[e] == d) {
+      e++;
+      continue;
+    }
+    out[n++] = d;
+  }
+  return n;
+}
+
+static const char *const node_kind_names[] = {"compute", "transfer", "collective"};
+
+// "add(x, b -> h)": the op, its operands and its result.
+static void dump_op(const Op *op, FILE *out) {
+  fprintf(out, "%s(", ir_op_info[op->kind].name);
+  for (int i = 0; i < op->nargs; i++) fprintf(out, "%s%s", i ? ", " : "", op->args[i]->name);
+  fprintf(out, " -> %s", op->result->name);
+  if (op->kind == OP_ALLREDUCE || op->kind == OP_REDUCE_SCATTER)
+    fprintf(out, ", op=%s", op->reduce == REDUCE_SUM ? "sum" : "max");
+  if (op->kind == OP_ALLREDUCE || op->kind == OP_REDUCE_SCATTER || op->kind == OP_ALL_GATHER)
+    fprintf(out, ", algo=%s", ir_algo_names[op->algo]);
+  fputc(')', out);
+}
+
+static void dump_node(const DagNode *n, FILE *out) {
+  char size[32];
+  str_human_bytes(size, sizeof size, (double)n->bytes);
+  fprintf(out, "  n%d = %s ", n->id, node_kind_names[n->kind]);
+  switch (n->kind) {
+  case NODE_COMPUTE:
+    dump_op(n->op, out);
+    fprintf(out, " on device(%d)", n->device);
+    break;
+  case NODE_TRANSFER:
+    fprintf(out, "%s device(%d) -> device(%d)%s, %s for ", n->tensor->name, n->src, n->dst,
+            n->reduce ? " reducing" : "", size);
+    dump_op(n->op, out);
+    break;
+  case NODE_COLLECTIVE:
+    dump_op(n->op, out);
+    fprintf(out, " over %d devices, %s each", n->ngroup, size);
+    break;
+  }
+  for (int i = 0; i < n->ndeps; i++) fprintf(out, "%sn%d", i ? ", " : " after ", n->deps[i]);
+  fprintf(out, ";  // line %d\n", n->op->loc.line);
+}
+
+void ir_dag_dump(const Dag *d, FILE *out) {
+  int count[3] = {0};
+  for (int i = 0; i < d->nodes.len; i++) count[d->nodes.data[i]->kind]++;
+  fprintf(out, "dag %s {  // %d node%s: %d compute, %d transfer, %d collective\n", d->graph->name,
+          d->nodes.len, d->nodes.len == 1 ? "" : "s", count[NODE_COMPUTE], count[NODE_TRANSFER], count[NODE_COLLECTIVE]);
+  for (int i = 0; i < d->nodes.len; i++) dump_node(d->nodes.data[i], out);
+  fprintf(out, "}\n");
+}
+
+static bool fail(char *err, size_t errlen, const char *fmt, ...) PRINTF_LIKE(3, 4);
+static bool fail(char *err, size_t errlen, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static bool device_ok(int d, int ndevices) { return d >= 0 && d < ndevices; }
+
+static bool node_ok(const DagNode *n, int index, int ndevices, char *err, size_t errlen) {
+  if (n->id != index) return fail(err, errlen, "node n%d has id %d", index, n->id);
+  for (int i = 0; i < n->ndeps; i++)
+    if (n->deps[i] < 0 || n->deps[i] >= index || (i && n->deps[i] <= n->deps[i - 1]))
+      return fail(err, errlen, "node n%d depends on n%d: not an earlier node in ascending order", index,
+                  n->deps[i]);
+  switch (n->kind) {
+  case NODE_COMPUTE:
+    if (!device_ok(n->device, ndevices)) return fail(err, errlen, "node n%d runs on device %d", index, n->device);
+    return true;
+  case NODE_TRANSFER:
+    if (!device_ok(n->src, ndevices) || !device_ok(n->dst, ndevices) || n->src == n->dst)
+      return fail(err, errlen, "transfer n%d goes from device %d to device %d", index, n->src, n->dst);
+    if (n->bytes < 1) return fail(err, errlen, "transfer n%d moves %lld bytes", index, (long long)n->bytes);
+    return true;
+  case NODE_COLLECTIVE:
+    for (int i = 0; i < n->ngroup; i++)
+      if (!device_ok(n->group[i], ndevices) || (i && n->group[i] <= n->group[i - 1]))
+        return fail(err, errlen, "collective n%d has a group out of order or range", index);
+    if (n->ngroup < 1) return fail(err, errlen, "collective n%d has an empty group", index);
+    return true;
+  }
+  return fail(err, errlen, "node n%d has kind %d", index, (int)n->kind);
+}
+
+bool ir_dag_verify(const Dag *d, int ndevices, char *err, size_t errlen) {
+  for (int i = 0; i < d->nodes.len; i++)
+    if (!node_ok(d->nodes.data[i], i, ndevices, err, errlen)) return false;
+  return true;
+}

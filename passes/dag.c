@@ -1,0 +1,158 @@
+// dag.c: builds the DAG of compute, transfer and collective nodes from the
+// placed graph.  Part of passes/, after partition; collective lowering,
+// routing and scheduling work on what it leaves.
+//
+// Ops are visited in definition order (a topological order), so every node's
+// dependencies exist before it and get smaller ids.  For each op and each
+// device its result lives on:
+//   - a compute op is one COMPUTE node there, after whatever makes each
+//     operand available there;
+//   - a copy is a TRANSFER from the device holding the operand, or a local
+//     COMPUTE move when the operand is already there (@ each to @ each);
+//   - a collective is one COLLECTIVE node over the operand's group, after
+//     the operand's producers on every device of the group.
+// An operand that lives on another device (a parameter the partitioner put
+// with its first consumer, used by a second consumer elsewhere) is moved by
+// an implicit TRANSFER, made once per tensor and device and shared.
+#include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Builder {
+  Compilation *c;
+  Dag *dag;
+  int ndevices;
+  int **at;     // at[tensor][device]: the node making it available there; NULL row: none yet
+  VEC(int) deps;  // scratch: the dependencies of the node being made
+  int *group;   // scratch: room for every device
+  int *placed;  // scratch: the devices an op's result lives on
+} Builder;
+
+static int available_at(const Builder *b, const Tensor *t, int device) {
+  return b->at[t->id] ? b->at[t->id][device] : -1;
+}
+
+static void record(Builder *b, const Tensor *t, int device, int node) {
+  if (!b->at[t->id]) {
+    b->at[t->id] = ARENA_ARRAY(&b->c->arena, int, b->ndevices);
+    for (int d = 0; d < b->ndevices; d++) b->at[t->id][d] = -1;
+  }
+  b->at[t->id][device] = node;
+}
+
+static bool lives_on(const Tensor *t, int device) {
+  const Placement *p = &t->place;
+  if (p->kind == PLACE_DEVICE) return p->index == device;
+  for (int i = 0; i < p->nexcept; i++)
+    if (p->except[i] == device) return false;
+  return true;
+}
+
+// The device a tensor that does not live on `device` is sent from.
+static int home_of(const Builder *b, const Tensor *t) {
+  ir_place_devices(&t->place, b->ndevices, b->group);
+  return b->group[0];
+}
+
+static void add_dep(Builder *b, int node) {
+  if (node >= 0) VEC_PUSH(&b->c->arena, &b->deps, node);
+}
+
+static int compare_ints(const void *x, const void *y) {
+  return (*(const int *)x > *(const int *)y) - (*(const int *)x < *(const int *)y);
+}
+
+// A new node of `kind` for `op`, taking the scratch dependencies (sorted,
+// without repeats) and clearing them.
+static DagNode *new_node(Builder *b, DagNodeKind kind, const Op *op) {
+  DagNode *n = ARENA_NEW(&b->c->arena, DagNode);
+  n->id = b->dag->nodes.len;
+  n->kind = kind;
+  n->op = op;
+  if (b->deps.len) qsort(b->deps.data, (size_t)b->deps.len, sizeof(int), compare_ints);
+  n->deps = ARENA_ARRAY(&b->c->arena, int, b->deps.len);
+  for (int i = 0; i < b->deps.len; i++)
+    if (!i || b->deps.data[i] != b->deps.data[i - 1]) n->deps[n->ndeps++] = b->deps.data[i];
+  b->deps.len = 0;
+  VEC_PUSH(&b->c->arena, &b->dag->nodes, n);
+  return n;
+}
+
+static DagNode *new_transfer(Builder *b, const Op *op, const Tensor *t, int src, int dst) {
+  add_dep(b, available_at(b, t, src));
+  DagNode *n = new_node(b, NODE_TRANSFER, op);
+  n->tensor = t;
+  n->src = src;
+  n->dst = dst;
+  n->bytes = ir_tensor_bytes(t);
+  return n;
+}
+
+// The node after which t is available on device (-1: from the start),
+// moving it there first if it lives elsewhere.  Only called with the
+// scratch dependencies empty.
+static int fetch(Builder *b, const Op *op, const Tensor *t, int device) {
+  int have = available_at(b, t, device);
+  if (have >= 0 || lives_on(t, device)) return have;
+  DagNode *n = new_transfer(b, op, t, home_of(b, t), device);
+  record(b, t, device, n->id);
+  return n->id;
+}
+
+static void build_compute(Builder *b, const Op *op, int device) {
+  int ready[IR_MAX_OPERANDS];
+  for (int a = 0; a < op->nargs; a++) ready[a] = fetch(b, op, op->args[a], device);
+  for (int a = 0; a < op->nargs; a++) add_dep(b, ready[a]);
+  DagNode *n = new_node(b, NODE_COMPUTE, op);
+  n->device = device;
+  record(b, op->result, device, n->id);
+}
+
+static void build_copy(Builder *b, const Op *op, int device) {
+  const Tensor *x = op->args[0];
+  if (lives_on(x, device)) {
+    build_compute(b, op, device);
+    return;
+  }
+  DagNode *n = new_transfer(b, op, x, home_of(b, x), device);
+  record(b, op->result, device, n->id);
+}
+
+static void build_collective(Builder *b, const Op *op) {
+  const Tensor *x = op->args[0];
+  int n = ir_place_devices(&x->place, b->ndevices, b->group);
+  for (int i = 0; i < n; i++) add_dep(b, available_at(b, x, b->group[i]));
+  DagNode *node = new_node(b, NODE_COLLECTIVE, op);
+  node->bytes = ir_tensor_bytes(x);
+  node->ngroup = n;
+  node->group = ARENA_ARRAY(&b->c->arena, int, n);
+  memcpy(node->group, b->group, sizeof(int) * (size_t)n);
+  for (int i = 0; i < n; i++) record(b, op->result, node->group[i], node->id);
+}
+
+static void build_op(Builder *b, const Op *op) {
+  if (op->kind == OP_ALLREDUCE || op->kind == OP_REDUCE_SCATTER || op->kind == OP_ALL_GATHER) {
+    build_collective(b, op);
+    return;
+  }
+  int n = ir_place_devices(&op->result->place, b->ndevices, b->placed);
+  for (int i = 0; i < n; i++) {
+    if (op->kind == OP_COPY)
+      build_copy(b, op, b->placed[i]);
+    else
+      build_compute(b, op, b->placed[i]);
+  }
+}
+
+bool pass_dag(Compilation *c) {
+  Dag *dag = ARENA_NEW(&c->arena, Dag);
+  dag->graph = c->graph;
+  Builder b = {.c = c, .dag = dag, .ndevices = c->topo->ndevices};
+  b.at = ARENA_ARRAY(&c->arena, int *, c->graph->tensors.len);
+  b.group = ARENA_ARRAY(&c->arena, int, b.ndevices);
+  b.placed = ARENA_ARRAY(&c->arena, int, b.ndevices);
+  for (int i = 0; i < c->graph->ops.len; i++) build_op(&b, c->graph->ops.data[i]);
+  c->dag = dag;
+  return true;
+}
