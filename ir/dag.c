@@ -4,6 +4,19 @@
 #include "ir.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
+
+static int compare_ints(const void *x, const void *y) {
+  return (*(const int *)x > *(const int *)y) - (*(const int *)x < *(const int *)y);
+}
+
+void ir_dag_set_deps(Arena *a, DagNode *n, int *deps, int ndeps) {
+  if (ndeps) qsort(deps, (size_t)ndeps, sizeof(int), compare_ints);
+  n->deps = ARENA_ARRAY(a, int, ndeps);
+  n->ndeps = 0;
+  for (int i = 0; i < ndeps; i++)
+    if (!i || deps[i] != deps[i - 1]) n->deps[n->ndeps++] = deps[i];
+}
 
 int ir_place_devices(const Placement *p, int ndevices, int *out) {
   if (p->kind != PLACE_EACH) {
@@ -45,8 +58,10 @@ static void dump_node(const DagNode *n, FILE *out) {
     fprintf(out, " on device(%d)", n->device);
     break;
   case NODE_TRANSFER:
-    fprintf(out, "%s device(%d) -> device(%d)%s, %s for ", n->tensor->name, n->src, n->dst,
-            n->reduce ? " reducing" : "", size);
+    fprintf(out, "%s", n->tensor->name);
+    if (n->offset || n->bytes != ir_tensor_bytes(n->tensor))
+      fprintf(out, "[%lld:%lld]", (long long)n->offset, (long long)(n->offset + n->bytes));
+    fprintf(out, " device(%d) -> device(%d)%s, %s for ", n->src, n->dst, n->reduce ? " reducing" : "", size);
     dump_op(n->op, out);
     break;
   case NODE_COLLECTIVE:
@@ -91,7 +106,9 @@ static bool node_ok(const DagNode *n, int index, int ndevices, char *err, size_t
   case NODE_TRANSFER:
     if (!device_ok(n->src, ndevices) || !device_ok(n->dst, ndevices) || n->src == n->dst)
       return fail(err, errlen, "transfer n%d goes from device %d to device %d", index, n->src, n->dst);
-    if (n->bytes < 1) return fail(err, errlen, "transfer n%d moves %lld bytes", index, (long long)n->bytes);
+    if (n->bytes < 1 || n->offset < 0 || n->offset + n->bytes > ir_tensor_bytes(n->tensor))
+      return fail(err, errlen, "transfer n%d moves bytes [%lld, %lld) of a %lld-byte tensor", index,
+                  (long long)n->offset, (long long)(n->offset + n->bytes), (long long)ir_tensor_bytes(n->tensor));
     return true;
   case NODE_COLLECTIVE:
     for (int i = 0; i < n->ngroup; i++)

@@ -377,6 +377,7 @@ typedef struct DagNode {
   const Tensor *tensor;  // TRANSFER: the tensor moved
   int device;        // COMPUTE: where it runs
   int src, dst;      // TRANSFER: src != dst
+  int64_t offset;    // TRANSFER: where the bytes start in the tensor (a chunk of it)
   int64_t bytes;     // TRANSFER: bytes moved; COLLECTIVE: bytes of the operand per device
   bool reduce;       // TRANSFER: dst reduces into its own data by op->reduce
   int ngroup;        // COLLECTIVE: the participating devices, ascending
@@ -395,6 +396,9 @@ typedef struct Dag {
 // partitioner has resolved AUTO and STAGE), ascending, into out (room for
 // ndevices).  Returns how many.
 int ir_place_devices(const Placement *p, int ndevices, int *out);
+// Sets n's dependencies to deps[0..ndeps) sorted, without repeats (deps is
+// reordered; the result is allocated in a).
+void ir_dag_set_deps(Arena *a, DagNode *n, int *deps, int ndeps);
 // One line per node, e.g. "n3 = transfer x device(0) -> device(5), 1.0 MiB for copy(x -> y) after n1;".
 void ir_dag_dump(const Dag *d, FILE *out);
 // Ids are indices, dependencies point backwards in ascending order, devices

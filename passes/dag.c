@@ -16,7 +16,6 @@
 // an implicit TRANSFER, made once per tensor and device and shared.
 #include "passes.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct Builder {
@@ -59,10 +58,6 @@ static void add_dep(Builder *b, int node) {
   if (node >= 0) VEC_PUSH(&b->c->arena, &b->deps, node);
 }
 
-static int compare_ints(const void *x, const void *y) {
-  return (*(const int *)x > *(const int *)y) - (*(const int *)x < *(const int *)y);
-}
-
 // A new node of `kind` for `op`, taking the scratch dependencies (sorted,
 // without repeats) and clearing them.
 static DagNode *new_node(Builder *b, DagNodeKind kind, const Op *op) {
@@ -70,10 +65,7 @@ static DagNode *new_node(Builder *b, DagNodeKind kind, const Op *op) {
   n->id = b->dag->nodes.len;
   n->kind = kind;
   n->op = op;
-  if (b->deps.len) qsort(b->deps.data, (size_t)b->deps.len, sizeof(int), compare_ints);
-  n->deps = ARENA_ARRAY(&b->c->arena, int, b->deps.len);
-  for (int i = 0; i < b->deps.len; i++)
-    if (!i || b->deps.data[i] != b->deps.data[i - 1]) n->deps[n->ndeps++] = b->deps.data[i];
+  ir_dag_set_deps(&b->c->arena, n, b->deps.data, b->deps.len);
   b->deps.len = 0;
   VEC_PUSH(&b->c->arena, &b->dag->nodes, n);
   return n;

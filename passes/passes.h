@@ -36,6 +36,56 @@ typedef struct Pass {
 // ---- the passes, in pipeline order (pipeline.c holds the table) ----
 bool pass_partition(Compilation *c);  // partition.c: AUTO and STAGE -> devices
 bool pass_dag(Compilation *c);        // dag.c: graph -> compute/transfer/collective nodes
+bool pass_lower(Compilation *c);      // lower.c: collective nodes -> transfers
+
+// ---- lower.c: the collective lowering interface ----
+//
+// An algorithm turns one COLLECTIVE node into TRANSFER nodes (with
+// `reduce` for the reduction steps).  It sees the collective in a Lowering
+// and emits through lower_send; lower_done says which transfer completes a
+// chunk of the result on a device (the collective's consumers there wait
+// for every one).  The operand is cut into `nchunks` chunks of whole
+// elements of the buffer; lower_chunk gives each one's byte range.  For a
+// reduce_scatter or all_gather, chunk k of ngroup is the shard of the device
+// of group index k.
+typedef struct Lowering {
+  Compilation *c;
+  const DagNode *coll;  // the collective being lowered
+  const Op *op;
+  const Tensor *operand;
+  const Tensor *buffer;  // what the transfers move: the operand (an all_gather's result)
+  int ngroup;
+  const int *group;     // the devices, ascending
+  void *state;          // lower.c's own
+} Lowering;
+
+// The most transfers one collective may lower to (a named limit: a DAG node
+// is about a hundred bytes, so this bounds a collective's DAG near 1 GiB).
+// Algorithms whose transfer count grows with N^2 (a flat ring over a whole
+// dragonfly system) refuse groups past it in their applies().
+#define LOWER_MAX_TRANSFERS (1 << 23)
+
+typedef struct CollectiveAlgo {
+  AlgoKind kind;
+  // Whether the algorithm can lower this collective; if not, why (for
+  // --algo and algo=NAME errors).
+  bool (*applies)(const Lowering *l, char *why, size_t whylen);
+  void (*lower)(Lowering *l);
+} CollectiveAlgo;
+
+// The byte range [*offset, *offset + *bytes) of chunk k of n (whole
+// elements; a chunk may be empty when there are fewer elements than chunks).
+void lower_chunk(const Lowering *l, int k, int n, int64_t *offset, int64_t *bytes);
+// A transfer of bytes [offset, offset + bytes) of the operand from src to
+// dst, after the nodes in deps (-1 entries ignored); returns its node id.
+// ndeps counts entries.  The collective's own dependencies are added.
+int lower_send(Lowering *l, int src, int dst, int64_t offset, int64_t bytes, bool reduce, const int *deps,
+               int ndeps);
+// Marks node as completing part of the result on device.
+void lower_done(Lowering *l, int device, int node);
+
+// The registry (lower.c): one line per algorithm file.
+extern const CollectiveAlgo algo_ring;  // algo_ring.c
 
 // ---- reserve.c: reservation tables (for the schedulers) ----
 //

@@ -1,0 +1,121 @@
+// algo_ring.c: the unidirectional ring.  A collective algorithm for the
+// lowering pass (passes/lower.c registers it as algo_ring).
+//
+// Seed 003 s II-B, Fig. 1: the devices form a cycle; the data is cut into N
+// chunks, one per device.  ReduceScatter: in step s (0 <= s < N-1) the
+// device at position p sends chunk (p - s) mod N to position p+1, which
+// reduces it into its own; after N-1 steps position p holds chunk p+1 fully
+// reduced.  AllGather: in step s position p sends chunk (p + a - s) mod N on
+// (a = 1 after a ReduceScatter, 0 when every device starts with its own
+// shard), so after N-1 more steps every device holds every chunk.  Each
+// step's send waits only for the arrival of that same chunk in the step
+// before, so chunks pipeline round the ring: 2(N-1) timesteps of D/N bytes.
+//
+// The cycle is the topology's Hamiltonian cycle (passes/rings.c) restricted
+// to the group when there is one, so consecutive devices are neighbours;
+// otherwise the group in id order, and routing carries each hop over as
+// many links as it takes.  Any group can be lowered.
+#include "passes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+// N transfers in each of up to 2(N-1) steps.
+static bool ring_applies(const Lowering *l, char *why, size_t whylen) {
+  int64_t n = l->ngroup, transfers = 2 * (n - 1) * n;
+  if (transfers <= LOWER_MAX_TRANSFERS) return true;
+  snprintf(why, whylen,
+           "a ring over %lld devices takes %lld transfers, more than the %d a collective may "
+           "(LOWER_MAX_TRANSFERS); use a hierarchical algorithm",
+           (long long)n, (long long)transfers, LOWER_MAX_TRANSFERS);
+  return false;
+}
+
+// The group's devices in cycle order.
+static void ring_order(const Lowering *l, int *order) {
+  const Topology *t = l->c->topo;
+  int *cycle = xmalloc(sizeof(int) * (size_t)t->ndevices);
+  char *in_group = xcalloc((size_t)t->ndevices, 1);
+  for (int g = 0; g < l->ngroup; g++) in_group[l->group[g]] = 1;
+  char why[128];
+  int n = 0;
+  if (ring_hamiltonian(t, cycle, why, sizeof why)) {
+    for (int i = 0; i < t->ndevices; i++)
+      if (in_group[cycle[i]]) order[n++] = cycle[i];
+  } else {
+    for (int g = 0; g < l->ngroup; g++) order[n++] = l->group[g];
+  }
+  free(cycle);
+  free(in_group);
+}
+
+// Group index of each device, by device id (-1 outside the group).
+static int *group_index(const Lowering *l) {
+  int *gi = xmalloc(sizeof(int) * (size_t)l->c->topo->ndevices);
+  for (int d = 0; d < l->c->topo->ndevices; d++) gi[d] = -1;
+  for (int g = 0; g < l->ngroup; g++) gi[l->group[g]] = g;
+  return gi;
+}
+
+typedef struct Ring {
+  Lowering *l;
+  int n;
+  int *order;    // position -> device
+  int *shard;    // chunk label -> the chunk of the buffer it is (lower_chunk index)
+  int *arrived;  // position -> the last transfer into it (-1: none yet)
+  int *next;     // scratch for the step being made
+} Ring;
+
+static int wrap(int x, int n) { return ((x % n) + n) % n; }
+
+// One step: every position p sends chunk label (p + shift) mod N to p+1.
+static void ring_step(Ring *r, int shift, bool reduce) {
+  int n = r->n;
+  for (int p = 0; p < n; p++) {
+    int64_t offset, bytes;
+    lower_chunk(r->l, r->shard[wrap(p + shift, n)], n, &offset, &bytes);
+    int q = wrap(p + 1, n);
+    r->next[q] = bytes ? lower_send(r->l, r->order[p], r->order[q], offset, bytes, reduce, &r->arrived[p], 1)
+                       : -1;
+  }
+  for (int p = 0; p < n; p++) r->arrived[p] = r->next[p];
+}
+
+static void mark_done(Ring *r) {
+  for (int p = 0; p < r->n; p++)
+    if (r->arrived[p] >= 0) lower_done(r->l, r->order[p], r->arrived[p]);
+}
+
+static void ring_lower(Lowering *l) {
+  int n = l->ngroup;
+  if (n < 2) return;
+  Ring r = {.l = l, .n = n};
+  r.order = xmalloc(sizeof(int) * (size_t)n);
+  r.shard = xmalloc(sizeof(int) * (size_t)n);
+  r.arrived = xmalloc(sizeof(int) * (size_t)n);
+  r.next = xmalloc(sizeof(int) * (size_t)n);
+  ring_order(l, r.order);
+  int *gi = group_index(l);
+  // ReduceScatter leaves label p+1 on position p; AllGather alone starts
+  // with label p on position p.  Either way that must be p's own shard.
+  int lag = l->op->kind == OP_ALL_GATHER ? 0 : 1;
+  for (int c = 0; c < n; c++) r.shard[c] = gi[r.order[wrap(c - lag, n)]];
+  for (int p = 0; p < n; p++) r.arrived[p] = -1;
+  if (l->op->kind != OP_ALL_GATHER) {
+    for (int s = 0; s < n - 1; s++) ring_step(&r, -s, true);
+    mark_done(&r);
+  }
+  if (l->op->kind != OP_REDUCE_SCATTER) {
+    for (int s = 0; s < n - 1; s++) {
+      ring_step(&r, lag - s, false);
+      mark_done(&r);
+    }
+  }
+  free(gi);
+  free(r.order);
+  free(r.shard);
+  free(r.arrived);
+  free(r.next);
+}
+
+const CollectiveAlgo algo_ring = {ALGO_RING, ring_applies, ring_lower};

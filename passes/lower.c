@@ -1,0 +1,189 @@
+// lower.c: collective lowering.  Part of passes/, after dag and before
+// routing: every COLLECTIVE node is replaced by the TRANSFER nodes of the
+// algorithm it names (algo=NAME), from the registry below.
+//
+// The pass rebuilds the DAG in one forward walk.  A node that is not a
+// collective is copied with its dependencies renumbered; a dependency on a
+// collective becomes the transfers that complete its result on the device
+// the node reads it on (a compute node's device, a transfer's source, every
+// device of a collective's group).  Adding an algorithm is one file
+// defining a CollectiveAlgo and one line in `registry`.
+#include "passes.h"
+
+#include <string.h>
+
+static const CollectiveAlgo *const registry[] = {
+    &algo_ring,
+};
+
+// What lowering one collective leaves: by device, the nodes after which
+// its result is complete there.
+typedef struct Done {
+  VEC(int) *at;  // by device id
+} Done;
+
+typedef struct Lowerer {
+  Compilation *c;
+  const Dag *old;
+  Dag *dag;            // the new DAG
+  int *renamed;        // old non-collective node -> new id
+  Done *done;          // old collective node -> where its result completes
+  VEC(int) ready;      // scratch: the new ids a node waits for
+  VEC(int) *ready_on;  // while lowering: by device, what makes the operand available there
+} Lowerer;
+
+static const CollectiveAlgo *find_algo(AlgoKind kind) {
+  for (size_t i = 0; i < ARRAY_LEN(registry); i++)
+    if (registry[i]->kind == kind) return registry[i];
+  return NULL;
+}
+
+// ---- the interface algorithms call ----
+
+void lower_chunk(const Lowering *l, int k, int n, int64_t *offset, int64_t *bytes) {
+  const Tensor *t = l->buffer;
+  int64_t elems = ir_shape_elems(&t->shape), size = ir_dtype_bytes[t->dtype];
+  int64_t first = elems * k / n, end = elems * (k + 1) / n;
+  *offset = first * size;
+  *bytes = (end - first) * size;
+}
+
+// A new node taking `ready` (sorted, without repeats) as its dependencies.
+static DagNode *append(Lowerer *w, const DagNode *like) {
+  DagNode *n = ARENA_NEW(&w->c->arena, DagNode);
+  *n = *like;
+  n->id = w->dag->nodes.len;
+  ir_dag_set_deps(&w->c->arena, n, w->ready.data, w->ready.len);
+  w->ready.len = 0;
+  VEC_PUSH(&w->c->arena, &w->dag->nodes, n);
+  return n;
+}
+
+int lower_send(Lowering *l, int src, int dst, int64_t offset, int64_t bytes, bool reduce, const int *deps,
+               int ndeps) {
+  Lowerer *w = l->state;
+  for (int i = 0; i < ndeps; i++)
+    if (deps[i] >= 0) VEC_PUSH(&w->c->arena, &w->ready, deps[i]);
+  for (int i = 0; i < w->ready_on[src].len; i++) VEC_PUSH(&w->c->arena, &w->ready, w->ready_on[src].data[i]);
+  DagNode like = {.kind = NODE_TRANSFER, .op = l->op, .tensor = l->buffer, .src = src, .dst = dst,
+                  .offset = offset, .bytes = bytes, .reduce = reduce};
+  return append(w, &like)->id;
+}
+
+void lower_done(Lowering *l, int device, int node) {
+  Lowerer *w = l->state;
+  Done *d = &w->done[l->coll->id];
+  VEC_PUSH(&w->c->arena, &d->at[device], node);
+}
+
+// ---- the walk ----
+
+// The devices an old node reads its collective dependency on, into out.
+static int reads_on(const DagNode *n, int *out) {
+  switch (n->kind) {
+  case NODE_COMPUTE: out[0] = n->device; return 1;
+  case NODE_TRANSFER: out[0] = n->src; return 1;
+  case NODE_COLLECTIVE: memcpy(out, n->group, sizeof(int) * (size_t)n->ngroup); return n->ngroup;
+  }
+  return 0;
+}
+
+// Adds to `ready` what old node n's dependencies have become.
+static void rename_deps(Lowerer *w, const DagNode *n, int *devices) {
+  for (int i = 0; i < n->ndeps; i++) {
+    const DagNode *dep = w->old->nodes.data[n->deps[i]];
+    if (dep->kind != NODE_COLLECTIVE) {
+      VEC_PUSH(&w->c->arena, &w->ready, w->renamed[dep->id]);
+      continue;
+    }
+    int nd = reads_on(n, devices);
+    for (int k = 0; k < nd; k++) {
+      const Done *done = &w->done[dep->id];
+      for (int j = 0; j < done->at[devices[k]].len; j++)
+        VEC_PUSH(&w->c->arena, &w->ready, done->at[devices[k]].data[j]);
+    }
+  }
+}
+
+// The tensor the transfers move: the whole of the data (the operand, or
+// the result of an all_gather, whose operand is one shard).
+static const Tensor *buffer_of(const Op *op) { return op->kind == OP_ALL_GATHER ? op->result : op->args[0]; }
+
+static bool lower_collective(Lowerer *w, const DagNode *n, int *devices) {
+  const Op *op = n->op;
+  AlgoKind kind = op->algo == ALGO_AUTO ? ALGO_RING : op->algo;
+  const CollectiveAlgo *algo = find_algo(kind);
+  if (!algo) {
+    diag_error(&w->c->diag, op->loc, "algo=%s is not implemented yet (implemented: ring)",
+               ir_algo_names[op->algo]);
+    return false;
+  }
+  Lowering l = {.c = w->c, .coll = n, .op = op, .operand = op->args[0], .buffer = buffer_of(op),
+                .ngroup = n->ngroup, .group = n->group, .state = w};
+  char why[256];
+  if (!algo->applies(&l, why, sizeof why)) {
+    if (op->algo == ALGO_AUTO)
+      diag_error(&w->c->diag, op->loc, "no implemented algorithm can lower this %s (ring: %s)",
+                 ir_op_info[op->kind].name, why);
+    else
+      diag_error(&w->c->diag, op->loc, "algo=%s cannot lower this %s: %s", ir_algo_names[kind],
+                 ir_op_info[op->kind].name, why);
+    return false;
+  }
+  int nd = w->c->topo->ndevices;
+  w->done[n->id].at = arena_alloc(&w->c->arena, sizeof *w->done[n->id].at * (size_t)nd);
+  // What makes the operand available on each device: the collective's own
+  // dependencies, renamed, by the device they leave data on.
+  for (int g = 0; g < n->ngroup; g++) w->ready_on[n->group[g]].len = 0;
+  for (int i = 0; i < n->ndeps; i++) {
+    const DagNode *dep = w->old->nodes.data[n->deps[i]];
+    int dep_id = dep->id;
+    DagNode one = *n;
+    one.ndeps = 1;
+    one.deps = &dep_id;
+    for (int g = 0; g < n->ngroup; g++) {
+      int dev = n->group[g];
+      bool leaves_on = (dep->kind == NODE_COMPUTE && dep->device == dev) ||
+                       (dep->kind == NODE_TRANSFER && dep->dst == dev) || dep->kind == NODE_COLLECTIVE;
+      if (!leaves_on) continue;
+      one.ngroup = 1;
+      one.group = &dev;
+      rename_deps(w, &one, devices);
+      for (int j = 0; j < w->ready.len; j++) VEC_PUSH(&w->c->arena, &w->ready_on[dev], w->ready.data[j]);
+      w->ready.len = 0;
+    }
+  }
+  algo->lower(&l);
+  // A device with nothing to receive (a group of one) has its result when
+  // its operand is ready.
+  for (int g = 0; g < n->ngroup; g++) {
+    int dev = n->group[g];
+    if (w->done[n->id].at[dev].len) continue;
+    for (int j = 0; j < w->ready_on[dev].len; j++) lower_done(&l, dev, w->ready_on[dev].data[j]);
+  }
+  return true;
+}
+
+bool pass_lower(Compilation *c) {
+  const Dag *old = c->dag;
+  Dag *dag = ARENA_NEW(&c->arena, Dag);
+  dag->graph = old->graph;
+  Lowerer w = {.c = c, .old = old, .dag = dag};
+  w.renamed = ARENA_ARRAY(&c->arena, int, old->nodes.len);
+  w.done = ARENA_ARRAY(&c->arena, Done, old->nodes.len);
+  w.ready_on = arena_alloc(&c->arena, sizeof *w.ready_on * (size_t)c->topo->ndevices);
+  int *devices = ARENA_ARRAY(&c->arena, int, c->topo->ndevices);
+  bool ok = true;
+  for (int i = 0; i < old->nodes.len; i++) {
+    const DagNode *n = old->nodes.data[i];
+    if (n->kind == NODE_COLLECTIVE) {
+      ok = lower_collective(&w, n, devices);
+      if (!ok) break;  // later nodes may wait for it
+      continue;
+    }
+    rename_deps(&w, n, devices);
+    w.renamed[i] = append(&w, n)->id;
+  }
+  c->dag = dag;
+  return ok;
+}
