@@ -14,32 +14,35 @@
 // The cycle is the topology's Hamiltonian cycle (passes/rings.c) restricted
 // to the group when there is one, so consecutive devices are neighbours;
 // otherwise the group in id order, and routing carries each hop over as
-// many links as it takes.  Any group can be lowered.
+// many links as it takes.  Any group can be lowered.  lower_ring runs one
+// ring over a part of the data; the bidirectional ring (algo_biring.c)
+// runs two.
 #include "passes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-// N transfers in each of up to 2(N-1) steps.
-static bool ring_applies(const Lowering *l, char *why, size_t whylen) {
-  int64_t n = l->ngroup, transfers = 2 * (n - 1) * n;
+bool lower_ring_fits(const Lowering *l, int nrings, char *why, size_t whylen) {
+  int64_t n = l->ngroup, transfers = 2 * (n - 1) * n * nrings;
   if (transfers <= LOWER_MAX_TRANSFERS) return true;
   snprintf(why, whylen,
-           "a ring over %lld devices takes %lld transfers, more than the %d a collective may "
+           "%s over %lld devices takes %lld transfers, more than the %d a collective may "
            "(LOWER_MAX_TRANSFERS); use a hierarchical algorithm",
-           (long long)n, (long long)transfers, LOWER_MAX_TRANSFERS);
+           nrings == 1 ? "a ring" : "rings", (long long)n, (long long)transfers, LOWER_MAX_TRANSFERS);
   return false;
 }
 
-// The group's devices in cycle order.
-static void ring_order(const Lowering *l, int *order) {
+static bool ring_applies(const Lowering *l, char *why, size_t whylen) { return lower_ring_fits(l, 1, why, whylen); }
+
+bool lower_ring_order(const Lowering *l, int *order, char *why, size_t whylen) {
   const Topology *t = l->c->topo;
   int *cycle = xmalloc(sizeof(int) * (size_t)t->ndevices);
   char *in_group = xcalloc((size_t)t->ndevices, 1);
   for (int g = 0; g < l->ngroup; g++) in_group[l->group[g]] = 1;
-  char why[128];
+  bool found = ring_hamiltonian(t, cycle, why, whylen);
   int n = 0;
-  if (ring_hamiltonian(t, cycle, why, sizeof why)) {
+  if (found) {
     for (int i = 0; i < t->ndevices; i++)
       if (in_group[cycle[i]]) order[n++] = cycle[i];
   } else {
@@ -47,6 +50,7 @@ static void ring_order(const Lowering *l, int *order) {
   }
   free(cycle);
   free(in_group);
+  return found;
 }
 
 // Group index of each device, by device id (-1 outside the group).
@@ -60,6 +64,7 @@ static int *group_index(const Lowering *l) {
 typedef struct Ring {
   Lowering *l;
   int n;
+  int part, nparts;  // this ring moves chunk part of nparts of every shard
   int *order;    // position -> device
   int *shard;    // chunk label -> the chunk of the buffer it is (lower_chunk index)
   int *arrived;  // position -> the last transfer into it (-1: none yet)
@@ -73,7 +78,7 @@ static void ring_step(Ring *r, int shift, bool reduce) {
   int n = r->n;
   for (int p = 0; p < n; p++) {
     int64_t offset, bytes;
-    lower_chunk(r->l, r->shard[wrap(p + shift, n)], n, &offset, &bytes);
+    lower_chunk(r->l, r->shard[wrap(p + shift, n)] * r->nparts + r->part, n * r->nparts, &offset, &bytes);
     int q = wrap(p + 1, n);
     r->next[q] = bytes ? lower_send(r->l, r->order[p], r->order[q], offset, bytes, reduce, &r->arrived[p], 1)
                        : -1;
@@ -86,15 +91,15 @@ static void mark_done(Ring *r) {
     if (r->arrived[p] >= 0) lower_done(r->l, r->order[p], r->arrived[p]);
 }
 
-static void ring_lower(Lowering *l) {
+void lower_ring(Lowering *l, const int *order, int part, int nparts) {
   int n = l->ngroup;
   if (n < 2) return;
-  Ring r = {.l = l, .n = n};
+  Ring r = {.l = l, .n = n, .part = part, .nparts = nparts};
   r.order = xmalloc(sizeof(int) * (size_t)n);
+  memcpy(r.order, order, sizeof(int) * (size_t)n);
   r.shard = xmalloc(sizeof(int) * (size_t)n);
   r.arrived = xmalloc(sizeof(int) * (size_t)n);
   r.next = xmalloc(sizeof(int) * (size_t)n);
-  ring_order(l, r.order);
   int *gi = group_index(l);
   // ReduceScatter leaves label p+1 on position p; AllGather alone starts
   // with label p on position p.  Either way that must be p's own shard.
@@ -116,6 +121,14 @@ static void ring_lower(Lowering *l) {
   free(r.shard);
   free(r.arrived);
   free(r.next);
+}
+
+static void ring_lower(Lowering *l) {
+  int *order = xmalloc(sizeof(int) * (size_t)l->ngroup);
+  char why[256];
+  lower_ring_order(l, order, why, sizeof why);
+  lower_ring(l, order, 0, 1);
+  free(order);
 }
 
 const CollectiveAlgo algo_ring = {ALGO_RING, ring_applies, ring_lower};

@@ -14,6 +14,8 @@
 
 static const CollectiveAlgo *const registry[] = {
     &algo_ring,
+    &algo_biring,
+    &algo_direct,
 };
 
 // What lowering one collective leaves: by device, the nodes after which
@@ -111,22 +113,24 @@ static const Tensor *buffer_of(const Op *op) { return op->kind == OP_ALL_GATHER 
 
 static bool lower_collective(Lowerer *w, const DagNode *n, int *devices) {
   const Op *op = n->op;
-  AlgoKind kind = op->algo == ALGO_AUTO ? ALGO_RING : op->algo;
+  AlgoKind asked = w->c->algo_forced ? w->c->forced_algo : op->algo;
+  const char *how = w->c->algo_forced ? "--algo" : "algo";  // who asked
+  AlgoKind kind = asked == ALGO_AUTO ? ALGO_RING : asked;
   const CollectiveAlgo *algo = find_algo(kind);
   if (!algo) {
-    diag_error(&w->c->diag, op->loc, "algo=%s is not implemented yet (implemented: ring)",
-               ir_algo_names[op->algo]);
+    diag_error(&w->c->diag, op->loc, "%s=%s is not implemented yet (implemented: ring, biring, direct)", how,
+               ir_algo_names[asked]);
     return false;
   }
   Lowering l = {.c = w->c, .coll = n, .op = op, .operand = op->args[0], .buffer = buffer_of(op),
                 .ngroup = n->ngroup, .group = n->group, .state = w};
   char why[256];
   if (!algo->applies(&l, why, sizeof why)) {
-    if (op->algo == ALGO_AUTO)
+    if (asked == ALGO_AUTO)
       diag_error(&w->c->diag, op->loc, "no implemented algorithm can lower this %s (ring: %s)",
                  ir_op_info[op->kind].name, why);
     else
-      diag_error(&w->c->diag, op->loc, "algo=%s cannot lower this %s: %s", ir_algo_names[kind],
+      diag_error(&w->c->diag, op->loc, "%s=%s cannot lower this %s: %s", how, ir_algo_names[kind],
                  ir_op_info[op->kind].name, why);
     return false;
   }

@@ -24,6 +24,8 @@ typedef struct Compilation {
   Dag *dag;              // after dag
   double pass_seconds[PASS_MAX];  // time each pass took, for --stats
   bool verify_each;               // run the IR verifier after every pass
+  bool algo_forced;               // --algo given: forced_algo for every collective
+  AlgoKind forced_algo;
 } Compilation;
 
 typedef struct Pass {
@@ -84,8 +86,22 @@ int lower_send(Lowering *l, int src, int dst, int64_t offset, int64_t bytes, boo
 // Marks node as completing part of the result on device.
 void lower_done(Lowering *l, int device, int node);
 
+// ---- algo_ring.c: rings, shared by the ring algorithms ----
+// The group in the order of the topology's Hamiltonian cycle; false (the
+// group in id order, and why) when the topology has none.
+bool lower_ring_order(const Lowering *l, int *order, char *why, size_t whylen);
+// Whether nrings rings over the group (N transfers in each of 2(N-1) steps
+// each) stay within LOWER_MAX_TRANSFERS; if not, why.
+bool lower_ring_fits(const Lowering *l, int nrings, char *why, size_t whylen);
+// Emits one ring over order (the group, in ring order) moving chunk `part`
+// of `nparts` of every shard: ReduceScatter and/or AllGather as the
+// collective needs.
+void lower_ring(Lowering *l, const int *order, int part, int nparts);
+
 // The registry (lower.c): one line per algorithm file.
-extern const CollectiveAlgo algo_ring;  // algo_ring.c
+extern const CollectiveAlgo algo_ring;    // algo_ring.c
+extern const CollectiveAlgo algo_biring;  // algo_biring.c
+extern const CollectiveAlgo algo_direct;  // algo_direct.c
 
 // ---- reserve.c: reservation tables (for the schedulers) ----
 //

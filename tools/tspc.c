@@ -24,6 +24,8 @@ typedef struct Options {
   const char *topology;
   const char *out;
   const char *dump_after;
+  AlgoKind algo;    // --algo: forced on every collective
+  bool algo_given;
   bool describe, ports, stats, verify_each;
   int max_errors;
 } Options;
@@ -37,6 +39,7 @@ static void usage(FILE *out) {
           "  -o, --output DIR       write manifest.yaml (and, later, device binaries) to DIR\n"
           "      --describe         print the topology's devices, links and diameter as YAML\n"
           "      --ports            with --describe: every device's numbered ports\n"
+          "      --algo=NAME        lower every collective by NAME, whatever the model says\n"
           "      --dump-after=PASS  print the IR after PASS (or 'all') on stderr\n"
           "      --max-errors=N     stop reporting after N errors (default %d; 0: no limit)\n"
           "      --stats            print compile figures on stderr\n"
@@ -49,7 +52,7 @@ static void usage(FILE *out) {
     fprintf(out, "  %-8s %s\n", pass_pipeline[i].name, pass_pipeline[i].summary);
 }
 
-enum { OPT_DESCRIBE = 256, OPT_PORTS, OPT_DUMP_AFTER, OPT_MAX_ERRORS, OPT_STATS, OPT_VERIFY, OPT_VERSION, OPT_HELP };
+enum { OPT_DESCRIBE = 256, OPT_ALGO, OPT_PORTS, OPT_DUMP_AFTER, OPT_MAX_ERRORS, OPT_STATS, OPT_VERIFY, OPT_VERSION, OPT_HELP };
 
 // getopt_long said '?': name the culprit.  A short option inside a group
 // (-Zq) is reported alone; "--describe=yes" is an option given a value it
@@ -70,12 +73,22 @@ static void report_bad_option(const char *arg, const struct option *longopts, Di
   diag_tool_error(d, "tspc", "unknown option '%s' (try --help)", arg);
 }
 
+// "auto, ring, biring, ...": every name --algo takes.
+static const char *algo_list(void) {
+  static char list[256];
+  size_t n = 0;
+  for (int i = 0; i < ALGO_COUNT && n < sizeof list; i++)
+    n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", ir_algo_names[i]);
+  return list;
+}
+
 // Parses argv into o; false (with a message) on a usage error.
 static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
   static const struct option longopts[] = {
       {"topology", required_argument, 0, 't'},    {"output", required_argument, 0, 'o'},
       {"describe", no_argument, 0, OPT_DESCRIBE}, {"ports", no_argument, 0, OPT_PORTS},
       {"dump-after", required_argument, 0, OPT_DUMP_AFTER},
+      {"algo", required_argument, 0, OPT_ALGO},
       {"max-errors", required_argument, 0, OPT_MAX_ERRORS},
       {"stats", no_argument, 0, OPT_STATS},       {"version", no_argument, 0, OPT_VERSION},
       {"verify-each", no_argument, 0, OPT_VERIFY},
@@ -98,6 +111,13 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
         return false;
       }
       o->dump_after = optarg;
+      break;
+    case OPT_ALGO:
+      if (!ir_algo_lookup(optarg, &o->algo)) {
+        diag_tool_error(d, "tspc", "unknown algorithm '%s' for --algo (known: %s)", optarg, algo_list());
+        return false;
+      }
+      o->algo_given = true;
       break;
     case OPT_MAX_ERRORS:
       if (!str_to_i64(optarg, &n) || n < 0 || n > 1000000) {
@@ -174,6 +194,8 @@ int main(int argc, char **argv) {
   if (!parse_options(argc, argv, &o, &c.diag)) return 1;
   c.diag.max_errors = o.max_errors;
   c.verify_each = o.verify_each || TSPC_VERIFY_BY_DEFAULT;
+  c.algo_forced = o.algo_given;
+  c.forced_algo = o.algo;
   int status = 1;
   c.topo = fe_load_topology(&c.arena, &c.diag, "tspc", o.topology);
   if (c.topo && o.describe) {
