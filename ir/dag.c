@@ -71,6 +71,13 @@ static void dump_node(const DagNode *n, FILE *out) {
   }
   for (int i = 0; i < n->ndeps; i++) fprintf(out, "%sn%d", i ? ", " : " after ", n->deps[i]);
   fprintf(out, ";  // line %d\n", n->op->loc.line);
+  for (int r = 0; r < n->nroutes; r++) {
+    const Route *rt = &n->routes[r];
+    fprintf(out, "    route %lld vectors [%lld, %lld) via %d", (long long)rt->count, (long long)rt->first,
+            (long long)(rt->first + rt->count), n->src);
+    for (int h = 0; h < rt->path.nhops; h++) fprintf(out, " -> %d", rt->path.hops[h].to);
+    fprintf(out, ": latency %lld, every %d\n", (long long)rt->latency, rt->every);
+  }
 }
 
 void ir_dag_dump(const Dag *d, FILE *out) {
@@ -93,6 +100,28 @@ static bool fail(char *err, size_t errlen, const char *fmt, ...) {
 
 static bool device_ok(int d, int ndevices) { return d >= 0 && d < ndevices; }
 
+// Routes, once made, carry every vector once, in order, from src to dst.
+static bool routes_ok(const DagNode *n, char *err, size_t errlen) {
+  int64_t next = 0;
+  for (int r = 0; r < n->nroutes; r++) {
+    const Route *rt = &n->routes[r];
+    if (rt->first != next || rt->count < 1)
+      return fail(err, errlen, "transfer n%d route %d carries vectors [%lld, +%lld), expected from %lld", n->id, r,
+                  (long long)rt->first, (long long)rt->count, (long long)next);
+    next += rt->count;
+    int at = n->src;
+    for (int h = 0; h < rt->path.nhops; h++) {
+      if (rt->path.hops[h].from != at) return fail(err, errlen, "transfer n%d route %d is not a path", n->id, r);
+      at = rt->path.hops[h].to;
+    }
+    if (at != n->dst) return fail(err, errlen, "transfer n%d route %d ends at device %d", n->id, r, at);
+  }
+  if (n->nroutes && next != n->vectors)
+    return fail(err, errlen, "transfer n%d routes carry %lld of its %lld vectors", n->id, (long long)next,
+                (long long)n->vectors);
+  return true;
+}
+
 static bool node_ok(const DagNode *n, int index, int ndevices, char *err, size_t errlen) {
   if (n->id != index) return fail(err, errlen, "node n%d has id %d", index, n->id);
   for (int i = 0; i < n->ndeps; i++)
@@ -109,7 +138,7 @@ static bool node_ok(const DagNode *n, int index, int ndevices, char *err, size_t
     if (n->bytes < 1 || n->offset < 0 || n->offset + n->bytes > ir_tensor_bytes(n->tensor))
       return fail(err, errlen, "transfer n%d moves bytes [%lld, %lld) of a %lld-byte tensor", index,
                   (long long)n->offset, (long long)(n->offset + n->bytes), (long long)ir_tensor_bytes(n->tensor));
-    return true;
+    return routes_ok(n, err, errlen);
   case NODE_COLLECTIVE:
     for (int i = 0; i < n->ngroup; i++)
       if (!device_ok(n->group[i], ndevices) || (i && n->group[i] <= n->group[i - 1]))

@@ -357,6 +357,19 @@ bool ir_topo_connected(const Topology *t, int *unreached);
 // --describe: YAML summary; with ports, every device's numbered ports.
 void ir_topo_describe(const Topology *t, FILE *out, bool ports);
 
+// A path is the hops a vector takes; hop i leaves device hops[i].from on
+// its port out_port over link hops[i].link (passes/paths.c finds them).
+typedef struct Hop {
+  int link;
+  int from, to;
+  int out_port, in_port;
+} Hop;
+
+typedef struct Path {
+  int nhops;
+  Hop *hops;  // in the caller's arena
+} Path;
+
 // ===== DAG IR ==============================================================
 //
 // What the schedulers work on (passes/dag.c builds it from the placed graph).
@@ -370,6 +383,17 @@ void ir_topo_describe(const Topology *t, FILE *out, bool ports);
 // topological order: every dependency has a smaller id.
 typedef enum { NODE_COMPUTE, NODE_TRANSFER, NODE_COLLECTIVE } DagNodeKind;
 
+// One path a transfer's vectors take (the routing pass fills them):
+// vectors [first, first + count) of the transfer go this way.  On an empty
+// network with jitter off, vector k of the route lands `latency` cycles
+// after it leaves, and the route's vectors leave `every` cycles apart.
+typedef struct Route {
+  Path path;
+  int64_t first, count;
+  int64_t latency;  // sum of the links' latency_max
+  int every;        // cycles per vector of every link on the path
+} Route;
+
 typedef struct DagNode {
   int id;            // index in Dag.nodes
   DagNodeKind kind;
@@ -380,6 +404,9 @@ typedef struct DagNode {
   int64_t offset;    // TRANSFER: where the bytes start in the tensor (a chunk of it)
   int64_t bytes;     // TRANSFER: bytes moved; COLLECTIVE: bytes of the operand per device
   bool reduce;       // TRANSFER: dst reduces into its own data by op->reduce
+  int64_t vectors;   // TRANSFER, after routing: ceil(bytes / vector_bytes)
+  int nroutes;       // TRANSFER, after routing: the paths its vectors take
+  Route *routes;
   int ngroup;        // COLLECTIVE: the participating devices, ascending
   int *group;
   int ndeps;         // nodes that must finish first, ascending ids, no repeats

@@ -14,6 +14,14 @@
 // Room for the pipeline's passes (pipeline.c checks the table fits).
 #define PASS_MAX 32
 
+// --route: how transfers are routed (passes/route.c).
+typedef enum { ROUTE_AUTO, ROUTE_MINIMAL, ROUTE_NONMINIMAL, ROUTE_MODE_COUNT } RouteMode;
+extern const char *const route_mode_names[ROUTE_MODE_COUNT];
+
+// The most disjoint paths the router considers for one transfer (a named
+// limit: a dragonfly node offers 7, a mesh device at most 4).
+#define ROUTE_MAX_PATHS 16
+
 typedef struct Compilation {
   Arena arena;           // owns every IR below
   Diag diag;
@@ -26,6 +34,7 @@ typedef struct Compilation {
   bool verify_each;               // run the IR verifier after every pass
   bool algo_forced;               // --algo given: forced_algo for every collective
   AlgoKind forced_algo;
+  RouteMode route_mode;           // --route (default auto)
 } Compilation;
 
 typedef struct Pass {
@@ -39,6 +48,7 @@ typedef struct Pass {
 bool pass_partition(Compilation *c);  // partition.c: AUTO and STAGE -> devices
 bool pass_dag(Compilation *c);        // dag.c: graph -> compute/transfer/collective nodes
 bool pass_lower(Compilation *c);      // lower.c: collective nodes -> transfers
+bool pass_route(Compilation *c);      // route.c: transfers -> routes over paths
 
 // ---- lower.c: the collective lowering interface ----
 //
@@ -103,6 +113,11 @@ extern const CollectiveAlgo algo_ring;    // algo_ring.c
 extern const CollectiveAlgo algo_biring;  // algo_biring.c
 extern const CollectiveAlgo algo_direct;  // algo_direct.c
 
+// ---- route.c ----
+// When a transfer's routes are done, in cycles after its first vector
+// leaves, on an empty network with jitter off (exclusive end).
+int64_t route_finish(const Route *routes, int nroutes);
+
 // ---- reserve.c: reservation tables (for the schedulers) ----
 //
 // When one resource (a link direction, a functional unit) is busy: sorted,
@@ -130,19 +145,7 @@ void resv_free(Reservations *r);
 
 // ---- paths.c: routes between devices (for the router) ----
 //
-// A path is the hops a vector takes; hop i leaves device from[i] on its
-// port out_port[i] over link[i].  Paths over working (not failed) links.
-typedef struct Hop {
-  int link;
-  int from, to;
-  int out_port, in_port;
-} Hop;
-
-typedef struct Path {
-  int nhops;
-  Hop *hops;  // in the caller's arena
-} Path;
-
+// Paths (Hop, Path: ir/ir.h) over working (not failed) links.
 // Up to `max` paths from src to dst that share no link direction, shortest
 // first: each is a shortest path once the earlier ones' link directions are
 // taken away (within a node of a dragonfly: the direct link, then one

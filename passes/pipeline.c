@@ -32,6 +32,7 @@ const Pass pass_pipeline[] = {
      dump_partition},
     {"dag", "build compute, transfer and collective nodes with their dependencies", pass_dag, dump_dag},
     {"lower", "replace each collective by the transfers of its algorithm", pass_lower, dump_dag},
+    {"route", "choose the paths of every transfer's vectors", pass_route, dump_dag},
 };
 const int pass_count = (int)ARRAY_LEN(pass_pipeline);
 _Static_assert(ARRAY_LEN(pass_pipeline) <= PASS_MAX, "raise PASS_MAX");

@@ -25,6 +25,7 @@ typedef struct Options {
   const char *out;
   const char *dump_after;
   AlgoKind algo;    // --algo: forced on every collective
+  RouteMode route;  // --route
   bool algo_given;
   bool describe, ports, stats, verify_each;
   int max_errors;
@@ -40,6 +41,7 @@ static void usage(FILE *out) {
           "      --describe         print the topology's devices, links and diameter as YAML\n"
           "      --ports            with --describe: every device's numbered ports\n"
           "      --algo=NAME        lower every collective by NAME, whatever the model says\n"
+          "      --route=MODE       auto (default: the faster), minimal or nonminimal paths\n"
           "      --dump-after=PASS  print the IR after PASS (or 'all') on stderr\n"
           "      --max-errors=N     stop reporting after N errors (default %d; 0: no limit)\n"
           "      --stats            print compile figures on stderr\n"
@@ -52,7 +54,7 @@ static void usage(FILE *out) {
     fprintf(out, "  %-8s %s\n", pass_pipeline[i].name, pass_pipeline[i].summary);
 }
 
-enum { OPT_DESCRIBE = 256, OPT_ALGO, OPT_PORTS, OPT_DUMP_AFTER, OPT_MAX_ERRORS, OPT_STATS, OPT_VERIFY, OPT_VERSION, OPT_HELP };
+enum { OPT_DESCRIBE = 256, OPT_ALGO, OPT_ROUTE, OPT_PORTS, OPT_DUMP_AFTER, OPT_MAX_ERRORS, OPT_STATS, OPT_VERIFY, OPT_VERSION, OPT_HELP };
 
 // getopt_long said '?': name the culprit.  A short option inside a group
 // (-Zq) is reported alone; "--describe=yes" is an option given a value it
@@ -82,6 +84,15 @@ static const char *algo_list(void) {
   return list;
 }
 
+static bool parse_route_mode(const char *name, RouteMode *out) {
+  for (int i = 0; i < ROUTE_MODE_COUNT; i++)
+    if (!strcmp(name, route_mode_names[i])) {
+      *out = (RouteMode)i;
+      return true;
+    }
+  return false;
+}
+
 // Parses argv into o; false (with a message) on a usage error.
 static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
   static const struct option longopts[] = {
@@ -89,6 +100,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       {"describe", no_argument, 0, OPT_DESCRIBE}, {"ports", no_argument, 0, OPT_PORTS},
       {"dump-after", required_argument, 0, OPT_DUMP_AFTER},
       {"algo", required_argument, 0, OPT_ALGO},
+      {"route", required_argument, 0, OPT_ROUTE},
       {"max-errors", required_argument, 0, OPT_MAX_ERRORS},
       {"stats", no_argument, 0, OPT_STATS},       {"version", no_argument, 0, OPT_VERSION},
       {"verify-each", no_argument, 0, OPT_VERIFY},
@@ -118,6 +130,12 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
         return false;
       }
       o->algo_given = true;
+      break;
+    case OPT_ROUTE:
+      if (!parse_route_mode(optarg, &o->route)) {
+        diag_tool_error(d, "tspc", "unknown routing '%s' for --route (known: auto, minimal, nonminimal)", optarg);
+        return false;
+      }
       break;
     case OPT_MAX_ERRORS:
       if (!str_to_i64(optarg, &n) || n < 0 || n > 1000000) {
@@ -196,6 +214,7 @@ int main(int argc, char **argv) {
   c.verify_each = o.verify_each || TSPC_VERIFY_BY_DEFAULT;
   c.algo_forced = o.algo_given;
   c.forced_algo = o.algo;
+  c.route_mode = o.route;
   int status = 1;
   c.topo = fe_load_topology(&c.arena, &c.diag, "tspc", o.topology);
   if (c.topo && o.describe) {

@@ -1,0 +1,169 @@
+// route.c: routing.  Part of passes/, after lower and before scheduling:
+// every TRANSFER node gets the paths its vectors take and how many go each
+// way.
+//
+// Seed 002 s4.3: an SSN has no routers but its TSPs, so a transfer may
+// spread its vectors over non-minimal paths through intermediate TSPs,
+// which forward them by virtual cut-through (a RECV and a SEND issued on
+// the cycle the first vector lands: the take lands at once and the SEND
+// reads it that cycle, docs/isa.md).  The candidates are the link-disjoint
+// paths of passes/paths.c, shortest first.  On an empty network with
+// jitter off, a route of latency L (the sum of its links' latency_max) and
+// pacing e carrying c vectors is done L + (c - 1) e + 1 cycles after its
+// first vector leaves; a transfer is done when its slowest route is.
+//   minimal     the shortest path only;
+//   nonminimal  the vectors split over every candidate so that all routes
+//               finish as early as possible (a route too long to help gets
+//               none);
+//   auto        whichever of the two finishes first (minimal on a tie).
+// A path must have one vector size and one pacing along it (a candidate
+// that differs from the shortest path's is dropped; a shortest path that
+// mixes them is refused).
+#include "passes.h"
+
+#include <stdlib.h>
+
+const char *const route_mode_names[ROUTE_MODE_COUNT] = {"auto", "minimal", "nonminimal"};
+
+// The candidate paths between one pair of devices, found once.
+typedef struct PairPaths {
+  int src, dst;  // src < 0: an empty slot
+  int npaths;
+  Path *paths;
+} PairPaths;
+
+typedef struct Router {
+  Compilation *c;
+  PairPaths *table;  // open addressing, a power of two long
+  int cap, len;
+} Router;
+
+// The latency, pacing and vector size of a path; false if its links differ.
+static bool path_params(const Topology *t, const Path *p, int64_t *latency, int *every, int *vector_bytes) {
+  *latency = 0;
+  for (int i = 0; i < p->nhops; i++) {
+    const LinkParams *lp = &t->links.data[p->hops[i].link].p;
+    int e = ir_cycles_per_vector(lp, t->clock_mhz);
+    if (i && (e != *every || lp->vector_bytes != *vector_bytes)) return false;
+    *every = e;
+    *vector_bytes = lp->vector_bytes;
+    *latency += lp->latency_max;
+  }
+  return true;
+}
+
+static uint64_t pair_hash(int src, int dst) { return ((uint64_t)(uint32_t)src * 0x9e3779b97f4a7c15ull) ^ (uint32_t)dst; }
+
+static void grow(Router *r) {
+  PairPaths *old = r->table;
+  int oldcap = r->cap;
+  r->cap = oldcap ? oldcap * 2 : 256;
+  r->table = xmalloc(sizeof(PairPaths) * (size_t)r->cap);
+  for (int i = 0; i < r->cap; i++) r->table[i].src = -1;
+  for (int i = 0; i < oldcap; i++) {
+    if (old[i].src < 0) continue;
+    uint64_t h = pair_hash(old[i].src, old[i].dst) & (uint64_t)(r->cap - 1);
+    while (r->table[h].src >= 0) h = (h + 1) & (uint64_t)(r->cap - 1);
+    r->table[h] = old[i];
+  }
+  free(old);
+}
+
+static const PairPaths *candidates(Router *r, int src, int dst) {
+  if (2 * (r->len + 1) > r->cap) grow(r);
+  uint64_t h = pair_hash(src, dst) & (uint64_t)(r->cap - 1);
+  for (; r->table[h].src >= 0; h = (h + 1) & (uint64_t)(r->cap - 1))
+    if (r->table[h].src == src && r->table[h].dst == dst) return &r->table[h];
+  PairPaths *pp = &r->table[h];
+  *pp = (PairPaths){.src = src, .dst = dst};
+  pp->paths = ARENA_ARRAY(&r->c->arena, Path, ROUTE_MAX_PATHS);
+  pp->npaths = route_disjoint_paths(&r->c->arena, r->c->topo, src, dst, ROUTE_MAX_PATHS, pp->paths);
+  r->len++;
+  return pp;
+}
+
+// How many vectors a route can finish within t cycles.
+static int64_t capacity(const Route *rt, int64_t t) { return t < rt->latency + 1 ? 0 : (t - rt->latency - 1) / rt->every + 1; }
+
+int64_t route_finish(const Route *routes, int nroutes) {
+  int64_t finish = 0;
+  for (int i = 0; i < nroutes; i++)
+    if (routes[i].count) finish = MAX(finish, routes[i].latency + (routes[i].count - 1) * routes[i].every + 1);
+  return finish;
+}
+
+// Splits n vectors over routes[0..k) so the last finishes earliest: the
+// least t at which the routes' capacities add up to n (binary search), then
+// each route filled to its capacity in order.  Returns the routes kept.
+static int split(Route *routes, int k, int64_t n) {
+  int64_t lo = 1, hi = routes[0].latency + n * routes[0].every + 1;  // routes[0] alone makes it by hi
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2, total = 0;
+    for (int i = 0; i < k && total < n; i++) total += capacity(&routes[i], mid);
+    if (total >= n) hi = mid; else lo = mid + 1;
+  }
+  int kept = 0;
+  int64_t left = n;
+  for (int i = 0; i < k && left; i++) {
+    int64_t c = MIN(left, capacity(&routes[i], lo));
+    if (!c) continue;
+    routes[kept] = routes[i];
+    routes[kept].first = n - left;
+    routes[kept].count = c;
+    left -= c;
+    kept++;
+  }
+  return kept;
+}
+
+static bool route_transfer(Router *r, DagNode *n) {
+  const Topology *t = r->c->topo;
+  const PairPaths *pp = candidates(r, n->src, n->dst);
+  if (!pp->npaths) {
+    diag_error(&r->c->diag, n->op->loc, "no working path from device %d to device %d for %s", n->src, n->dst,
+               n->tensor->name);
+    return false;
+  }
+  Route *cand = ARENA_ARRAY(&r->c->arena, Route, pp->npaths);
+  int k = 0, vector_bytes = 0;
+  for (int i = 0; i < pp->npaths; i++) {
+    Route rt = {.path = pp->paths[i]};
+    int vb = 0;
+    if (!path_params(t, &rt.path, &rt.latency, &rt.every, &vb) || (k && (rt.every != cand[0].every || vb != vector_bytes))) {
+      if (i) continue;
+      diag_error(&r->c->diag, n->op->loc,
+                 "the links from device %d to device %d differ in speed or vector size; routes need one of each",
+                 n->src, n->dst);
+      return false;
+    }
+    if (!k) vector_bytes = vb;
+    cand[k++] = rt;
+  }
+  n->vectors = (n->bytes + vector_bytes - 1) / vector_bytes;
+  Route minimal = cand[0];
+  minimal.first = 0;
+  minimal.count = n->vectors;
+  int kept = split(cand, k, n->vectors);
+  bool spread = r->c->route_mode == ROUTE_NONMINIMAL ||
+                (r->c->route_mode == ROUTE_AUTO && route_finish(cand, kept) < route_finish(&minimal, 1));
+  if (spread) {
+    n->routes = cand;
+    n->nroutes = kept;
+  } else {
+    n->routes = ARENA_NEW(&r->c->arena, Route);
+    *n->routes = minimal;
+    n->nroutes = 1;
+  }
+  return true;
+}
+
+bool pass_route(Compilation *c) {
+  Router r = {.c = c};
+  bool ok = true;
+  for (int i = 0; i < c->dag->nodes.len && ok; i++) {
+    DagNode *n = c->dag->nodes.data[i];
+    if (n->kind == NODE_TRANSFER) ok = route_transfer(&r, n);
+  }
+  free(r.table);
+  return ok;
+}
