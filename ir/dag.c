@@ -48,7 +48,7 @@ static void dump_op(const Op *op, FILE *out) {
   fputc(')', out);
 }
 
-static void dump_node(const DagNode *n, FILE *out) {
+static void dump_node(const DagNode *n, bool scheduled, FILE *out) {
   char size[32];
   str_human_bytes(size, sizeof size, (double)n->bytes);
   fprintf(out, "  n%d = %s ", n->id, node_kind_names[n->kind]);
@@ -71,12 +71,15 @@ static void dump_node(const DagNode *n, FILE *out) {
   }
   for (int i = 0; i < n->ndeps; i++) fprintf(out, "%sn%d", i ? ", " : " after ", n->deps[i]);
   fprintf(out, ";  // line %d\n", n->op->loc.line);
+  if (scheduled) fprintf(out, "    at [%lld, %lld)\n", (long long)n->start, (long long)n->finish);
   for (int r = 0; r < n->nroutes; r++) {
     const Route *rt = &n->routes[r];
     fprintf(out, "    route %lld vectors [%lld, %lld) via %d", (long long)rt->count, (long long)rt->first,
             (long long)(rt->first + rt->count), n->src);
     for (int h = 0; h < rt->path.nhops; h++) fprintf(out, " -> %d", rt->path.hops[h].to);
-    fprintf(out, ": latency %lld, every %d\n", (long long)rt->latency, rt->every);
+    fprintf(out, ": latency %lld, every %d", (long long)rt->latency, rt->every);
+    if (scheduled) fprintf(out, ", leaves at %lld", (long long)rt->start);
+    fputc('\n', out);
   }
 }
 
@@ -85,7 +88,8 @@ void ir_dag_dump(const Dag *d, FILE *out) {
   for (int i = 0; i < d->nodes.len; i++) count[d->nodes.data[i]->kind]++;
   fprintf(out, "dag %s {  // %d node%s: %d compute, %d transfer, %d collective\n", d->graph->name,
           d->nodes.len, d->nodes.len == 1 ? "" : "s", count[NODE_COMPUTE], count[NODE_TRANSFER], count[NODE_COLLECTIVE]);
-  for (int i = 0; i < d->nodes.len; i++) dump_node(d->nodes.data[i], out);
+  for (int i = 0; i < d->nodes.len; i++) dump_node(d->nodes.data[i], d->scheduled, out);
+  if (d->scheduled) fprintf(out, "  // makespan %lld cycles\n", (long long)d->makespan);
   fprintf(out, "}\n");
 }
 
@@ -149,8 +153,51 @@ static bool node_ok(const DagNode *n, int index, int ndevices, char *err, size_t
   return fail(err, errlen, "node n%d has kind %d", index, (int)n->kind);
 }
 
-bool ir_dag_verify(const Dag *d, int ndevices, char *err, size_t errlen) {
+// One route's run on one link direction, for the contention check.
+typedef struct Occupancy {
+  int64_t key;  // link * 2 + (from > to)
+  int64_t start, end;
+  int node;
+} Occupancy;
+
+static int compare_occupancy(const void *x, const void *y) {
+  const Occupancy *a = x, *b = y;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return (a->start > b->start) - (a->start < b->start);
+}
+
+static bool schedule_ok(const Dag *d, const Topology *t, char *err, size_t errlen) {
+  VEC(Occupancy) occ = {0};
+  Arena a = {0};
+  bool ok = true;
+  for (int i = 0; i < d->nodes.len && ok; i++) {
+    const DagNode *n = d->nodes.data[i];
+    for (int k = 0; k < n->ndeps && ok; k++)
+      if (n->start < d->nodes.data[n->deps[k]]->finish)
+        ok = fail(err, errlen, "node n%d starts at %lld, before n%d finishes at %lld", i, (long long)n->start,
+                  n->deps[k], (long long)d->nodes.data[n->deps[k]]->finish);
+    for (int r = 0; r < n->nroutes; r++) {
+      const Route *rt = &n->routes[r];
+      int64_t at = rt->start;
+      for (int h = 0; h < rt->path.nhops; h++) {
+        const Hop *hop = &rt->path.hops[h];
+        Occupancy o = {(int64_t)hop->link * 2 + (hop->from > hop->to), at, at + rt->count * rt->every, i};
+        VEC_PUSH(&a, &occ, o);
+        at += t->links.data[hop->link].p.latency_max;
+      }
+    }
+  }
+  if (ok && occ.len) qsort(occ.data, (size_t)occ.len, sizeof(Occupancy), compare_occupancy);
+  for (int i = 1; i < occ.len && ok; i++)
+    if (occ.data[i].key == occ.data[i - 1].key && occ.data[i].start < occ.data[i - 1].end)
+      ok = fail(err, errlen, "transfers n%d and n%d hold link %lld in one direction at cycle %lld", occ.data[i - 1].node,
+                occ.data[i].node, (long long)(occ.data[i].key / 2), (long long)occ.data[i].start);
+  arena_free(&a);
+  return ok;
+}
+
+bool ir_dag_verify(const Dag *d, const Topology *t, char *err, size_t errlen) {
   for (int i = 0; i < d->nodes.len; i++)
-    if (!node_ok(d->nodes.data[i], i, ndevices, err, errlen)) return false;
-  return true;
+    if (!node_ok(d->nodes.data[i], i, t->ndevices, err, errlen)) return false;
+  return !d->scheduled || schedule_ok(d, t, err, errlen);
 }

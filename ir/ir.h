@@ -392,6 +392,7 @@ typedef struct Route {
   int64_t first, count;
   int64_t latency;  // sum of the links' latency_max
   int every;        // cycles per vector of every link on the path
+  int64_t start;    // after scheduling: when its first vector leaves
 } Route;
 
 typedef struct DagNode {
@@ -407,15 +408,22 @@ typedef struct DagNode {
   int64_t vectors;   // TRANSFER, after routing: ceil(bytes / vector_bytes)
   int nroutes;       // TRANSFER, after routing: the paths its vectors take
   Route *routes;
+  Route *minimal;    // TRANSFER, after routing: the shortest path alone
+  Route *spread;     // ... and the vectors spread over the candidates
+  int nspread;
   int ngroup;        // COLLECTIVE: the participating devices, ascending
   int *group;
   int ndeps;         // nodes that must finish first, ascending ids, no repeats
   int *deps;
+  int64_t start;     // after scheduling: its first cycle
+  int64_t finish;    // after scheduling: the first cycle its result may be read
 } DagNode;
 
 typedef struct Dag {
   const Graph *graph;
   VEC(DagNode *) nodes;
+  bool scheduled;    // start, finish and route starts are set
+  int64_t makespan;  // the last finish
 } Dag;
 
 // ---- dag.c ----
@@ -429,8 +437,12 @@ void ir_dag_set_deps(Arena *a, DagNode *n, int *deps, int ndeps);
 // One line per node, e.g. "n3 = transfer x device(0) -> device(5), 1.0 MiB for copy(x -> y) after n1;".
 void ir_dag_dump(const Dag *d, FILE *out);
 // Ids are indices, dependencies point backwards in ascending order, devices
-// exist, transfers move a positive byte count between distinct devices.
-bool ir_dag_verify(const Dag *d, int ndevices, char *err, size_t errlen);
+// exist, transfers move a positive byte count between distinct devices,
+// routes carry every vector once along a path.  Once scheduled: no node
+// starts before its dependencies finish, and no two routes hold one link
+// direction in one cycle (checked from the routes alone, sorted per
+// direction, independently of the scheduler's tables).
+bool ir_dag_verify(const Dag *d, const Topology *t, char *err, size_t errlen);
 
 // ===== ISA and device programs ===========================================
 //
@@ -567,6 +579,10 @@ bool isa_opcode_lookup(const char *name, Opcode *out);
 // "c2c.3", "vxm", "mxm", "ctl" <-> kind and port; false on anything else.
 bool isa_unit_parse(const char *name, UnitKind *kind, int *port);
 void isa_unit_format(char *dst, size_t n, UnitKind kind, int port);
+// Cycles from a VXM or MXM instruction reading its sources to its result
+// landing (docs/isa.md): the emulator runs them, the schedulers plan with them.
+#define ISA_VXM_LATENCY 4
+#define ISA_MXM_LATENCY 16
 // Elements of dtype in one vector of vector_bytes.
 int isa_elems_per_vector(DType dt, int vector_bytes);
 // MXM: the dtypes the matrix unit multiplies, its accumulation dtype, and

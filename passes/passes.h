@@ -49,6 +49,7 @@ bool pass_partition(Compilation *c);  // partition.c: AUTO and STAGE -> devices
 bool pass_dag(Compilation *c);        // dag.c: graph -> compute/transfer/collective nodes
 bool pass_lower(Compilation *c);      // lower.c: collective nodes -> transfers
 bool pass_route(Compilation *c);      // route.c: transfers -> routes over paths
+bool pass_schedule(Compilation *c);   // schedule.c: every node and route -> cycles
 
 // ---- lower.c: the collective lowering interface ----
 //
@@ -117,6 +118,9 @@ extern const CollectiveAlgo algo_direct;  // algo_direct.c
 // When a transfer's routes are done, in cycles after its first vector
 // leaves, on an empty network with jitter off (exclusive end).
 int64_t route_finish(const Route *routes, int nroutes);
+// Points n's routes at its minimal or spread ones as mode says (auto: the
+// one that finishes first on an empty network).
+void route_choose(DagNode *n, RouteMode mode);
 
 // ---- reserve.c: reservation tables (for the schedulers) ----
 //

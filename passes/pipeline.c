@@ -33,6 +33,8 @@ const Pass pass_pipeline[] = {
     {"dag", "build compute, transfer and collective nodes with their dependencies", pass_dag, dump_dag},
     {"lower", "replace each collective by the transfers of its algorithm", pass_lower, dump_dag},
     {"route", "choose the paths of every transfer's vectors", pass_route, dump_dag},
+    {"schedule", "give every node and route its cycles, no link or unit used twice at once", pass_schedule,
+     dump_dag},
 };
 const int pass_count = (int)ARRAY_LEN(pass_pipeline);
 _Static_assert(ARRAY_LEN(pass_pipeline) <= PASS_MAX, "raise PASS_MAX");
@@ -55,7 +57,7 @@ static void verify_after(const Compilation *c, const Pass *p) {
   char err[256];
   if (c->graph && !ir_graph_verify(c->graph, c->topo->ndevices, err, sizeof err))
     die("the IR after pass '%s' is broken: %s", p->name, err);
-  if (c->dag && !ir_dag_verify(c->dag, c->topo->ndevices, err, sizeof err))
+  if (c->dag && !ir_dag_verify(c->dag, c->topo, err, sizeof err))
     die("the DAG after pass '%s' is broken: %s", p->name, err);
 }
 

@@ -15,7 +15,10 @@
 //   nonminimal  the vectors split over every candidate so that all routes
 //               finish as early as possible (a route too long to help gets
 //               none);
-//   auto        whichever of the two finishes first (minimal on a tie).
+//   auto        whichever of the two finishes first alone (minimal on a
+//               tie); the scheduler then also tries every transfer
+//               minimal and keeps whichever program finishes first, since
+//               spread vectors can hold links other transfers need.
 // A path must have one vector size and one pacing along it (a candidate
 // that differs from the shortest path's is dropped; a shortest path that
 // mixes them is refused).
@@ -140,21 +143,21 @@ static bool route_transfer(Router *r, DagNode *n) {
     cand[k++] = rt;
   }
   n->vectors = (n->bytes + vector_bytes - 1) / vector_bytes;
-  Route minimal = cand[0];
-  minimal.first = 0;
-  minimal.count = n->vectors;
-  int kept = split(cand, k, n->vectors);
-  bool spread = r->c->route_mode == ROUTE_NONMINIMAL ||
-                (r->c->route_mode == ROUTE_AUTO && route_finish(cand, kept) < route_finish(&minimal, 1));
-  if (spread) {
-    n->routes = cand;
-    n->nroutes = kept;
-  } else {
-    n->routes = ARENA_NEW(&r->c->arena, Route);
-    *n->routes = minimal;
-    n->nroutes = 1;
-  }
+  n->minimal = ARENA_NEW(&r->c->arena, Route);
+  *n->minimal = cand[0];
+  n->minimal->first = 0;
+  n->minimal->count = n->vectors;
+  n->spread = cand;
+  n->nspread = split(cand, k, n->vectors);
+  route_choose(n, r->c->route_mode);
   return true;
+}
+
+void route_choose(DagNode *n, RouteMode mode) {
+  bool spread = mode == ROUTE_NONMINIMAL ||
+                (mode == ROUTE_AUTO && route_finish(n->spread, n->nspread) < route_finish(n->minimal, 1));
+  n->routes = spread ? n->spread : n->minimal;
+  n->nroutes = spread ? n->nspread : 1;
 }
 
 bool pass_route(Compilation *c) {

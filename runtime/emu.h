@@ -51,9 +51,10 @@ bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in);
 #define EMU_DEFAULT_MAX_CYCLES ((int64_t)1 << 40)
 #define EMU_DEFAULT_MAX_LISTED 50
 #define EMU_DEFAULT_TRACE_MAX_VECTORS 100000
-// Cycles from an instruction reading its sources to its result landing.
-#define EMU_VXM_LATENCY 4
-#define EMU_MXM_LATENCY 16
+// Cycles from an instruction reading its sources to its result landing:
+// part of the ISA contract (ir/ir.h), which the schedulers plan with.
+#define EMU_VXM_LATENCY ISA_VXM_LATENCY
+#define EMU_MXM_LATENCY ISA_MXM_LATENCY
 // Cycles from NOTIFY to the parked units (and the notifier) issuing again.
 #define EMU_NOTIFY_LATENCY 1
 // The most vectors one port may hold (in flight to it or waiting): far past

@@ -187,6 +187,8 @@ static void print_stats(const Compilation *c) {
   fprintf(stderr, "*** Statistics ***\n");
   fprintf(stderr, "devices: %d\nlinks: %d\n", c->topo->ndevices, c->topo->links.len);
   if (c->graph) fprintf(stderr, "tensors: %d\nops: %d\n", c->graph->tensors.len, c->graph->ops.len);
+  if (c->dag) fprintf(stderr, "dag_nodes: %d\n", c->dag->nodes.len);
+  if (c->dag && c->dag->scheduled) fprintf(stderr, "makespan_cycles: %lld\n", (long long)c->dag->makespan);
   for (int i = 0; i < pass_count; i++)
     fprintf(stderr, "time.%s: %.6f s\n", pass_pipeline[i].name, c->pass_seconds[i]);
   fprintf(stderr, "ir_bytes: %zu\npeak_rss_kib: %ld\n", c->arena.used, ru.ru_maxrss);

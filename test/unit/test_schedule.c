@@ -314,6 +314,48 @@ static void hamiltonian_cycles_refused_with_reasons(void **state) {
   arena_free(&a);
 }
 
+// The DAG verifier re-checks a schedule from its routes alone: two
+// transfers on one link direction whose runs overlap by one cycle are
+// refused, naming both; one cycle later they pass.  Opposite directions
+// of one link never conflict.
+static void schedule_verifier_catches_overlapping_runs(void **state) {
+  (void)state;
+  Arena a = {0};
+  Topology *t = topo_ok(&a, "topology: ring\ndevices: 2\n");
+  Graph g = {.name = "g"};
+  Tensor x = {.name = "x", .dtype = DT_F32, .shape = {.rank = 1, .dim = {800}}};
+  Op op = {.kind = OP_COPY, .result = &x};
+  Path p[1];
+  assert_int_equal(route_disjoint_paths(&a, t, 0, 1, 1, p), 1);
+  Route r0 = {.path = p[0], .first = 0, .count = 10, .latency = 228, .every = 24, .start = 0};
+  Route r1 = r0;
+  r1.start = 239;  // r0 holds the direction for cycles [0, 240)
+  DagNode n0 = {.id = 0, .kind = NODE_TRANSFER, .op = &op, .tensor = &x, .src = 0, .dst = 1, .bytes = 3200,
+                .vectors = 10, .nroutes = 1, .routes = &r0, .finish = 469};
+  DagNode n1 = n0;
+  n1.id = 1;
+  n1.routes = &r1;
+  DagNode *nodes[2] = {&n0, &n1};
+  Dag d = {.graph = &g, .scheduled = true};
+  d.nodes.data = nodes;
+  d.nodes.len = 2;
+  char err[256];
+  assert_false(ir_dag_verify(&d, t, err, sizeof err));
+  char want[128];
+  snprintf(want, sizeof want, "transfers n0 and n1 hold link %d in one direction at cycle 239", p[0].hops[0].link);
+  assert_string_equal(err, want);
+  r1.start = 240;
+  assert_true(ir_dag_verify(&d, t, err, sizeof err));
+  r1.start = 0;  // the same cycles, the same link, the other way round
+  const Hop *h = &p[0].hops[0];
+  Hop back = {.link = h->link, .from = 1, .to = 0, .out_port = h->in_port, .in_port = h->out_port};
+  r1.path = (Path){.nhops = 1, .hops = &back};
+  n1.src = 1;
+  n1.dst = 0;
+  assert_true(ir_dag_verify(&d, t, err, sizeof err));
+  arena_free(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(reservations_match_a_cycle_by_cycle_model),
@@ -324,6 +366,7 @@ int main(void) {
       cmocka_unit_test(alignment_refuses_straddling_latencies),
       cmocka_unit_test(hamiltonian_cycles_where_they_exist),
       cmocka_unit_test(hamiltonian_cycles_refused_with_reasons),
+      cmocka_unit_test(schedule_verifier_catches_overlapping_runs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

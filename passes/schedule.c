@@ -1,0 +1,209 @@
+// schedule.c: list scheduling of the DAG on the machine's links and units.
+// Part of passes/, after route; synchronisation and code generation emit
+// what it decides.
+//
+// Seed 002 s4.2: in a software-scheduled network every vector's slot on
+// every link is fixed at compile time, and no two vectors share a link
+// direction in one slot.  Nodes are taken in DAG order (a topological
+// order); each starts at the earliest cycle at which its dependencies are
+// done and every resource it needs is free for as long as it needs it.
+// Resources are reservation tables (passes/reserve.c), one run per stream,
+// never one entry per vector:
+//   - each link direction, busy from a route's departure there for
+//     count x every cycles (the receiving port is busy for the same run
+//     shifted by the link's latency, so it needs no table of its own);
+//   - each chip-to-chip unit's issue slot: a SEND where a route leaves a
+//     device, a RECV where it lands (an intermediate TSP issues both on
+//     the landing cycle: virtual cut-through);
+//   - each device's vector unit (reductions, add, relu) and matrix unit.
+// Times are in cycles of an ideal clock from the end of the alignment
+// preamble, with every link at its latency_max: under jitter a vector only
+// lands earlier and waits in the port's buffer; drift is the sync pass's.
+//
+// A transfer's route r leaving at s_r has its vector k cross hop j at
+// s_r + k e + (latencies of hops before j) and taken at the destination at
+// s_r + L + k e; the transfer is done the cycle after its last take.  A
+// reducing transfer is then added into the destination's data by one VADD
+// or VMAX over its vectors (done ISA_VXM_LATENCY cycles after the last
+// vector is read).
+#include "passes.h"
+
+#include <stdlib.h>
+
+typedef struct Scheduler {
+  Compilation *c;
+  const Topology *t;
+  Reservations *link_dir;  // by link * 2 + direction (0: a -> b)
+  Reservations *c2c;       // issue slots, by port_base[device] + port
+  int *port_base;
+  Reservations *vxm, *mxm;  // by device
+} Scheduler;
+
+static Reservations *link_dir(Scheduler *s, const Hop *h) {
+  return &s->link_dir[h->link * 2 + (s->t->links.data[h->link].a == h->from ? 0 : 1)];
+}
+
+static int64_t hop_latency(const Scheduler *s, const Hop *h) { return s->t->links.data[h->link].p.latency_max; }
+
+// Whether route rt can leave at t: every hop's link direction free for its
+// run and every issue slot free.  If not, the earliest later t worth trying.
+static bool route_fits(Scheduler *s, const Route *rt, int64_t t, int64_t *retry) {
+  int64_t run = rt->count * rt->every, at = t;
+  for (int j = 0; j < rt->path.nhops; j++) {
+    const Hop *h = &rt->path.hops[j];
+    int64_t free_at = resv_earliest(link_dir(s, h), at, run);
+    if (free_at != at) {
+      *retry = t + (free_at - at);
+      return false;
+    }
+    int64_t land = at + hop_latency(s, h);
+    if (!resv_is_free(&s->c2c[s->port_base[h->from] + h->out_port], at, 1) ||
+        !resv_is_free(&s->c2c[s->port_base[h->to] + h->in_port], land, 1)) {
+      *retry = t + 1;
+      return false;
+    }
+    at = land;
+  }
+  return true;
+}
+
+static void route_take(Scheduler *s, Route *rt, int64_t t) {
+  int64_t run = rt->count * rt->every, at = t;
+  rt->start = t;
+  for (int j = 0; j < rt->path.nhops; j++) {
+    const Hop *h = &rt->path.hops[j];
+    resv_take(link_dir(s, h), at, run);
+    resv_take(&s->c2c[s->port_base[h->from] + h->out_port], at, 1);
+    at += hop_latency(s, h);
+    resv_take(&s->c2c[s->port_base[h->to] + h->in_port], at, 1);
+  }
+}
+
+// Vectors of the device's SRAM a tensor of `bytes` fills.
+static int64_t device_vectors(const Scheduler *s, int64_t bytes) {
+  int vb = s->t->link.vector_bytes;
+  return (bytes + vb - 1) / vb;
+}
+
+// Runs `cycles` of unit u from the earliest free cycle >= ready; returns
+// the cycle it starts.
+static int64_t unit_take(Reservations *u, int64_t ready, int64_t cycles) {
+  int64_t t = resv_earliest(u, ready, cycles);
+  resv_take(u, t, cycles);
+  return t;
+}
+
+static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
+  int64_t done = ready;
+  for (int r = 0; r < n->nroutes; r++) {
+    Route *rt = &n->routes[r];
+    int64_t t = ready, retry;
+    while (!route_fits(s, rt, t, &retry)) t = retry;
+    route_take(s, rt, t);
+    done = MAX(done, t + route_finish(rt, 1));
+  }
+  n->start = n->nroutes ? n->routes[0].start : ready;
+  for (int r = 1; r < n->nroutes; r++) n->start = MIN(n->start, n->routes[r].start);
+  if (n->reduce) {
+    int64_t t = unit_take(&s->vxm[n->dst], done, n->vectors);
+    done = t + n->vectors + ISA_VXM_LATENCY;
+  }
+  n->finish = done;
+}
+
+// Matrix unit time of x [.., M, K] times w [K, N]: one MXM of M rows per
+// tile of the weights a vector wide and a vector tall.
+static int64_t matmul_cycles(const Scheduler *s, const Op *op) {
+  const Tensor *x = op->args[0], *w = op->args[1];
+  int vb = s->t->link.vector_bytes;
+  int64_t per = isa_elems_per_vector(x->dtype, vb);
+  int64_t k = w->shape.dim[0], ncols = w->shape.dim[1];
+  int64_t rows = ir_shape_elems(&x->shape) / k;
+  int64_t tiles = ((k + per - 1) / per) * ((ncols + per - 1) / per);
+  return tiles * isa_mxm_cycles(x->dtype, vb, (uint32_t)MIN(rows, (int64_t)UINT32_MAX));
+}
+
+static void schedule_compute(Scheduler *s, DagNode *n, int64_t ready) {
+  const Op *op = n->op;
+  n->start = ready;
+  if (op->kind == OP_COPY) {  // the local copy of an @ each tensor is the same bytes
+    n->finish = ready;
+  } else if (op->kind == OP_MATMUL) {
+    int64_t cycles = matmul_cycles(s, op);
+    n->start = unit_take(&s->mxm[n->device], ready, cycles);
+    n->finish = n->start + cycles + ISA_MXM_LATENCY;
+  } else {  // one pass of the vector unit over the result
+    int64_t v = device_vectors(s, ir_tensor_bytes(op->result));
+    n->start = unit_take(&s->vxm[n->device], ready, v);
+    n->finish = n->start + v + ISA_VXM_LATENCY;
+  }
+}
+
+static void scheduler_init(Scheduler *s, Compilation *c) {
+  const Topology *t = c->topo;
+  *s = (Scheduler){.c = c, .t = t};
+  s->link_dir = xcalloc((size_t)t->links.len * 2 + 1, sizeof(Reservations));
+  s->port_base = xmalloc(sizeof(int) * (size_t)t->ndevices);
+  int ports = 0;
+  for (int d = 0; d < t->ndevices; d++) {
+    s->port_base[d] = ports;
+    ports += t->devices[d].nports;
+  }
+  s->c2c = xcalloc((size_t)ports + 1, sizeof(Reservations));
+  s->vxm = xcalloc((size_t)t->ndevices, sizeof(Reservations));
+  s->mxm = xcalloc((size_t)t->ndevices, sizeof(Reservations));
+}
+
+static void free_tables(Reservations *r, int n) {
+  for (int i = 0; i < n; i++) resv_free(&r[i]);
+  free(r);
+}
+
+static void scheduler_free(Scheduler *s) {
+  int ports = s->t->ndevices ? s->port_base[s->t->ndevices - 1] + s->t->devices[s->t->ndevices - 1].nports : 0;
+  free_tables(s->link_dir, s->t->links.len * 2);
+  free_tables(s->c2c, ports);
+  free_tables(s->vxm, s->t->ndevices);
+  free_tables(s->mxm, s->t->ndevices);
+  free(s->port_base);
+}
+
+// Schedules every node with its transfers routed as mode says; returns the
+// makespan.
+static int64_t schedule_all(Compilation *c, RouteMode mode) {
+  Scheduler s;
+  scheduler_init(&s, c);
+  int64_t makespan = 0;
+  for (int i = 0; i < c->dag->nodes.len; i++) {
+    DagNode *n = c->dag->nodes.data[i];
+    int64_t ready = 0;
+    for (int d = 0; d < n->ndeps; d++) ready = MAX(ready, c->dag->nodes.data[n->deps[d]]->finish);
+    if (n->kind == NODE_TRANSFER) {
+      route_choose(n, mode);
+      schedule_transfer(&s, n, ready);
+    } else {
+      schedule_compute(&s, n, ready);
+    }
+    makespan = MAX(makespan, n->finish);
+  }
+  scheduler_free(&s);
+  return makespan;
+}
+
+// Under --route=auto, the exact cost decides: the program with each
+// transfer routed as it would be fastest alone, and the program with every
+// transfer minimal, are both scheduled, and the one that finishes first is
+// kept (the first on a tie).
+bool pass_schedule(Compilation *c) {
+  int64_t makespan = schedule_all(c, c->route_mode);
+  if (c->route_mode == ROUTE_AUTO) {
+    int64_t minimal = schedule_all(c, ROUTE_MINIMAL);
+    if (minimal < makespan)
+      makespan = minimal;
+    else
+      makespan = schedule_all(c, ROUTE_AUTO);
+  }
+  c->dag->makespan = makespan;
+  c->dag->scheduled = true;
+  return true;
+}
