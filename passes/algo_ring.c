@@ -28,7 +28,7 @@ bool lower_ring_fits(const Lowering *l, int nrings, char *why, size_t whylen) {
   if (transfers <= LOWER_MAX_TRANSFERS) return true;
   snprintf(why, whylen,
            "%s over %lld devices takes %lld transfers, more than the %d a collective may "
-           "(LOWER_MAX_TRANSFERS); use a hierarchical algorithm",
+           "(LOWER_MAX_TRANSFERS)",
            nrings == 1 ? "a ring" : "rings", (long long)n, (long long)transfers, LOWER_MAX_TRANSFERS);
   return false;
 }

@@ -103,7 +103,7 @@ static void build_compute(Builder *b, const Op *op, int device) {
 
 static void build_copy(Builder *b, const Op *op, int device) {
   const Tensor *x = op->args[0];
-  if (lives_on(x, device)) {
+  if (lives_on(x, device) || available_at(b, x, device) >= 0) {  // here, or already sent here
     build_compute(b, op, device);
     return;
   }

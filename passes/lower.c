@@ -66,7 +66,10 @@ int lower_send(Lowering *l, int src, int dst, int64_t offset, int64_t bytes, boo
   Lowerer *w = l->state;
   for (int i = 0; i < ndeps; i++)
     if (deps[i] >= 0) VEC_PUSH(&w->c->arena, &w->ready, deps[i]);
+  // The data leaves src and lands in dst's own copy (added into it, or
+  // written over its slot), so both copies must exist first.
   for (int i = 0; i < w->ready_on[src].len; i++) VEC_PUSH(&w->c->arena, &w->ready, w->ready_on[src].data[i]);
+  for (int i = 0; i < w->ready_on[dst].len; i++) VEC_PUSH(&w->c->arena, &w->ready, w->ready_on[dst].data[i]);
   DagNode like = {.kind = NODE_TRANSFER, .op = l->op, .tensor = l->buffer, .src = src, .dst = dst,
                   .offset = offset, .bytes = bytes, .reduce = reduce};
   return append(w, &like)->id;
@@ -158,11 +161,11 @@ static bool lower_collective(Lowerer *w, const DagNode *n, int *devices) {
     }
   }
   algo->lower(&l);
-  // A device with nothing to receive (a group of one) has its result when
-  // its operand is ready.
+  // Part of each device's result is its own operand (its shard of an
+  // all_gather; the chunk a ring's last transfer into it never carried),
+  // so its consumers also wait for that.
   for (int g = 0; g < n->ngroup; g++) {
     int dev = n->group[g];
-    if (w->done[n->id].at[dev].len) continue;
     for (int j = 0; j < w->ready_on[dev].len; j++) lower_done(&l, dev, w->ready_on[dev].data[j]);
   }
   return true;

@@ -21,6 +21,12 @@ extern const char *const route_mode_names[ROUTE_MODE_COUNT];
 // The most disjoint paths the router considers for one transfer (a named
 // limit: a dragonfly node offers 7, a mesh device at most 4).
 #define ROUTE_MAX_PATHS 16
+// The longest one transfer may take, and the latest a schedule may end, in
+// cycles (named limits far past any real program: a node starts before
+// SCHEDULE_MAX_CYCLES and lasts at most ROUTE_MAX_CYCLES, or about that for
+// compute, so no time overflows before the scheduler stops).
+#define ROUTE_MAX_CYCLES ((int64_t)1 << 56)
+#define SCHEDULE_MAX_CYCLES ((int64_t)1 << 60)
 
 typedef struct Compilation {
   Arena arena;           // owns every IR below

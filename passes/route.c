@@ -143,6 +143,13 @@ static bool route_transfer(Router *r, DagNode *n) {
     cand[k++] = rt;
   }
   n->vectors = (n->bytes + vector_bytes - 1) / vector_bytes;
+  if (n->vectors > (ROUTE_MAX_CYCLES - cand[0].latency) / cand[0].every) {
+    diag_error(&r->c->diag, n->op->loc,
+               "moving %lld vectors of %s from device %d to device %d at %d cycles a vector takes more than "
+               "ROUTE_MAX_CYCLES (2^56)",
+               (long long)n->vectors, n->tensor->name, n->src, n->dst, cand[0].every);
+    return false;
+  }
   n->minimal = ARENA_NEW(&r->c->arena, Route);
   *n->minimal = cand[0];
   n->minimal->first = 0;

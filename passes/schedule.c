@@ -113,6 +113,7 @@ static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
 
 // Matrix unit time of x [.., M, K] times w [K, N]: one MXM of M rows per
 // tile of the weights a vector wide and a vector tall.
+// An MXM takes at most UINT32_MAX rows; more are several MXMs.
 static int64_t matmul_cycles(const Scheduler *s, const Op *op) {
   const Tensor *x = op->args[0], *w = op->args[1];
   int vb = s->t->link.vector_bytes;
@@ -120,7 +121,9 @@ static int64_t matmul_cycles(const Scheduler *s, const Op *op) {
   int64_t k = w->shape.dim[0], ncols = w->shape.dim[1];
   int64_t rows = ir_shape_elems(&x->shape) / k;
   int64_t tiles = ((k + per - 1) / per) * ((ncols + per - 1) / per);
-  return tiles * isa_mxm_cycles(x->dtype, vb, (uint32_t)MIN(rows, (int64_t)UINT32_MAX));
+  int64_t full = rows / UINT32_MAX, rest = rows % UINT32_MAX;
+  int64_t per_tile = full * isa_mxm_cycles(x->dtype, vb, UINT32_MAX) + (rest ? isa_mxm_cycles(x->dtype, vb, (uint32_t)rest) : 0);
+  return tiles * per_tile;
 }
 
 static void schedule_compute(Scheduler *s, DagNode *n, int64_t ready) {
@@ -169,7 +172,7 @@ static void scheduler_free(Scheduler *s) {
 }
 
 // Schedules every node with its transfers routed as mode says; returns the
-// makespan.
+// makespan, or -1 (after an error) past SCHEDULE_MAX_CYCLES.
 static int64_t schedule_all(Compilation *c, RouteMode mode) {
   Scheduler s;
   scheduler_init(&s, c);
@@ -185,6 +188,11 @@ static int64_t schedule_all(Compilation *c, RouteMode mode) {
       schedule_compute(&s, n, ready);
     }
     makespan = MAX(makespan, n->finish);
+    if (makespan > SCHEDULE_MAX_CYCLES) {
+      diag_error(&c->diag, n->op->loc, "the schedule runs past SCHEDULE_MAX_CYCLES (2^60 cycles) here");
+      makespan = -1;
+      break;
+    }
   }
   scheduler_free(&s);
   return makespan;
@@ -196,8 +204,10 @@ static int64_t schedule_all(Compilation *c, RouteMode mode) {
 // kept (the first on a tie).
 bool pass_schedule(Compilation *c) {
   int64_t makespan = schedule_all(c, c->route_mode);
+  if (makespan < 0) return false;
   if (c->route_mode == ROUTE_AUTO) {
     int64_t minimal = schedule_all(c, ROUTE_MINIMAL);
+    if (minimal < 0) return false;
     if (minimal < makespan)
       makespan = minimal;
     else
