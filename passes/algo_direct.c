@@ -14,15 +14,6 @@
 
 #include <stdlib.h>
 
-static bool linked(const Topology *t, int a, int b) {
-  const Device *d = &t->devices[a];
-  for (int p = 0; p < d->nports; p++) {
-    const Port *port = &d->ports[p];
-    if (port->link >= 0 && port->peer == b && !t->links.data[port->link].failed) return true;
-  }
-  return false;
-}
-
 static bool direct_applies(const Lowering *l, char *why, size_t whylen) {
   int64_t n = l->ngroup;
   if (2 * n * (n - 1) > LOWER_MAX_TRANSFERS) {
@@ -32,7 +23,7 @@ static bool direct_applies(const Lowering *l, char *why, size_t whylen) {
   }
   for (int i = 0; i < l->ngroup; i++)
     for (int j = i + 1; j < l->ngroup; j++)
-      if (!linked(l->c->topo, l->group[i], l->group[j])) {
+      if (ring_link_between(l->c->topo, l->group[i], l->group[j], -1) < 0) {
         snprintf(why, whylen, "it needs every two devices of the group linked, and device %d and device %d are not",
                  l->group[i], l->group[j]);
         return false;

@@ -175,6 +175,9 @@ int route_disjoint_paths(Arena *a, const Topology *t, int src, int dst, int max,
 #define RING_SEARCH_BUDGET 2000000
 #define RING_SEARCH_MAX_DEVICES 4096
 
+// The working link between devices a and b other than `except` (-1: any),
+// or -1 if there is none.
+int ring_link_between(const Topology *t, int a, int b, int except);
 // Fills order[0..ndevices) with a Hamiltonian cycle over working links.
 // False, with the reason in why (an odd mesh: bipartite with an odd number
 // of devices; or nothing found within the budget).

@@ -18,8 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-// The working link between a and b other than `except` (-1: any), or -1.
-static int link_between(const Topology *t, int a, int b, int except) {
+int ring_link_between(const Topology *t, int a, int b, int except) {
   const Device *d = &t->devices[a];
   for (int p = 0; p < d->nports; p++) {
     const Port *port = &d->ports[p];
@@ -41,7 +40,7 @@ bool ring_is_hamiltonian(const Topology *t, const int *order) {
   free(seen);
   int first = -1;  // a cycle of two needs two distinct links
   for (int i = 0; i < n && ok; i++) {
-    int l = link_between(t, order[i], order[(i + 1) % n], n == 2 && i == 1 ? first : -1);
+    int l = ring_link_between(t, order[i], order[(i + 1) % n], n == 2 && i == 1 ? first : -1);
     ok = l >= 0;
     if (i == 0) first = l;
   }

@@ -57,9 +57,10 @@ static bool route_fits(Scheduler *s, const Route *rt, int64_t t, int64_t *retry)
       return false;
     }
     int64_t land = at + hop_latency(s, h);
-    if (!resv_is_free(&s->c2c[s->port_base[h->from] + h->out_port], at, 1) ||
-        !resv_is_free(&s->c2c[s->port_base[h->to] + h->in_port], land, 1)) {
-      *retry = t + 1;
+    int64_t send_at = resv_earliest(&s->c2c[s->port_base[h->from] + h->out_port], at, 1);
+    int64_t recv_at = resv_earliest(&s->c2c[s->port_base[h->to] + h->in_port], land, 1);
+    if (send_at != at || recv_at != land) {
+      *retry = t + MAX(send_at - at, recv_at - land);
       return false;
     }
     at = land;
