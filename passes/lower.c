@@ -125,7 +125,7 @@ static bool lower_collective(Lowerer *w, const DagNode *n, int *devices) {
                ir_algo_names[asked]);
     return false;
   }
-  Lowering l = {.c = w->c, .coll = n, .op = op, .operand = op->args[0], .buffer = buffer_of(op),
+  Lowering l = {.c = w->c, .coll = n, .op = op, .buffer = buffer_of(op),
                 .ngroup = n->ngroup, .group = n->group, .state = w};
   char why[256];
   if (!algo->applies(&l, why, sizeof why)) {

@@ -71,7 +71,6 @@ typedef struct Lowering {
   Compilation *c;
   const DagNode *coll;  // the collective being lowered
   const Op *op;
-  const Tensor *operand;
   const Tensor *buffer;  // what the transfers move: the operand (an all_gather's result)
   int ngroup;
   const int *group;     // the devices, ascending
