@@ -20,8 +20,10 @@ static const CollectiveAlgo *const registry[] = {
 
 // What lowering one collective leaves: by device, the nodes after which
 // its result is complete there.
+typedef VEC(int) IntVec;
+
 typedef struct Done {
-  VEC(int) *at;  // by device id
+  IntVec *at;  // by device id
 } Done;
 
 typedef struct Lowerer {
@@ -30,8 +32,8 @@ typedef struct Lowerer {
   Dag *dag;            // the new DAG
   int *renamed;        // old non-collective node -> new id
   Done *done;          // old collective node -> where its result completes
-  VEC(int) ready;      // scratch: the new ids a node waits for
-  VEC(int) *ready_on;  // while lowering: by device, what makes the operand available there
+  IntVec ready;        // scratch: the new ids a node waits for
+  IntVec *ready_on;    // while lowering: by device, what makes the operand available there
 } Lowerer;
 
 static const CollectiveAlgo *find_algo(AlgoKind kind) {
@@ -93,28 +95,29 @@ static int reads_on(const DagNode *n, int *out) {
   return 0;
 }
 
+// Appends to out what old node dep has become, as read on device: its new
+// id, or for a collective the transfers completing it there.
+static void push_renamed(Lowerer *w, const DagNode *dep, int device, IntVec *out) {
+  if (dep->kind != NODE_COLLECTIVE) {
+    VEC_PUSH(&w->c->arena, out, w->renamed[dep->id]);
+    return;
+  }
+  const IntVec *done = &w->done[dep->id].at[device];
+  for (int j = 0; j < done->len; j++) VEC_PUSH(&w->c->arena, out, done->data[j]);
+}
+
 // Adds to `ready` what old node n's dependencies have become.
 static void rename_deps(Lowerer *w, const DagNode *n, int *devices) {
-  for (int i = 0; i < n->ndeps; i++) {
-    const DagNode *dep = w->old->nodes.data[n->deps[i]];
-    if (dep->kind != NODE_COLLECTIVE) {
-      VEC_PUSH(&w->c->arena, &w->ready, w->renamed[dep->id]);
-      continue;
-    }
-    int nd = reads_on(n, devices);
-    for (int k = 0; k < nd; k++) {
-      const Done *done = &w->done[dep->id];
-      for (int j = 0; j < done->at[devices[k]].len; j++)
-        VEC_PUSH(&w->c->arena, &w->ready, done->at[devices[k]].data[j]);
-    }
-  }
+  int nd = reads_on(n, devices);
+  for (int i = 0; i < n->ndeps; i++)
+    for (int k = 0; k < nd; k++) push_renamed(w, w->old->nodes.data[n->deps[i]], devices[k], &w->ready);
 }
 
 // The tensor the transfers move: the whole of the data (the operand, or
 // the result of an all_gather, whose operand is one shard).
 static const Tensor *buffer_of(const Op *op) { return op->kind == OP_ALL_GATHER ? op->result : op->args[0]; }
 
-static bool lower_collective(Lowerer *w, const DagNode *n, int *devices) {
+static bool lower_collective(Lowerer *w, const DagNode *n) {
   const Op *op = n->op;
   AlgoKind asked = w->c->algo_forced ? w->c->forced_algo : op->algo;
   const char *how = w->c->algo_forced ? "--algo" : "algo";  // who asked
@@ -144,20 +147,11 @@ static bool lower_collective(Lowerer *w, const DagNode *n, int *devices) {
   for (int g = 0; g < n->ngroup; g++) w->ready_on[n->group[g]].len = 0;
   for (int i = 0; i < n->ndeps; i++) {
     const DagNode *dep = w->old->nodes.data[n->deps[i]];
-    int dep_id = dep->id;
-    DagNode one = *n;
-    one.ndeps = 1;
-    one.deps = &dep_id;
     for (int g = 0; g < n->ngroup; g++) {
       int dev = n->group[g];
       bool leaves_on = (dep->kind == NODE_COMPUTE && dep->device == dev) ||
                        (dep->kind == NODE_TRANSFER && dep->dst == dev) || dep->kind == NODE_COLLECTIVE;
-      if (!leaves_on) continue;
-      one.ngroup = 1;
-      one.group = &dev;
-      rename_deps(w, &one, devices);
-      for (int j = 0; j < w->ready.len; j++) VEC_PUSH(&w->c->arena, &w->ready_on[dev], w->ready.data[j]);
-      w->ready.len = 0;
+      if (leaves_on) push_renamed(w, dep, dev, &w->ready_on[dev]);
     }
   }
   algo->lower(&l);
@@ -184,7 +178,7 @@ bool pass_lower(Compilation *c) {
   for (int i = 0; i < old->nodes.len; i++) {
     const DagNode *n = old->nodes.data[i];
     if (n->kind == NODE_COLLECTIVE) {
-      ok = lower_collective(&w, n, devices);
+      ok = lower_collective(&w, n);
       if (!ok) break;  // later nodes may wait for it
       continue;
     }
