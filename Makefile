@@ -130,9 +130,9 @@ demo: deps
 	$(MAKE) VARIANT=release tools
 	bin/tspc -t examples/rack72.yaml --describe
 	bin/tspc examples/allreduce.tg -t examples/rack72.yaml -o out/allreduce --dump-after=check --stats
-	@echo "demo: wrote out/allreduce/manifest.yaml"
-	bin/tsp-as test/lit/emu/ring4-allreduce.tsa -t test/lit/Inputs/topo/ring4.yaml -o out/ring4
-	bin/tsp-emu out/ring4 --jitter on --report out/ring4-report.yaml
+	@echo "demo: wrote out/allreduce: 72 device binaries and manifest.yaml"
+	bin/tsp-emu out/allreduce
+	bin/tsp-emu out/allreduce --jitter on --drift-ppm 100 --start-skew 5000 --report out/allreduce-report.yaml
 
 install: tools
 	install -d $(DESTDIR)$(bindir)

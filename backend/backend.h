@@ -20,7 +20,11 @@ typedef struct ManifestInfo {
   const SrcFile *source;    // the .tg or .tsa it came from
   const Topology *topo;
   const Graph *graph;       // NULL when assembled by hand
-  const Program *program;   // NULL before code generation
+  const Program *program;   // NULL when nothing was compiled
+  const Dag *dag;           // the scheduled DAG behind program (tspc only)
+  const SyncPlan *sync;     // its synchronisation plan (tspc only)
+  const AlgoKind *algos;    // by op id: the algorithm each collective was lowered by
+  bool emit_asm;            // also write devNNNN.tsa
 } ManifestInfo;
 
 // ---- manifest.c ----
@@ -32,7 +36,9 @@ void be_encode_device(const DeviceProgram *dp, int ndevices, Buf *out);
 
 // ---- outdir.c ----
 // Writes DIR atomically: topology.yaml (a copy of the topology file),
-// devNNNN.tsp for every device when there is a program, manifest.yaml.
+// model.tg (a copy of the model, when there is a graph), devNNNN.tsp for
+// every device when there is a program (and devNNNN.tsa with emit_asm),
+// manifest.yaml.
 bool be_write_outdir(const ManifestInfo *m, const char *dir, Diag *d);
 
 #endif

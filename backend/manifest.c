@@ -64,6 +64,42 @@ static void write_program(const Program *p, FILE *out) {
   }
 }
 
+// What the compiler chose: the algorithm of each collective and copy with
+// its transfers and how their vectors were routed, and the sync plan.
+static void write_schedule(const ManifestInfo *m, FILE *out) {
+  const Dag *d = m->dag;
+  const Graph *g = m->graph;
+  fprintf(out, "schedule:\n  makespan_cycles: %lld\n", (long long)d->makespan);
+  fprintf(out, "  sync: {drift_ppm: %g, launch_window: %lld, rx_slack: %lld, resync_interval: %lld, "
+               "resync_window: %lld, stream_vectors: %lld}\n",
+          m->sync->drift_ppm, (long long)m->sync->launch_window, (long long)m->sync->rx_slack,
+          (long long)m->sync->interval, (long long)m->sync->window, (long long)m->sync->stream_vectors);
+  fprintf(out, "  moves:%s\n", g->ops.len ? "" : " []");
+  for (int i = 0; i < g->ops.len; i++) {
+    const Op *op = g->ops.data[i];
+    int transfers = 0, minimal = 0, spread = 0;
+    int64_t vectors = 0, first = -1, last = 0;
+    for (int k = 0; k < d->nodes.len; k++) {
+      const DagNode *n = d->nodes.data[k];
+      if (n->kind != NODE_TRANSFER || n->op != op) continue;
+      transfers++;
+      vectors += n->vectors;
+      if (n->nonminimal) spread++;
+      else minimal++;
+      first = first < 0 ? n->start : MIN(first, n->start);
+      last = MAX(last, n->finish);
+    }
+    if (!transfers) continue;
+    fprintf(out, "    - {result: ");
+    str_print_yaml(out, op->result->name);
+    fprintf(out, ", op: %s, line: %d", ir_op_info[op->kind].name, op->loc.line);
+    if (op->kind == OP_ALLREDUCE || op->kind == OP_REDUCE_SCATTER || op->kind == OP_ALL_GATHER)
+      fprintf(out, ", algo: %s", ir_algo_names[m->algos ? m->algos[op->id] : op->algo]);
+    fprintf(out, ", transfers: %d, vectors: %lld, routes: {minimal: %d, nonminimal: %d}, cycles: [%lld, %lld]}\n",
+            transfers, (long long)vectors, minimal, spread, (long long)first, (long long)last);
+  }
+}
+
 void be_write_manifest(const ManifestInfo *m, FILE *out) {
   const Topology *t = m->topo;
   fprintf(out, "%s\n", OUTDIR_MANIFEST_MARKER);
@@ -77,9 +113,10 @@ void be_write_manifest(const ManifestInfo *m, FILE *out) {
   fprintf(out, ", digest: \"fnv1a64:%016llx\"}\n",
           (unsigned long long)digest_fnv1a64(t->src->text, t->src->len));
   fprintf(out, "devices: %d\n", t->ndevices);
-  if (m->graph) write_graph(m->graph, out);
-  if (m->program)
-    write_program(m->program, out);
-  else
-    fprintf(out, "# No device binaries yet: code generation comes with the schedule compiler.\n");
+  if (m->graph) {
+    fprintf(out, "model: model.tg\n");
+    write_graph(m->graph, out);
+  }
+  if (m->dag && m->sync) write_schedule(m, out);
+  if (m->program) write_program(m->program, out);
 }

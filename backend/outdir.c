@@ -25,6 +25,21 @@ static bool write_binaries(OutDir *od, const Program *p, Diag *d, const char *to
   return true;
 }
 
+static bool write_assembly(OutDir *od, const Program *p, Diag *d, const char *tool) {
+  for (int i = 0; i < p->ndevices; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "dev%04d.tsa", i);
+    FILE *fp = outdir_create_file(od, name, d, tool);
+    if (!fp) return false;
+    isa_print_device(&p->devices[i], p->ndevices, fp);
+    if (fclose(fp) != 0) {
+      diag_tool_error(d, tool, "cannot write '%s/%s'", od->final_path, name);
+      return false;
+    }
+  }
+  return true;
+}
+
 static bool write_manifest(OutDir *od, const ManifestInfo *m, Diag *d) {
   FILE *fp = outdir_create_file(od, "manifest.yaml", d, m->tool);
   if (!fp) return false;
@@ -41,7 +56,9 @@ bool be_write_outdir(const ManifestInfo *m, const char *dir, Diag *d) {
   if (!outdir_begin(&od, dir, d, m->tool)) return false;
   const SrcFile *topo = m->topo->src;
   bool ok = write_bytes(&od, "topology.yaml", topo->text, topo->len, d, m->tool) &&
+            (!m->graph || write_bytes(&od, "model.tg", m->source->text, m->source->len, d, m->tool)) &&
             (!m->program || write_binaries(&od, m->program, d, m->tool)) &&
+            (!m->program || !m->emit_asm || write_assembly(&od, m->program, d, m->tool)) &&
             write_manifest(&od, m, d);
   if (!ok) {
     outdir_abort(&od);

@@ -264,11 +264,16 @@ static void directive_tensor(AsmReader *r, int col0) {
     diag_error(r->d, here(r, col, 1), "expected a tensor name");
     return;
   }
-  for (int i = 0; i < r->prog->tensors.len; i++)
-    if (!strcmp(r->prog->tensors.data[i].name, name)) {
-      diag_error(r->d, here(r, col, (int)strlen(name)), "tensor '%s' is already named", name);
+  const TensorHome *same = NULL;  // a copy of this tensor on another device
+  for (int i = 0; i < r->prog->tensors.len; i++) {
+    const TensorHome *o = &r->prog->tensors.data[i];
+    if (strcmp(o->name, name)) continue;
+    if (o->device == th.device) {
+      diag_error(r->d, here(r, col, (int)strlen(name)), "tensor '%s' is already named on device %d", name, th.device);
       return;
     }
+    same = o;
+  }
   th.name = arena_strdup(r->a, name);
   if (!expect_char(r, ',') || !read_u32(r, "an address", &th.addr) || !expect_char(r, ',') ||
       !read_dtype(r, &th.dtype) || !expect_char(r, ',') || !expect_char(r, '['))
@@ -288,6 +293,13 @@ static void directive_tensor(AsmReader *r, int col0) {
     skip_space(r);
   } while (r->pos < r->len && r->text[r->pos] == ',' && ++r->pos);
   if (!expect_char(r, ']') || !expect_end(r)) return;
+  if (same && (same->dtype != th.dtype || !ir_shape_equal(&same->shape, &th.shape))) {
+    char want[IR_TYPE_STR_MAX];
+    ir_format_type(want, sizeof want, same->dtype, &same->shape);
+    diag_error(r->d, here(r, col0, 7), "tensor '%s' is %s on device %d: every copy has one type", th.name, want,
+               same->device);
+    return;
+  }
   if (!ir_shape_fits(&th.shape, ir_dtype_bytes[th.dtype], (int64_t)r->topo->sram_vectors * r->topo->link.vector_bytes)) {
     diag_error(r->d, here(r, col0, 7), "tensor '%s' is larger than the SRAM", th.name);
     return;

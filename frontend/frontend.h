@@ -128,6 +128,10 @@ Program *fe_assemble(Arena *a, Diag *d, const SrcFile *src, const Topology *topo
 
 // Loads and wires a topology file; NULL after reporting errors (a file that
 // cannot be read is reported in the name of `tool`).
+// The largest clock error a topology (or tspc --drift-ppm) may give, in
+// parts per million (10 %).
+#define FE_MAX_DRIFT_PPM 1e5
+
 Topology *fe_load_topology(Arena *a, Diag *d, const char *tool, const char *path);
 // The same from text in memory (tests, fuzzing).
 Topology *fe_load_topology_text(Arena *a, Diag *d, const char *path, const char *text);

@@ -330,9 +330,6 @@ static bool read_latency(Loader *L, const Entry *entry, LinkParams *p) {
   return true;
 }
 
-// The largest clock error accepted, in parts per million (10 %).
-#define FE_MAX_DRIFT_PPM 1e5
-
 // Dragonfly port counts beyond any packaging (the machine has 4 and 2).
 #define FE_MAX_GLOBAL_PORTS_PER_TSP 1024
 #define FE_MAX_LINKS_PER_NODE_PAIR 1024

@@ -34,7 +34,7 @@ int ir_place_devices(const Placement *p, int ndevices, int *out) {
   return n;
 }
 
-static const char *const node_kind_names[] = {"compute", "transfer", "collective"};
+static const char *const node_kind_names[] = {"compute", "transfer", "collective", "stage"};
 
 // "add(x, b -> h)": the op, its operands and its result.
 static void dump_op(const Op *op, FILE *out) {
@@ -68,6 +68,12 @@ static void dump_node(const DagNode *n, bool scheduled, FILE *out) {
     dump_op(n->op, out);
     fprintf(out, " over %d devices, %s each", n->ngroup, size);
     break;
+  case NODE_STAGE:
+    fprintf(out, "%s", n->op->args[0]->name);
+    fprintf(out, " into the buffer at [%lld:%lld] on device(%d), %s for ", (long long)n->offset,
+            (long long)(n->offset + n->bytes), n->device, size);
+    dump_op(n->op, out);
+    break;
   }
   for (int i = 0; i < n->ndeps; i++) fprintf(out, "%sn%d", i ? ", " : " after ", n->deps[i]);
   fprintf(out, ";  // line %d\n", n->op->loc.line);
@@ -81,13 +87,17 @@ static void dump_node(const DagNode *n, bool scheduled, FILE *out) {
     if (scheduled) fprintf(out, ", leaves at %lld", (long long)rt->start);
     fputc('\n', out);
   }
+  for (int r = 0; r < n->nruns; r++)
+    fprintf(out, "    vxm %lld vectors at %lld\n", (long long)n->runs[r].count, (long long)n->runs[r].start);
 }
 
 void ir_dag_dump(const Dag *d, FILE *out) {
-  int count[3] = {0};
+  int count[4] = {0};
   for (int i = 0; i < d->nodes.len; i++) count[d->nodes.data[i]->kind]++;
-  fprintf(out, "dag %s {  // %d node%s: %d compute, %d transfer, %d collective\n", d->graph->name,
+  fprintf(out, "dag %s {  // %d node%s: %d compute, %d transfer, %d collective", d->graph->name,
           d->nodes.len, d->nodes.len == 1 ? "" : "s", count[NODE_COMPUTE], count[NODE_TRANSFER], count[NODE_COLLECTIVE]);
+  if (count[NODE_STAGE]) fprintf(out, ", %d stage", count[NODE_STAGE]);
+  fputc('\n', out);
   for (int i = 0; i < d->nodes.len; i++) dump_node(d->nodes.data[i], d->scheduled, out);
   if (d->scheduled) fprintf(out, "  // makespan %lld cycles\n", (long long)d->makespan);
   fprintf(out, "}\n");
@@ -136,6 +146,12 @@ static bool node_ok(const DagNode *n, int index, int ndevices, char *err, size_t
   case NODE_COMPUTE:
     if (!device_ok(n->device, ndevices)) return fail(err, errlen, "node n%d runs on device %d", index, n->device);
     return true;
+  case NODE_STAGE:
+    if (!device_ok(n->device, ndevices)) return fail(err, errlen, "node n%d runs on device %d", index, n->device);
+    if (n->bytes < 1 || n->offset < 0)
+      return fail(err, errlen, "stage n%d copies bytes [%lld, %lld)", index, (long long)n->offset,
+                  (long long)(n->offset + n->bytes));
+    return true;
   case NODE_TRANSFER:
     if (!device_ok(n->src, ndevices) || !device_ok(n->dst, ndevices) || n->src == n->dst)
       return fail(err, errlen, "transfer n%d goes from device %d to device %d", index, n->src, n->dst);
@@ -183,7 +199,7 @@ static bool schedule_ok(const Dag *d, const Topology *t, char *err, size_t errle
         const Hop *hop = &rt->path.hops[h];
         Occupancy o = {(int64_t)hop->link * 2 + (hop->from > hop->to), at, at + rt->count * rt->every, i};
         VEC_PUSH(&a, &occ, o);
-        at += t->links.data[hop->link].p.latency_max;
+        at += t->links.data[hop->link].p.latency_max + rt->hop_slack;
       }
     }
   }

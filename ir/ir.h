@@ -379,9 +379,18 @@ typedef struct Path {
 // network; with `reduce`, dst combines them with its own data by the op's
 // reduction (the collective lowering emits those).  A COLLECTIVE node is a
 // whole allreduce, reduce_scatter or all_gather over its group, which the
-// lowering pass replaces by transfers and reductions.  Nodes are in a
-// topological order: every dependency has a smaller id.
-typedef enum { NODE_COMPUTE, NODE_TRANSFER, NODE_COLLECTIVE } DagNodeKind;
+// lowering pass replaces by transfers and reductions.  A STAGE node copies
+// bytes [offset, offset + bytes) of a collective's operand on `device` into
+// the collective's working buffer there (one VMOV; lowering emits it when
+// the operand cannot be reduced in place).  Nodes are in a topological
+// order: every dependency has a smaller id.
+typedef enum { NODE_COMPUTE, NODE_TRANSFER, NODE_COLLECTIVE, NODE_STAGE } DagNodeKind;
+
+// A stretch of the vector unit: `count` vectors from cycle `start` (one
+// VXM instruction over count vectors holds the unit count cycles).
+typedef struct UnitRun {
+  int64_t start, count;
+} UnitRun;
 
 // One path a transfer's vectors take (the routing pass fills them):
 // vectors [first, first + count) of the transfer go this way.  On an empty
@@ -390,7 +399,8 @@ typedef enum { NODE_COMPUTE, NODE_TRANSFER, NODE_COLLECTIVE } DagNodeKind;
 typedef struct Route {
   Path path;
   int64_t first, count;
-  int64_t latency;  // sum of the links' latency_max
+  int64_t latency;  // sum over hops of the link's latency_max plus hop_slack
+  int64_t hop_slack;  // cycles each hop's RECV takes a vector after its latest landing
   int every;        // cycles per vector of every link on the path
   int64_t start;    // after scheduling: when its first vector leaves
 } Route;
@@ -400,10 +410,10 @@ typedef struct DagNode {
   DagNodeKind kind;
   const Op *op;      // the graph op it serves
   const Tensor *tensor;  // TRANSFER: the tensor moved
-  int device;        // COMPUTE: where it runs
+  int device;        // COMPUTE, STAGE: where it runs
   int src, dst;      // TRANSFER: src != dst
-  int64_t offset;    // TRANSFER: where the bytes start in the tensor (a chunk of it)
-  int64_t bytes;     // TRANSFER: bytes moved; COLLECTIVE: bytes of the operand per device
+  int64_t offset;    // TRANSFER, STAGE: where the bytes start in the buffer (a chunk of it)
+  int64_t bytes;     // TRANSFER, STAGE: bytes moved; COLLECTIVE: bytes of the operand per device
   bool reduce;       // TRANSFER: dst reduces into its own data by op->reduce
   int64_t vectors;   // TRANSFER, after routing: ceil(bytes / vector_bytes)
   int nroutes;       // TRANSFER, after routing: the paths its vectors take
@@ -411,12 +421,15 @@ typedef struct DagNode {
   Route *minimal;    // TRANSFER, after routing: the shortest path alone
   Route *spread;     // ... and the vectors spread over the candidates
   int nspread;
+  bool nonminimal;   // TRANSFER, after routing: routes are the spread ones
   int ngroup;        // COLLECTIVE: the participating devices, ascending
   int *group;
   int ndeps;         // nodes that must finish first, ascending ids, no repeats
   int *deps;
   int64_t start;     // after scheduling: its first cycle
   int64_t finish;    // after scheduling: the first cycle its result may be read
+  int nruns;         // after scheduling: the vector-unit runs of a reduction, a
+  UnitRun *runs;     //   stage or an elementwise compute, in order over its vectors
 } DagNode;
 
 typedef struct Dag {
@@ -484,7 +497,8 @@ typedef enum { UNIT_C2C, UNIT_VXM, UNIT_MXM, UNIT_CTL, UNIT_KIND_COUNT } UnitKin
   X(TRANSMIT, "TRANSMIT", "p", U_CTL)      /* send a notification vector out of port p    */ \
   X(POLL, "POLL", "p", U_CTL)              /* at each epoch boundary: a notification? go  */ \
   X(RUNTIME_DESKEW, "RUNTIME_DESKEW", "a", U_CTL) /* stall a +- (SAC - HAC)                */ \
-  X(HALT, "HALT", "", U_ANY)               /* this unit's stream ends                     */
+  X(HALT, "HALT", "", U_ANY)               /* this unit's stream ends                     */ \
+  X(VMOV, "VMOV", "abc", U_VXM)            /* a[k] = b[k], k < c vectors (a local copy)   */
 
 typedef enum {
 #define X(e, name, operands, units) OPC_##e,

@@ -114,9 +114,10 @@ static bool check_operands(const Instr *in, int nports, uint32_t sram, char *err
       return snprintf(err, n, "%s of %u vectors runs past the SRAM's %u vectors", name, in->d, sram), false;
     return true;
   case OPC_VRELU:
-    if (in->c == 0) return snprintf(err, n, "VRELU of 0 vectors"), false;
+  case OPC_VMOV:
+    if (in->c == 0) return snprintf(err, n, "%s of 0 vectors", name), false;
     if (!range_ok(in->a, in->c, sram) || !range_ok(in->b, in->c, sram))
-      return snprintf(err, n, "VRELU of %u vectors runs past the SRAM's %u vectors", in->c, sram), false;
+      return snprintf(err, n, "%s of %u vectors runs past the SRAM's %u vectors", name, in->c, sram), false;
     return true;
   case OPC_TRANSMIT:
   case OPC_POLL:

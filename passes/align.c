@@ -106,7 +106,11 @@ int64_t align_emit(Arena *a, const AlignPlan *plan, const Topology *t, Program *
     for (int i = 0; i < (h - plan->level[v]) * k; i++) emit(a, ctl, OPC_DESKEW, 0, 0);
     emit(a, ctl, OPC_NOTIFY, 0, 0);
   }
+  return align_notify_cycle(plan, t);
+}
+
+int64_t align_notify_cycle(const AlignPlan *plan, const Topology *t) {
   int64_t E = t->epoch_cycles;
   int64_t first = (plan->launch_window / E + 1) * E;  // B: DESKEW goes strictly past the window's end
-  return first + (int64_t)h * k * E;
+  return first + (int64_t)plan->height * plan->epochs_per_level * E;
 }

@@ -44,12 +44,30 @@ static const CollectiveAlgo *find_algo(AlgoKind kind) {
 
 // ---- the interface algorithms call ----
 
+// Vectors [first, end) of bytes [0, total): part k of n, cut at vector
+// boundaries.  A transfer moves whole vectors of SRAM (the ISA has no
+// partial writes), so two chunks never share one; only a range's last
+// vector may be part padding.
+static void vector_part(int64_t total, int64_t vb, int k, int n, int64_t *offset, int64_t *bytes) {
+  int64_t vectors = (total + vb - 1) / vb;
+  int64_t first = vectors * k / n, end = vectors * (k + 1) / n;
+  *offset = first * vb;
+  *bytes = MAX(0, MIN(end * vb, total) - *offset);
+}
+
 void lower_chunk(const Lowering *l, int k, int n, int64_t *offset, int64_t *bytes) {
-  const Tensor *t = l->buffer;
-  int64_t elems = ir_shape_elems(&t->shape), size = ir_dtype_bytes[t->dtype];
-  int64_t first = elems * k / n, end = elems * (k + 1) / n;
-  *offset = first * size;
-  *bytes = (end - first) * size;
+  int64_t vb = l->c->topo->link.vector_bytes;
+  if (l->op->kind == OP_ALLREDUCE) {
+    vector_part(ir_tensor_bytes(l->buffer), vb, k, n, offset, bytes);
+    return;
+  }
+  // A shard is the op's: elements [s * E / N, (s + 1) * E / N) for group
+  // index s; its parts are cut at vectors from the shard's start.
+  int per = n / l->ngroup, shard = k / per;
+  int64_t elems = ir_shape_elems(&l->buffer->shape), size = ir_dtype_bytes[l->buffer->dtype];
+  int64_t s0 = elems * shard / l->ngroup * size, s1 = elems * (shard + 1) / l->ngroup * size;
+  vector_part(s1 - s0, vb, k % per, per, offset, bytes);
+  *offset += s0;
 }
 
 // A new node taking `ready` (sorted, without repeats) as its dependencies.
@@ -88,7 +106,8 @@ void lower_done(Lowering *l, int device, int node) {
 // The devices an old node reads its collective dependency on, into out.
 static int reads_on(const DagNode *n, int *out) {
   switch (n->kind) {
-  case NODE_COMPUTE: out[0] = n->device; return 1;
+  case NODE_COMPUTE:
+  case NODE_STAGE: out[0] = n->device; return 1;
   case NODE_TRANSFER: out[0] = n->src; return 1;
   case NODE_COLLECTIVE: memcpy(out, n->group, sizeof(int) * (size_t)n->ngroup); return n->ngroup;
   }
@@ -116,6 +135,31 @@ static void rename_deps(Lowerer *w, const DagNode *n, int *devices) {
 // The tensor the transfers move: the whole of the data (the operand, or
 // the result of an all_gather, whose operand is one shard).
 static const Tensor *buffer_of(const Op *op) { return op->kind == OP_ALL_GATHER ? op->result : op->args[0]; }
+
+bool lower_in_place(const Graph *g, const Op *op) {
+  const Tensor *x = op->args[0];
+  if (op->kind == OP_ALL_GATHER || x->is_output) return false;
+  for (int i = 0; i < g->ops.len; i++)
+    for (int a = 0; a < g->ops.data[i]->nargs; a++)
+      if (g->ops.data[i]->args[a] == x && g->ops.data[i] != op) return false;
+  return true;
+}
+
+// Each device of the group works on its own copy of the buffer.  Unless
+// the collective may reduce its operand in place, a STAGE node first copies
+// the operand into it there (an all_gather's: its shard's place), and the
+// algorithm's transfers wait for that instead.
+static void stage_operands(Lowerer *w, Lowering *l) {
+  if (lower_in_place(w->c->graph, l->op)) return;
+  for (int g = 0; g < l->ngroup; g++) {
+    int dev = l->group[g];
+    DagNode like = {.kind = NODE_STAGE, .op = l->op, .device = dev, .bytes = ir_tensor_bytes(l->op->args[0])};
+    if (l->op->kind == OP_ALL_GATHER) lower_chunk(l, g, l->ngroup, &like.offset, &like.bytes);
+    for (int j = 0; j < w->ready_on[dev].len; j++) VEC_PUSH(&w->c->arena, &w->ready, w->ready_on[dev].data[j]);
+    w->ready_on[dev].len = 0;
+    VEC_PUSH(&w->c->arena, &w->ready_on[dev], append(w, &like)->id);
+  }
+}
 
 static bool lower_collective(Lowerer *w, const DagNode *n) {
   const Op *op = n->op;
@@ -154,6 +198,8 @@ static bool lower_collective(Lowerer *w, const DagNode *n) {
       if (leaves_on) push_renamed(w, dep, dev, &w->ready_on[dev]);
     }
   }
+  w->c->algos[op->id] = kind;
+  stage_operands(w, &l);
   algo->lower(&l);
   // Part of each device's result is its own operand (its shard of an
   // all_gather; the chunk a ring's last transfer into it never carried),
@@ -170,6 +216,8 @@ bool pass_lower(Compilation *c) {
   Dag *dag = ARENA_NEW(&c->arena, Dag);
   dag->graph = old->graph;
   Lowerer w = {.c = c, .old = old, .dag = dag};
+  c->algos = ARENA_ARRAY(&c->arena, AlgoKind, c->graph->ops.len + 1);
+  for (int i = 0; i < c->graph->ops.len; i++) c->algos[i] = c->graph->ops.data[i]->algo;
   w.renamed = ARENA_ARRAY(&c->arena, int, old->nodes.len);
   w.done = ARENA_ARRAY(&c->arena, Done, old->nodes.len);
   w.ready_on = arena_alloc(&c->arena, sizeof *w.ready_on * (size_t)c->topo->ndevices);

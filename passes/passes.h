@@ -28,6 +28,50 @@ extern const char *const route_mode_names[ROUTE_MODE_COUNT];
 #define ROUTE_MAX_CYCLES ((int64_t)1 << 56)
 #define SCHEDULE_MAX_CYCLES ((int64_t)1 << 60)
 
+// ---- align.c: the initial-alignment preamble (for the sync pass) ----
+//
+// Seed 002 s3.2: devices start at unrelated times; along a spanning tree
+// each parent DESKEWs and TRANSMITs to its children, each child POLLs at
+// every HAC epoch boundary until the notification arrives, and all devices
+// NOTIFY on one global cycle, (floor(L / E) + 1) x height epochs after the
+// root's first boundary.
+typedef struct AlignPlan {
+  int root, height;
+  int epochs_per_level;   // floor((L + fan-out) / E) + 1
+  int *parent, *level;    // by device; the root's parent is -1
+  int *parent_port;       // the port of each device that faces its parent
+  int64_t launch_window;  // cycles the root waits first: every device must be running
+} AlignPlan;
+
+// ---- sync.c: the synchronisation budget (planned before routing) ----
+//
+// What the schedule must leave room for so that it runs on clocks that
+// drift (docs/passes.md, "sync").  With drift_ppm = 0 every figure but the
+// preamble is 0: no slack, no resynchronisation, streams of any length.
+typedef struct SyncPlan {
+  double drift_ppm;         // the clock error planned for, each device against the HAC
+  int64_t launch_window;    // cycles the alignment root waits for every device to start
+  int64_t tolerance;        // T: jitter and drift a receive buffer absorbs (B e - 1 - (Lmax - Lmin))
+  int64_t rx_slack;         // sigma: cycles after a vector's latest landing that it is taken
+  int64_t drift_cycles;     // delta: the most two events' clocks may disagree between resyncs
+  int64_t interval;         // RUNTIME_DESKEW every `interval` cycles (0: never)
+  int64_t window;           // cycles each resync holds every unit of a device
+  int64_t stream_vectors;   // the longest SEND/RECV stream and VXM run (0: unlimited)
+  int64_t margin;           // cycles between a transfer's last take and its data's first use,
+                            // and after a stream that runs through a resync window
+  int64_t residual;         // epsilon: one device's error against the HAC right after a resync
+  AlignPlan align;          // the preamble's tree
+  int64_t preamble_cycles;  // the preamble, to the cycle every unit resumes at (schedule time 0)
+} SyncPlan;
+
+// The clock error planned for when neither --drift-ppm nor the topology
+// says more: a quartz oscillator's usual tolerance.  The alignment root's
+// default launch window (cycles), and the residual error of one alignment
+// (POLL or RUNTIME_DESKEW, cycles).  Named settings, docs/passes.md.
+#define SYNC_DEFAULT_DRIFT_PPM 100.0
+#define SYNC_DEFAULT_LAUNCH_WINDOW 5000
+#define SYNC_RESIDUAL_CYCLES 2
+
 typedef struct Compilation {
   Arena arena;           // owns every IR below
   Diag diag;
@@ -41,6 +85,11 @@ typedef struct Compilation {
   bool algo_forced;               // --algo given: forced_algo for every collective
   AlgoKind forced_algo;
   RouteMode route_mode;           // --route (default auto)
+  double drift_ppm;               // --drift-ppm (< 0: not given)
+  int64_t launch_window;          // --launch-window (< 0: not given)
+  SyncPlan sync;                  // after sync
+  AlgoKind *algos;                // after lower: by op id, the algorithm each collective got
+  Program *program;               // after codegen
 } Compilation;
 
 typedef struct Pass {
@@ -55,7 +104,17 @@ bool pass_partition(Compilation *c);  // partition.c: AUTO and STAGE -> devices
 bool pass_dag(Compilation *c);        // dag.c: graph -> compute/transfer/collective nodes
 bool pass_lower(Compilation *c);      // lower.c: collective nodes -> transfers
 bool pass_route(Compilation *c);      // route.c: transfers -> routes over paths
+bool pass_sync(Compilation *c);       // sync.c: the slack and resync plan for drift and jitter
 bool pass_schedule(Compilation *c);   // schedule.c: every node and route -> cycles
+bool pass_codegen(Compilation *c);    // codegen.c: scheduled DAG -> device programs
+
+// The resync windows of a plan: [k I, k I + W) for k >= 1.  The first one
+// that ends after `t` (its index k), and whether [t, t + len) meets one.
+int64_t sync_window_after(const SyncPlan *s, int64_t t);
+bool sync_overlaps_window(const SyncPlan *s, int64_t t, int64_t len);
+void sync_dump(const Compilation *c, FILE *out);
+// The generated program as assembly, every device (--dump-after=codegen).
+void codegen_dump(const Compilation *c, FILE *out);
 
 // ---- lower.c: the collective lowering interface ----
 //
@@ -63,10 +122,12 @@ bool pass_schedule(Compilation *c);   // schedule.c: every node and route -> cyc
 // `reduce` for the reduction steps).  It sees the collective in a Lowering
 // and emits through lower_send; lower_done says which transfer completes a
 // chunk of the result on a device (the collective's consumers there wait
-// for every one).  The operand is cut into `nchunks` chunks of whole
-// elements of the buffer; lower_chunk gives each one's byte range.  For a
-// reduce_scatter or all_gather, chunk k of ngroup is the shard of the device
-// of group index k.
+// for every one).  The buffer is cut into chunks; lower_chunk gives each
+// one's byte range.  An allreduce's chunks are whole vectors (the last may
+// end in padding).  For a reduce_scatter or all_gather, n is a multiple of
+// ngroup and chunks k * n / ngroup .. (k + 1) * n / ngroup - 1 make up the
+// shard of group index k (the op's element range), cut at vectors from the
+// shard's start.
 typedef struct Lowering {
   Compilation *c;
   const DagNode *coll;  // the collective being lowered
@@ -101,6 +162,10 @@ int lower_send(Lowering *l, int src, int dst, int64_t offset, int64_t bytes, boo
                int ndeps);
 // Marks node as completing part of the result on device.
 void lower_done(Lowering *l, int device, int node);
+// Whether a collective works in its operand's own memory: an allreduce or
+// reduce_scatter whose operand nothing else reads and the graph does not
+// output.  Otherwise lowering stages the operand into a buffer first.
+bool lower_in_place(const Graph *g, const Op *op);
 
 // ---- algo_ring.c: rings, shared by the ring algorithms ----
 // The group in the order of the topology's Hamiltonian cycle; false (the
@@ -184,21 +249,7 @@ bool ring_hamiltonian(const Topology *t, int *order, char *why, size_t whylen);
 // Whether order is a Hamiltonian cycle of t (for checks and tests).
 bool ring_is_hamiltonian(const Topology *t, const int *order);
 
-// ---- align.c: the initial-alignment preamble (for the sync pass) ----
-//
-// Seed 002 s3.2: devices start at unrelated times; along a spanning tree
-// each parent DESKEWs and TRANSMITs to its children, each child POLLs at
-// every HAC epoch boundary until the notification arrives, and all devices
-// NOTIFY on one global cycle, (floor(L / E) + 1) x height epochs after the
-// root's first boundary.
-typedef struct AlignPlan {
-  int root, height;
-  int epochs_per_level;   // floor((L + fan-out) / E) + 1
-  int *parent, *level;    // by device; the root's parent is -1
-  int *parent_port;       // the port of each device that faces its parent
-  int64_t launch_window;  // cycles the root waits first: every device must be running
-} AlignPlan;
-
+// ---- align.c (continued) ----
 // Plans the tree (BFS from root over working links: minimal height).
 // False, with err, if some device cannot be reached.
 bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, AlignPlan *plan, char *err,
@@ -208,6 +259,8 @@ bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, Al
 // Units' own code is appended after this.  Returns the cycle, in the root's
 // clock with no drift or skew, at which every device NOTIFYs.
 int64_t align_emit(Arena *a, const AlignPlan *plan, const Topology *t, Program *p);
+// That cycle alone.
+int64_t align_notify_cycle(const AlignPlan *plan, const Topology *t);
 
 // ---- pipeline.c ----
 extern const Pass pass_pipeline[];
@@ -217,7 +270,8 @@ const Pass *pass_lookup(const char *name);
 // Runs every pass in order; after a pass whose name is dump_after (or every
 // pass, for "all") prints "*** IR Dump After NAME ***" and its dump on stderr.
 // With c->verify_each, the IR is verified after every pass; a broken
-// invariant is an internal error naming the pass.
-bool pass_run_pipeline(Compilation *c, const char *dump_after);
+// invariant is an internal error naming the pass.  Stops after the pass
+// named stop_after (NULL: runs them all).
+bool pass_run_pipeline(Compilation *c, const char *dump_after, const char *stop_after);
 
 #endif

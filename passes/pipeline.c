@@ -32,9 +32,12 @@ const Pass pass_pipeline[] = {
      dump_partition},
     {"dag", "build compute, transfer and collective nodes with their dependencies", pass_dag, dump_dag},
     {"lower", "replace each collective by the transfers of its algorithm", pass_lower, dump_dag},
+    {"sync", "plan receive slack and resyncs for the clocks' drift and the links' jitter", pass_sync, sync_dump},
     {"route", "choose the paths of every transfer's vectors", pass_route, dump_dag},
     {"schedule", "give every node and route its cycles, no link or unit used twice at once", pass_schedule,
      dump_dag},
+    {"codegen", "write every unit's instruction stream, with the preamble and the resyncs", pass_codegen,
+     codegen_dump},
 };
 const int pass_count = (int)ARRAY_LEN(pass_pipeline);
 _Static_assert(ARRAY_LEN(pass_pipeline) <= PASS_MAX, "raise PASS_MAX");
@@ -61,7 +64,7 @@ static void verify_after(const Compilation *c, const Pass *p) {
     die("the DAG after pass '%s' is broken: %s", p->name, err);
 }
 
-bool pass_run_pipeline(Compilation *c, const char *dump_after) {
+bool pass_run_pipeline(Compilation *c, const char *dump_after, const char *stop_after) {
   for (int i = 0; i < pass_count; i++) {
     const Pass *p = &pass_pipeline[i];
     double start = now_seconds();
@@ -73,6 +76,7 @@ bool pass_run_pipeline(Compilation *c, const char *dump_after) {
       fprintf(stderr, "*** IR Dump After %s ***\n", p->name);
       p->dump(c, stderr);
     }
+    if (stop_after && !strcmp(stop_after, p->name)) break;
   }
   return true;
 }

@@ -8,7 +8,8 @@
 // the cycle the first vector lands: the take lands at once and the SEND
 // reads it that cycle, docs/isa.md).  The candidates are the link-disjoint
 // paths of passes/paths.c, shortest first.  On an empty network with
-// jitter off, a route of latency L (the sum of its links' latency_max) and
+// jitter off, a route of latency L (the sum of its links' latency_max,
+// plus the sync pass's receive slack at every hop) and
 // pacing e carrying c vectors is done L + (c - 1) e + 1 cycles after its
 // first vector leaves; a transfer is done when its slowest route is.
 //   minimal     the shortest path only;
@@ -42,7 +43,8 @@ typedef struct Router {
 } Router;
 
 // The latency, pacing and vector size of a path; false if its links differ.
-static bool path_params(const Topology *t, const Path *p, int64_t *latency, int *every, int *vector_bytes) {
+static bool path_params(const Topology *t, const Path *p, int64_t slack, int64_t *latency, int *every,
+                        int *vector_bytes) {
   *latency = 0;
   for (int i = 0; i < p->nhops; i++) {
     const LinkParams *lp = &t->links.data[p->hops[i].link].p;
@@ -50,7 +52,7 @@ static bool path_params(const Topology *t, const Path *p, int64_t *latency, int 
     if (i && (e != *every || lp->vector_bytes != *vector_bytes)) return false;
     *every = e;
     *vector_bytes = lp->vector_bytes;
-    *latency += lp->latency_max;
+    *latency += lp->latency_max + slack;
   }
   return true;
 }
@@ -130,9 +132,9 @@ static bool route_transfer(Router *r, DagNode *n) {
   Route *cand = ARENA_ARRAY(&r->c->arena, Route, pp->npaths);
   int k = 0, vector_bytes = 0;
   for (int i = 0; i < pp->npaths; i++) {
-    Route rt = {.path = pp->paths[i]};
+    Route rt = {.path = pp->paths[i], .hop_slack = r->c->sync.rx_slack};
     int vb = 0;
-    if (!path_params(t, &rt.path, &rt.latency, &rt.every, &vb) || (k && (rt.every != cand[0].every || vb != vector_bytes))) {
+    if (!path_params(t, &rt.path, rt.hop_slack, &rt.latency, &rt.every, &vb) || (k && (rt.every != cand[0].every || vb != vector_bytes))) {
       if (i) continue;
       diag_error(&r->c->diag, n->op->loc,
                  "the links from device %d to device %d differ in speed or vector size; routes need one of each",
@@ -163,6 +165,7 @@ static bool route_transfer(Router *r, DagNode *n) {
 void route_choose(DagNode *n, RouteMode mode) {
   bool spread = mode == ROUTE_NONMINIMAL ||
                 (mode == ROUTE_AUTO && route_finish(n->spread, n->nspread) < route_finish(n->minimal, 1));
+  n->nonminimal = spread;
   n->routes = spread ? n->spread : n->minimal;
   n->nroutes = spread ? n->nspread : 1;
 }

@@ -33,6 +33,7 @@
 typedef struct Scheduler {
   Compilation *c;
   const Topology *t;
+  const SyncPlan *sync;
   Reservations *link_dir;  // by link * 2 + direction (0: a -> b)
   Reservations *c2c;       // issue slots, by port_base[device] + port
   int *port_base;
@@ -43,22 +44,45 @@ static Reservations *link_dir(Scheduler *s, const Hop *h) {
   return &s->link_dir[h->link * 2 + (s->t->links.data[h->link].a == h->from ? 0 : 1)];
 }
 
-static int64_t hop_latency(const Scheduler *s, const Hop *h) { return s->t->links.data[h->link].p.latency_max; }
+// Cycles from a vector leaving on hop h to its take at the far end.
+static int64_t hop_latency(const Scheduler *s, const Hop *h) {
+  return s->t->links.data[h->link].p.latency_max + s->sync->rx_slack;
+}
+
+// The earliest t >= from at which unit table r is free for len cycles
+// outside every resync window.
+static int64_t unit_earliest(const Scheduler *s, const Reservations *r, int64_t from, int64_t len) {
+  for (;;) {
+    int64_t t = resv_earliest(r, from, len);
+    if (!sync_overlaps_window(s->sync, t, len)) return t;
+    from = sync_window_after(s->sync, t) * s->sync->interval + s->sync->window;
+  }
+}
+
+// How long a stream of `run` cycles leaving at `at` on hop h holds the link
+// direction: the run, plus the sync margin when the run goes on through a
+// resync window at either end, since the units on the far side of the window
+// are realigned while the stream keeps its old timing.
+static int64_t hold(const Scheduler *s, const Hop *h, int64_t at, int64_t run) {
+  bool crosses = sync_overlaps_window(s->sync, at, run) || sync_overlaps_window(s->sync, at + hop_latency(s, h), run);
+  return run + (crosses ? s->sync->margin : 0);
+}
 
 // Whether route rt can leave at t: every hop's link direction free for its
 // run and every issue slot free.  If not, the earliest later t worth trying.
 static bool route_fits(Scheduler *s, const Route *rt, int64_t t, int64_t *retry) {
-  int64_t run = rt->count * rt->every, at = t;
+  int64_t at = t;
   for (int j = 0; j < rt->path.nhops; j++) {
     const Hop *h = &rt->path.hops[j];
+    int64_t run = hold(s, h, at, rt->count * rt->every);
     int64_t free_at = resv_earliest(link_dir(s, h), at, run);
     if (free_at != at) {
       *retry = t + (free_at - at);
       return false;
     }
     int64_t land = at + hop_latency(s, h);
-    int64_t send_at = resv_earliest(&s->c2c[s->port_base[h->from] + h->out_port], at, 1);
-    int64_t recv_at = resv_earliest(&s->c2c[s->port_base[h->to] + h->in_port], land, 1);
+    int64_t send_at = unit_earliest(s, &s->c2c[s->port_base[h->from] + h->out_port], at, 1);
+    int64_t recv_at = unit_earliest(s, &s->c2c[s->port_base[h->to] + h->in_port], land, 1);
     if (send_at != at || recv_at != land) {
       *retry = t + MAX(send_at - at, recv_at - land);
       return false;
@@ -69,11 +93,11 @@ static bool route_fits(Scheduler *s, const Route *rt, int64_t t, int64_t *retry)
 }
 
 static void route_take(Scheduler *s, Route *rt, int64_t t) {
-  int64_t run = rt->count * rt->every, at = t;
+  int64_t at = t;
   rt->start = t;
   for (int j = 0; j < rt->path.nhops; j++) {
     const Hop *h = &rt->path.hops[j];
-    resv_take(link_dir(s, h), at, run);
+    resv_take(link_dir(s, h), at, hold(s, h, at, rt->count * rt->every));
     resv_take(&s->c2c[s->port_base[h->from] + h->out_port], at, 1);
     at += hop_latency(s, h);
     resv_take(&s->c2c[s->port_base[h->to] + h->in_port], at, 1);
@@ -87,15 +111,54 @@ static int64_t device_vectors(const Scheduler *s, int64_t bytes) {
 }
 
 // Runs `cycles` of unit u from the earliest free cycle >= ready; returns
-// the cycle it starts.
+// the cycle it starts.  (The matrix unit: no resync window applies.)
 static int64_t unit_take(Reservations *u, int64_t ready, int64_t cycles) {
   int64_t t = resv_earliest(u, ready, cycles);
   resv_take(u, t, cycles);
   return t;
 }
 
+// A pass of device d's vector unit over `vectors` vectors from `ready` on,
+// in runs of at most stream_vectors placed outside resync windows; records
+// the runs in n and returns the cycle the last result lands.
+static int64_t vxm_pass(Scheduler *s, DagNode *n, int d, int64_t ready, int64_t vectors) {
+  int64_t most = s->sync->stream_vectors ? s->sync->stream_vectors : vectors;
+  n->nruns = (int)((vectors + most - 1) / most);
+  n->runs = ARENA_ARRAY(&s->c->arena, UnitRun, n->nruns);
+  int64_t t = ready;
+  for (int i = 0; i < n->nruns; i++) {
+    int64_t len = MIN(most, vectors - most * i);
+    t = unit_earliest(s, &s->vxm[d], t, len);
+    resv_take(&s->vxm[d], t, len);
+    n->runs[i] = (UnitRun){t, len};
+    t += len;
+  }
+  return t + ISA_VXM_LATENCY;
+}
+
+// Cuts n's routes into streams of at most stream_vectors vectors (each a
+// route of its own, on the same path), so no stream outlasts what the
+// receive buffers absorb of drift.
+static void cut_streams(Scheduler *s, DagNode *n) {
+  int64_t most = s->sync->stream_vectors, pieces = 0;
+  if (!most) return;
+  for (int r = 0; r < n->nroutes; r++) pieces += (n->routes[r].count + most - 1) / most;
+  if (pieces == n->nroutes) return;
+  Route *cut = ARENA_ARRAY(&s->c->arena, Route, pieces);
+  int k = 0;
+  for (int r = 0; r < n->nroutes; r++)
+    for (int64_t v = 0; v < n->routes[r].count; v += most) {
+      cut[k] = n->routes[r];
+      cut[k].first = n->routes[r].first + v;
+      cut[k++].count = MIN(most, n->routes[r].count - v);
+    }
+  n->routes = cut;
+  n->nroutes = k;
+}
+
 static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
   int64_t done = ready;
+  cut_streams(s, n);
   for (int r = 0; r < n->nroutes; r++) {
     Route *rt = &n->routes[r];
     int64_t t = ready, retry;
@@ -105,10 +168,9 @@ static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
   }
   n->start = n->nroutes ? n->routes[0].start : ready;
   for (int r = 1; r < n->nroutes; r++) n->start = MIN(n->start, n->routes[r].start);
-  if (n->reduce) {
-    int64_t t = unit_take(&s->vxm[n->dst], done, n->vectors);
-    done = t + n->vectors + ISA_VXM_LATENCY;
-  }
+  done += s->sync->margin;
+  n->nruns = 0;
+  if (n->reduce) done = vxm_pass(s, n, n->dst, done, n->vectors);
   n->finish = done;
 }
 
@@ -130,22 +192,25 @@ static int64_t matmul_cycles(const Scheduler *s, const Op *op) {
 static void schedule_compute(Scheduler *s, DagNode *n, int64_t ready) {
   const Op *op = n->op;
   n->start = ready;
-  if (op->kind == OP_COPY) {  // the local copy of an @ each tensor is the same bytes
+  n->nruns = 0;
+  if (n->kind == NODE_STAGE) {  // one VMOV pass over the staged bytes
+    n->finish = vxm_pass(s, n, n->device, ready, device_vectors(s, n->bytes));
+    n->start = n->runs[0].start;
+  } else if (op->kind == OP_COPY) {  // the local copy of an @ each tensor is the same bytes
     n->finish = ready;
   } else if (op->kind == OP_MATMUL) {
     int64_t cycles = matmul_cycles(s, op);
     n->start = unit_take(&s->mxm[n->device], ready, cycles);
     n->finish = n->start + cycles + ISA_MXM_LATENCY;
   } else {  // one pass of the vector unit over the result
-    int64_t v = device_vectors(s, ir_tensor_bytes(op->result));
-    n->start = unit_take(&s->vxm[n->device], ready, v);
-    n->finish = n->start + v + ISA_VXM_LATENCY;
+    n->finish = vxm_pass(s, n, n->device, ready, device_vectors(s, ir_tensor_bytes(op->result)));
+    n->start = n->runs[0].start;
   }
 }
 
 static void scheduler_init(Scheduler *s, Compilation *c) {
   const Topology *t = c->topo;
-  *s = (Scheduler){.c = c, .t = t};
+  *s = (Scheduler){.c = c, .t = t, .sync = &c->sync};
   s->link_dir = xcalloc((size_t)t->links.len * 2 + 1, sizeof(Reservations));
   s->port_base = xmalloc(sizeof(int) * (size_t)t->ndevices);
   int ports = 0;

@@ -1,9 +1,10 @@
 // check.c: what the emulator checks once the run is over.  Part of runtime/.
 // Units that never halted (a SYNC never notified, a stream without HALT),
 // vectors that arrived and were never received, data that differs from the
-// programs' .expect records, and, for a deterministic run, the cycle count
-// against the manifest's prediction.  Everything is computed from the
-// programs and the topology; nothing the compiler claims is taken on trust.
+// programs' .expect records or from the model's outputs (model.c), and, for
+// a deterministic run, the cycle count against the manifest's prediction.
+// Everything is computed from the programs, the topology and the model's
+// graph; nothing the compiler claims is taken on trust.
 #include "emu_internal.h"
 
 #include <string.h>
@@ -90,6 +91,7 @@ static void check_data(Emu *e) {
       }
     }
   }
+  model_check_outputs(e, &any, &all);
   e->r->data = !any ? DATA_UNCHECKED : all ? DATA_VERIFIED : DATA_MISMATCH;
 }
 

@@ -296,8 +296,9 @@ static void land(Emu *e, PendingWrite *w) {
   free(w);
 }
 
-// VADD, VMAX, VRELU: element k reads its sources at start + k and its result
-// lands EMU_VXM_LATENCY cycles later.
+// VADD, VMAX, VRELU, VMOV: element k reads its sources at start + k and its
+// result lands EMU_VXM_LATENCY cycles later.  VMOV copies the bytes as they
+// are (it has no dtype).
 static void step_vxm(Emu *e, Stream *s) {
   EDev *d = &e->devs[s->dev];
   const EUnit *u = &d->units[s->unit];
@@ -305,7 +306,9 @@ static void step_vxm(Emu *e, Stream *s) {
   DType dt = (DType)s->in.dtype;
   uint8_t out[EMU_MAX_VECTOR_BYTES];
   const uint8_t *x = emu_sram_read(e, d, u, s->in.b + s->k, local);  // pages never move
-  if (s->in.op == OPC_VRELU) {
+  if (s->in.op == OPC_VMOV) {
+    memcpy(out, x, (size_t)e->vector_bytes);
+  } else if (s->in.op == OPC_VRELU) {
     num_vrelu(dt, out, x, e->vector_bytes);
   } else {
     const uint8_t *y = emu_sram_read(e, d, u, s->in.c + s->k, local);
@@ -408,8 +411,9 @@ static void issue(Emu *e, EDev *d, int unit) {
   case OPC_TRANSMIT: link_transmit(e, d, unit, in, L); break;
   case OPC_VADD:
   case OPC_VMAX:
-  case OPC_VRELU: {
-    uint32_t n = in->op == OPC_VRELU ? in->c : in->d;
+  case OPC_VRELU:
+  case OPC_VMOV: {
+    uint32_t n = in->op == OPC_VADD || in->op == OPC_VMAX ? in->d : in->c;  // the last operand
     emu_push(e, emu_global_at(d, L), EV_VXM, d->id, unit, emu_stream_new(in, d->id, unit, L, n, 1));
     next = L + n;
     break;

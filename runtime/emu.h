@@ -4,6 +4,8 @@
 //   emu.c       the discrete-event emulator: units, links, SRAM, clocks
 //   sram.c      sparse SRAM: memory grows with what is touched
 //   numeric.c   element arithmetic of the vector and matrix units
+//   model.c     the model's inputs into SRAM before a run, its outputs checked after
+//   reference.c what a correct program computes, from the graph alone
 //   npy.c       NumPy .npy files in and out (--input, --dump)
 //   trace.c     Chrome trace JSON that Perfetto opens (--trace)
 //
@@ -32,10 +34,15 @@ typedef struct EmuInput {
   Topology *topo;    // DIR/topology.yaml
   Program *prog;     // every devNNNN.tsp, tensors and predicted_cycles from the manifest
   const char **binaries;  // the file each device runs, as the manifest names it
+  const char *model;      // the manifest's `model:`, a file in DIR (NULL: none)
+  Graph *graph;           // DIR/model parsed and checked for topo (NULL: no model)
+  const Tensor **home_tensor;  // with a graph, by index in prog->tensors: the tensor it holds
 } EmuInput;
 
-// Loads DIR (manifest.yaml, topology.yaml, the binaries).  False after
-// reporting what is unusable, naming the file and the byte or line.
+// Loads DIR (manifest.yaml, topology.yaml, the model, the binaries).  With
+// a model, every manifest tensor must be a tensor of the graph, of its
+// dtype and shape, on a device that holds a copy.  False after reporting
+// what is unusable, naming the file and the byte or line.
 bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in);
 
 // ===== emu.c: the emulator ====================================================
@@ -64,8 +71,12 @@ bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in);
 // The largest vector the emulator handles (a multiple of 4 bytes).
 #define EMU_MAX_VECTOR_BYTES 1024
 
+typedef struct Reference Reference;  // reference.c, below
+
 typedef struct EmuOptions {
-  uint64_t seed;
+  uint64_t seed;           // jitter, drift and skew draws
+  uint64_t data_seed;      // the model's seeded inputs (ref holds it; reported)
+  Reference *ref;          // the model's values: outputs are checked against it (NULL: none)
   bool jitter;             // off: every vector takes its link's max latency
   double drift_ppm;        // each device's clock off by a seeded value in +-drift_ppm
   const double *device_drift_ppm;  // or exactly these, one per device (the topology's list)
@@ -124,6 +135,10 @@ typedef struct EmuResult {
 typedef struct Emu Emu;
 
 Emu *emu_new(Arena *a, const EmuInput *in, const EmuOptions *opt, char *err, size_t errlen);
+// (model.c) Writes every home of an input or param of the model (opt->ref)
+// before the run: its values from the reference, the vectors marked written and
+// landed, the last vector's tail zero.
+void emu_seed_model(Emu *e);
 // Overwrites a named tensor's vectors before the run (--input).
 bool emu_write_tensor(Emu *e, const TensorHome *th, const void *data, char *err, size_t errlen);
 // Copies a named tensor out after the run (--dump); data holds its bytes.
@@ -167,19 +182,31 @@ void sram_free(Sram *s);
 // The value of any element of any tensor's copy on any device, computed
 // from the graph alone (lazily, element by element: nothing of the tensor's
 // size is stored), rounded to the tensor's dtype after every op as the
-// hardware stores it.  Inputs and params are seeded: every element is -1, 0
-// or 1, so a sum over a group is exact in f16 up to 2048 devices, in bf16 up
-// to 256 and in f32 up to 2^24, whatever order a schedule adds in.  softmax,
-// layernorm and gelu are computed in double and rounded once.
-
-typedef struct Reference Reference;
+// hardware stores it.  Inputs and params are seeded (tsp-emu --data-seed):
+// every element is -1, 0 or 1, so a sum over a group is exact in f16 up to
+// 2048 devices, in bf16 up to 256 and in f32 up to 2^24, whatever order a
+// schedule adds in; or they are given (--input), the same on every device.
+// softmax, layernorm and gelu are computed in double and rounded once.
 
 Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed);
+// Gives input or param t these values instead of seeded ones, on every
+// device: ir_tensor_bytes(t) bytes, row-major, little-endian elements of
+// t's dtype (copied).
+void ref_set_input(Reference *r, const Tensor *t, const void *data);
 // Element `elem` (row-major) of tensor t's copy on `device` (any device for a
 // tensor with one copy).
 double ref_value(Reference *r, const Tensor *t, int device, int64_t elem);
-// The seeded value of an input or param element (what tsp-emu loads).
+// Elements first .. first + n of t's copy on `device` into out: the same
+// values as ref_value, faster (inputs and collectives a block at a time).
+void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out);
+// The value of an input or param element, seeded or given (what tsp-emu
+// loads): exact in t's dtype.
 double ref_input(const Reference *r, const Tensor *t, int device, int64_t elem);
+// Whether t has the same value on every device holding a copy: false for
+// an @ each input or param (unless given), a reduce_scatter result, and
+// what is computed from one of those other than through allreduce or
+// all_gather (which read every copy, whichever device asks).
+bool ref_same_on_every_device(const Reference *r, const Tensor *t);
 // The devices holding a copy of an @ each tensor, ascending (its group).
 int ref_group(const Reference *r, const Tensor *t, const int **devices);
 void ref_free(Reference *r);

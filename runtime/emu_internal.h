@@ -1,6 +1,7 @@
 // emu_internal.h: the emulator's own types, shared by emu.c (the event
-// loop, clocks and units), link.c (ports, links, receive buffers) and
-// check.c (the end-of-run checks).  Not part of the runtime's interface.
+// loop, clocks and units), link.c (ports, links, receive buffers), check.c
+// (the end-of-run checks) and model.c (the model's inputs and outputs).
+// Not part of the runtime's interface.
 #ifndef TSPC_EMU_INTERNAL_H
 #define TSPC_EMU_INTERNAL_H
 
@@ -173,5 +174,11 @@ void link_free(Emu *e);
 
 // ---- check.c ----
 void check_after_run(Emu *e);
+
+// ---- model.c ----
+// Compares every home of every output of the model (opt.ref) with the
+// reference, reporting wrong-data; sets *any when there was an output to
+// check and clears *all on any difference.
+void model_check_outputs(Emu *e, bool *any, bool *all);
 
 #endif

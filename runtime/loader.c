@@ -1,5 +1,7 @@
 // loader.c: reads an output directory into the runtime's Program.  Part of
 // runtime/: the only door from files to the emulator, and it trusts nothing.
+// With a `model:` it also reads the .tg graph (frontend: parse and check)
+// that the emulator's reference evaluation (reference.c) computes.
 //
 // A binary is refused unless every field checks: magic, version, sizes,
 // CRC-32, device id and count, every unit entry (kind, port on this device,
@@ -236,6 +238,96 @@ static bool read_tensor(ManifestReader *m, yaml_node_t *n, const Topology *t, Te
     diag_error(m->d, mloc(m, shape), "tensor '%s' is larger than the SRAM", th->name);
     return false;
   }
+  uint64_t bytes = (uint64_t)ir_shape_elems(&th->shape) * (uint64_t)ir_dtype_bytes[th->dtype];
+  uint64_t vectors = (bytes + (uint64_t)t->link.vector_bytes - 1) / (uint64_t)t->link.vector_bytes;
+  if (th->addr > (uint64_t)t->sram_vectors - vectors) {
+    diag_error(m->d, mloc(m, map_get(m, n, "addr")), "tensor '%s' (%llu vectors at %u) runs past the SRAM",
+               th->name, (unsigned long long)vectors, th->addr);
+    return false;
+  }
+  return true;
+}
+
+// A file of the output directory, nothing else: no '/', not "..".
+static bool file_name_ok(const char *s) { return *s && !strchr(s, '/') && strcmp(s, ".."); }
+
+// `model:` (optional): the .tg graph the programs compute, a file of DIR,
+// parsed and checked for the topology here; its diagnostics point into it.
+static bool read_model(ManifestReader *m, yaml_node_t *root, EmuInput *in) {
+  yaml_node_t *n = map_get(m, root, "model");
+  if (!n) return true;
+  const char *s = n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : "";
+  if (!file_name_ok(s)) {
+    diag_error(m->d, mloc(m, n), "the model must be a file name in the output directory");
+    return false;
+  }
+  in->model = arena_strdup(m->a, s);
+  const char *path = arena_printf(m->a, "%s/%s", in->dir, s), *err;
+  SrcFile *src = src_read(m->a, path, &err);
+  if (!src) {
+    diag_tool_error(m->d, "tsp-emu", "cannot read '%s': %s", path, err);
+    return false;
+  }
+  Ast *ast = fe_parse(m->a, m->d, src);
+  in->graph = ast ? fe_check(m->a, m->d, ast, in->topo) : NULL;
+  return in->graph != NULL;
+}
+
+static const Tensor *graph_tensor(const Graph *g, const char *name) {
+  for (int i = 0; i < g->tensors.len; i++)
+    if (!strcmp(g->tensors.data[i]->name, name)) return g->tensors.data[i];
+  return NULL;
+}
+
+// Whether the graph places a copy of t on `device` (where the partitioner
+// decides, auto and stage, any device may).
+static bool holds_copy(const Tensor *t, int device) {
+  const Placement *p = &t->place;
+  if (p->kind == PLACE_DEVICE) return device == p->index;
+  if (p->kind != PLACE_EACH) return true;
+  for (int i = 0; i < p->nexcept; i++)
+    if (p->except[i] == device) return false;
+  return true;
+}
+
+// With a model, a home holds a tensor of the graph, typed as the graph
+// types it, on a device the graph places a copy on.
+static bool check_home(ManifestReader *m, yaml_node_t *n, const Graph *g, const TensorHome *th,
+                       const Tensor **out) {
+  const Tensor *t = graph_tensor(g, th->name);
+  if (!t) {
+    diag_error(m->d, mloc(m, map_get(m, n, "name")), "tensor '%s' is not a tensor of the model", th->name);
+    return false;
+  }
+  if (t->dtype != th->dtype || !ir_shape_equal(&t->shape, &th->shape)) {
+    char here[IR_TYPE_STR_MAX], model[IR_TYPE_STR_MAX];
+    ir_format_type(here, sizeof here, th->dtype, &th->shape);
+    ir_format_type(model, sizeof model, t->dtype, &t->shape);
+    diag_error(m->d, mloc(m, map_get(m, n, t->dtype != th->dtype ? "dtype" : "shape")),
+               "tensor '%s' is %s in the model, not %s", th->name, model, here);
+    return false;
+  }
+  if (!holds_copy(t, th->device)) {
+    diag_error(m->d, mloc(m, map_get(m, n, "device")), "tensor '%s' has no copy on device %d: the model places it @ %s",
+               th->name, th->device, ir_place_str(m->a, &t->place));
+    return false;
+  }
+  *out = t;
+  return true;
+}
+
+static bool read_tensors(ManifestReader *m, yaml_node_t *root, EmuInput *in) {
+  yaml_node_t *tensors = map_get(m, root, "tensors");
+  if (!tensors || tensors->type != YAML_SEQUENCE_NODE) return true;
+  yaml_node_item_t *first = tensors->data.sequence.items.start, *end = tensors->data.sequence.items.top;
+  if (in->graph) in->home_tensor = ARENA_ARRAY(m->a, const Tensor *, (size_t)(end - first) + 1);
+  for (yaml_node_item_t *i = first; i < end; i++) {
+    TensorHome th = {0};
+    yaml_node_t *n = yaml_document_get_node(m->doc, *i);
+    if (!read_tensor(m, n, in->topo, &th)) return false;
+    if (in->graph && !check_home(m, n, in->graph, &th, &in->home_tensor[i - first])) return false;
+    VEC_PUSH(m->a, &in->prog->tensors, th);
+  }
   return true;
 }
 
@@ -261,26 +353,20 @@ static bool read_manifest_fields(ManifestReader *m, yaml_node_t *root, EmuInput 
   for (int i = 0; i < in->topo->ndevices; i++) {
     yaml_node_t *name = yaml_document_get_node(m->doc, binaries->data.sequence.items.start[i]);
     const char *s = name->type == YAML_SCALAR_NODE ? (const char *)name->data.scalar.value : "";
-    if (!*s || strchr(s, '/') || !strcmp(s, "..")) {  // a file of this directory, nothing else
+    if (!file_name_ok(s)) {
       diag_error(m->d, mloc(m, name), "a binary must be a file name in the output directory");
       return false;
     }
     in->binaries[i] = arena_strdup(m->a, s);
   }
+  if (!read_model(m, root, in)) return false;
   Program *p = in->prog;
   p->predicted_cycles = -1;
   yaml_node_t *pc = map_get(m, root, "predicted_cycles");
   if (pc && !(pc->type == YAML_SCALAR_NODE && !strcmp((char *)pc->data.scalar.value, "null")) &&
       !scalar_int(m, pc, "predicted_cycles", 0, INT64_MAX, &p->predicted_cycles))
     return false;
-  yaml_node_t *tensors = map_get(m, root, "tensors");
-  if (tensors && tensors->type == YAML_SEQUENCE_NODE)
-    for (yaml_node_item_t *i = tensors->data.sequence.items.start; i < tensors->data.sequence.items.top; i++) {
-      TensorHome th = {0};
-      if (!read_tensor(m, yaml_document_get_node(m->doc, *i), in->topo, &th)) return false;
-      VEC_PUSH(m->a, &p->tensors, th);
-    }
-  return true;
+  return read_tensors(m, root, in);
 }
 
 static bool load_binaries(Arena *a, Diag *d, EmuInput *in) {

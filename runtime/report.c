@@ -45,8 +45,8 @@ void emu_write_report(const EmuResult *r, const EmuOptions *opt, int ndevices, F
   fprintf(out, "vectors_moved: %lld\n", (long long)r->vectors_moved);
   fprintf(out, "violations: %lld\n", (long long)r->nviolations);
   fprintf(out, "data: %s\n", data_names[r->data]);
-  fprintf(out, "run: {seed: %llu, jitter: %s, drift_ppm: %.17g, start_skew: %lld, deterministic: %s}\n",
-          (unsigned long long)opt->seed, opt->jitter ? "on" : "off", opt->drift_ppm,
+  fprintf(out, "run: {seed: %llu, data_seed: %llu, jitter: %s, drift_ppm: %.17g, start_skew: %lld, deterministic: %s}\n",
+          (unsigned long long)opt->seed, (unsigned long long)opt->data_seed, opt->jitter ? "on" : "off", opt->drift_ppm,
           (long long)opt->start_skew, r->deterministic ? "true" : "false");
   fprintf(out, "clocks:\n");
   for (int i = 0; i < r->ndevices; i++)

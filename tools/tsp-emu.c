@@ -1,7 +1,9 @@
 // tsp-emu.c: the reference emulator's driver.  Loads an output directory
-// (runtime/loader.c), runs it (runtime/emu.c) and reports.
+// (runtime/loader.c), seeds the model's inputs (runtime/model.c), runs it
+// (runtime/emu.c), checks its outputs against the reference evaluation of
+// the model (runtime/reference.c) and reports.
 //
-//   tsp-emu DIR [--seed S] [--jitter on|off] [--drift-ppm P] [--start-skew C]
+//   tsp-emu DIR [--seed S] [--data-seed N] [--jitter on|off] [--drift-ppm P] [--start-skew C]
 //               [--trace FILE] [--report FILE] [--input NAME=F.npy] [--dump NAME=F.npy]
 //
 // Exit status: 0 when the run is clean, 2 when it found violations, 1 when
@@ -27,6 +29,7 @@ static void usage(FILE *out) {
           "usage: tsp-emu DIR [options]\n"
           "\n"
           "  --seed S             seeds jitter, drift and start skew (default 1)\n"
+          "  --data-seed N        seeds the model's inputs and params (default 1)\n"
           "  --jitter on|off      off: every vector takes its link's max latency (default off)\n"
           "  --drift-ppm P        clocks off by up to +-P ppm (default: the topology's drift_ppm,\n"
           "                       a bound or each device's exact value)\n"
@@ -34,7 +37,9 @@ static void usage(FILE *out) {
           "  --trace FILE         Chrome trace JSON (Perfetto opens it)\n"
           "  --trace-max-vectors N  link arrows in the trace (default %d)\n"
           "  --report FILE        YAML report\n"
-          "  --input NAME=F.npy   load a tensor named in the manifest before the run\n"
+          "  --input NAME=F.npy   give a tensor its values before the run: an input or param\n"
+          "                       of the model (every copy, and the reference), or without a\n"
+          "                       model a tensor named in the manifest\n"
           "  --dump NAME=F.npy    write a tensor named in the manifest after the run\n"
           "  --max-cycles N       a run longer than N cycles is a hang (default 2^40)\n"
           "  --max-listed N       violations listed (all are counted; default %d)\n"
@@ -50,7 +55,7 @@ static bool number(const char *opt, const char *arg, int64_t lo, int64_t hi, int
   return false;
 }
 
-enum { O_SEED = 256, O_JITTER, O_DRIFT, O_SKEW, O_TRACE, O_TRACE_MAX, O_REPORT, O_INPUT, O_DUMP, O_MAX_CYCLES, O_MAX_LISTED, O_VERSION, O_HELP };
+enum { O_SEED = 256, O_DATA_SEED, O_JITTER, O_DRIFT, O_SKEW, O_TRACE, O_TRACE_MAX, O_REPORT, O_INPUT, O_DUMP, O_MAX_CYCLES, O_MAX_LISTED, O_VERSION, O_HELP };
 
 static bool parse_option(int ch, const char *arg, Args *a) {
   int64_t v;
@@ -59,6 +64,10 @@ static bool parse_option(int ch, const char *arg, Args *a) {
   case O_SEED:
     if (!number("--seed", arg, 0, INT64_MAX, &v)) return false;
     a->opt.seed = (uint64_t)v;
+    return true;
+  case O_DATA_SEED:
+    if (!number("--data-seed", arg, 0, INT64_MAX, &v)) return false;
+    a->opt.data_seed = (uint64_t)v;
     return true;
   case O_JITTER:
     if (strcmp(arg, "on") && strcmp(arg, "off")) {
@@ -101,14 +110,15 @@ static bool parse_option(int ch, const char *arg, Args *a) {
 
 static bool parse_args(int argc, char **argv, Args *a) {
   static const struct option longopts[] = {
-      {"seed", required_argument, 0, O_SEED},         {"jitter", required_argument, 0, O_JITTER},
+      {"seed", required_argument, 0, O_SEED},         {"data-seed", required_argument, 0, O_DATA_SEED},
+      {"jitter", required_argument, 0, O_JITTER},
       {"drift-ppm", required_argument, 0, O_DRIFT},   {"start-skew", required_argument, 0, O_SKEW},
       {"trace", required_argument, 0, O_TRACE},       {"trace-max-vectors", required_argument, 0, O_TRACE_MAX},
       {"report", required_argument, 0, O_REPORT},     {"input", required_argument, 0, O_INPUT},
       {"dump", required_argument, 0, O_DUMP},         {"max-cycles", required_argument, 0, O_MAX_CYCLES},
       {"max-listed", required_argument, 0, O_MAX_LISTED}, {"version", no_argument, 0, O_VERSION},
       {"help", no_argument, 0, O_HELP},               {0, 0, 0, 0}};
-  a->opt = (EmuOptions){.seed = 1, .max_cycles = EMU_DEFAULT_MAX_CYCLES, .max_listed = EMU_DEFAULT_MAX_LISTED,
+  a->opt = (EmuOptions){.seed = 1, .data_seed = 1, .max_cycles = EMU_DEFAULT_MAX_CYCLES, .max_listed = EMU_DEFAULT_MAX_LISTED,
                         .trace_max_vectors = EMU_DEFAULT_TRACE_MAX_VECTORS};
   opterr = 0;
   for (int ch; (ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
@@ -152,35 +162,68 @@ static const char *npy_descr(DType dt) {
   }
 }
 
+// Reads F.npy for a tensor of dtype dt and shape sh: its elements as dt
+// stores them (bf16 rounded from <f4), malloc'd; NULL after saying why.
+static uint8_t *read_values(const char *path, const char *name, DType dt, const Shape *sh) {
+  NpyArray npy;
+  char err[256];
+  if (!npy_read(path, &npy, err, sizeof err)) {
+    fprintf(stderr, "tsp-emu: error: %s\n", err);
+    return NULL;
+  }
+  if (strcmp(npy.descr, npy_descr(dt)) || !ir_shape_equal(&npy.shape, sh)) {
+    fprintf(stderr, "tsp-emu: error: %s holds %s of rank %d; tensor '%s' needs %s of its shape\n", path,
+            npy.descr, npy.shape.rank, name, npy_descr(dt));
+    npy_free(&npy);
+    return NULL;
+  }
+  uint8_t *raw = npy.data;
+  if (dt == DT_BF16) {
+    int64_t n = ir_shape_elems(sh);
+    raw = xmalloc((size_t)n * 2);
+    for (int64_t i = 0; i < n; i++) num_set(DT_BF16, raw, (int)i, ((const float *)npy.data)[i]);
+    npy_free(&npy);
+  }
+  return raw;
+}
+
+// --input without a model: the values go into every home of that name.
 static bool load_input(Emu *e, const Program *p, const char *arg) {
   const char *eq = strchr(arg, '=');
   const TensorHome *th = find_tensor(p, arg, (size_t)(eq - arg));
-  NpyArray npy;
-  char err[256] = "";
   if (!th) return false;
-  if (!npy_read(eq + 1, &npy, err, sizeof err)) {
-    fprintf(stderr, "tsp-emu: error: %s\n", err);
-    return false;
+  uint8_t *raw = read_values(eq + 1, th->name, th->dtype, &th->shape);
+  char err[256];
+  bool ok = raw != NULL;
+  for (int i = 0; i < p->tensors.len && ok; i++) {
+    const TensorHome *h = &p->tensors.data[i];
+    if (strcmp(h->name, th->name)) continue;
+    if (h->dtype != th->dtype || !ir_shape_equal(&h->shape, &th->shape))
+      snprintf(err, sizeof err, "the manifest's copies of tensor '%s' differ in dtype or shape", th->name), ok = false;
+    else
+      ok = emu_write_tensor(e, h, raw, err, sizeof err);
+    if (!ok) fprintf(stderr, "tsp-emu: error: %s\n", err);
   }
-  bool ok = strcmp(npy.descr, npy_descr(th->dtype)) == 0 && ir_shape_equal(&npy.shape, &th->shape);
-  if (!ok) {
-    fprintf(stderr, "tsp-emu: error: %s holds %s of rank %d; tensor '%s' needs %s of its shape\n", eq + 1,
-            npy.descr, npy.shape.rank, th->name, npy_descr(th->dtype));
-    npy_free(&npy);
-    return false;
-  }
-  if (th->dtype == DT_BF16) {
-    int64_t n = ir_shape_elems(&th->shape);
-    uint8_t *raw = xmalloc((size_t)n * 2);
-    for (int64_t i = 0; i < n; i++) num_set(DT_BF16, raw, (int)i, ((const float *)npy.data)[i]);
-    ok = emu_write_tensor(e, th, raw, err, sizeof err);
-    free(raw);
-  } else {
-    ok = emu_write_tensor(e, th, npy.data, err, sizeof err);
-  }
-  if (!ok) fprintf(stderr, "tsp-emu: error: %s\n", err);
-  npy_free(&npy);
+  free(raw);
   return ok;
+}
+
+// --input with a model: an input or param takes these values in the
+// reference, and so on every device holding it (emu_seed_model).
+static bool give_input(Reference *r, const Graph *g, const char *arg) {
+  const char *eq = strchr(arg, '=');
+  size_t len = (size_t)(eq - arg);
+  const Tensor *t = NULL;
+  for (int i = 0; i < g->tensors.len && !t; i++)
+    if (strlen(g->tensors.data[i]->name) == len && !strncmp(g->tensors.data[i]->name, arg, len)) t = g->tensors.data[i];
+  if (!t || t->def) {
+    fprintf(stderr, "tsp-emu: error: the model has no input or param '%.*s'\n", (int)len, arg);
+    return false;
+  }
+  uint8_t *raw = read_values(eq + 1, t->name, t->dtype, &t->shape);
+  if (raw) ref_set_input(r, t, raw);
+  free(raw);
+  return raw != NULL;
 }
 
 static bool write_dump(Emu *e, const Program *p, const char *arg) {
@@ -214,6 +257,48 @@ static bool write_report(const char *path, const EmuResult *r, const EmuOptions 
   return fclose(fp) == 0;
 }
 
+// The model's reference (NULL without a model), its inputs as --input gives
+// them; false after reporting a bad --input.
+static bool make_reference(const EmuInput *in, Args *args, Reference **out) {
+  *out = NULL;
+  if (!in->graph) return true;
+  Reference *r = ref_new(in->graph, in->topo, args->opt.data_seed);
+  for (int i = 0; i < args->ninputs; i++)
+    if (!give_input(r, in->graph, args->inputs[i])) {
+      ref_free(r);
+      return false;
+    }
+  *out = r;
+  return true;
+}
+
+// Runs a loaded directory: its inputs in, the run, --dump and --report out.
+static int run_loaded(Arena *a, Args *args, EmuInput *in) {
+  char err[256];
+  Emu *e = emu_new(a, in, &args->opt, err, sizeof err);
+  if (!e) {
+    fprintf(stderr, "tsp-emu: error: %s\n", err);
+    return 1;
+  }
+  bool ok = true;
+  if (args->opt.ref)
+    emu_seed_model(e);
+  else
+    for (int i = 0; i < args->ninputs && ok; i++) ok = load_input(e, in->prog, args->inputs[i]);
+  EmuResult r;
+  if (ok) emu_run(e, &r);
+  for (int i = 0; i < args->ndumps && ok; i++) ok = write_dump(e, in->prog, args->dumps[i]);
+  if (ok && args->report) ok = write_report(args->report, &r, &args->opt, in->topo->ndevices);
+  if (!emu_close_trace(e) && ok) {
+    fprintf(stderr, "tsp-emu: error: cannot write the trace '%s'\n", args->opt.trace_path);
+    ok = false;
+  }
+  emu_free(e);
+  if (!ok) return 1;
+  emu_print_summary(&r, in->topo->ndevices, stdout);
+  return r.nviolations ? EXIT_VIOLATIONS : 0;
+}
+
 static int run(Arena *a, Args *args) {
   Diag d;
   diag_init(&d, stderr);
@@ -223,26 +308,10 @@ static int run(Arena *a, Args *args) {
     args->opt.drift_ppm = in.topo->drift_ppm;
     args->opt.device_drift_ppm = in.topo->device_drift_ppm;
   }
-  char err[256];
-  Emu *e = emu_new(a, &in, &args->opt, err, sizeof err);
-  if (!e) {
-    fprintf(stderr, "tsp-emu: error: %s\n", err);
-    return 1;
-  }
-  bool ok = true;
-  for (int i = 0; i < args->ninputs && ok; i++) ok = load_input(e, in.prog, args->inputs[i]);
-  EmuResult r;
-  if (ok) emu_run(e, &r);
-  for (int i = 0; i < args->ndumps && ok; i++) ok = write_dump(e, in.prog, args->dumps[i]);
-  if (ok && args->report) ok = write_report(args->report, &r, &args->opt, in.topo->ndevices);
-  if (!emu_close_trace(e) && ok) {
-    fprintf(stderr, "tsp-emu: error: cannot write the trace '%s'\n", args->opt.trace_path);
-    ok = false;
-  }
-  emu_free(e);
-  if (!ok) return 1;
-  emu_print_summary(&r, in.topo->ndevices, stdout);
-  return r.nviolations ? EXIT_VIOLATIONS : 0;
+  if (!make_reference(&in, args, &args->opt.ref)) return 1;
+  int status = run_loaded(a, args, &in);
+  ref_free(args->opt.ref);
+  return status;
 }
 
 int main(int argc, char **argv) {

@@ -2,7 +2,7 @@
 // runs the pass pipeline (passes/pipeline.c) over the model, and writes the
 // output directory atomically (support/outdir.c).
 //
-//   tspc MODEL.tg -t TOPOLOGY.yaml [-o OUT/] [--dump-after=PASS|all] [--stats]
+//   tspc MODEL.tg -t TOPOLOGY.yaml [-o OUT/] [--dump-after=PASS|all] [--stats] [--emit=asm]
 //   tspc -t TOPOLOGY.yaml --describe [--ports]
 //
 // Exit status: 0 on success, 1 on any error (the diagnostics say which).
@@ -24,6 +24,10 @@ typedef struct Options {
   const char *topology;
   const char *out;
   const char *dump_after;
+  const char *stop_after;  // --stop-after: run the pipeline up to this pass, write nothing
+  double drift_ppm;        // --drift-ppm (< 0: not given)
+  int64_t launch_window;   // --launch-window (< 0: not given)
+  bool emit_asm;           // --emit=asm
   AlgoKind algo;    // --algo: forced on every collective
   RouteMode route;  // --route
   bool algo_given;
@@ -37,24 +41,36 @@ static void usage(FILE *out) {
           "       tspc -t TOPOLOGY.yaml --describe [--ports]\n"
           "\n"
           "  -t, --topology FILE    the system to compile for (docs/topology.md)\n"
-          "  -o, --output DIR       write manifest.yaml (and, later, device binaries) to DIR\n"
+          "  -o, --output DIR       write the device binaries and manifest.yaml to DIR\n"
+          "      --emit=asm         also write each device's assembly (devNNNN.tsa) to DIR\n"
           "      --describe         print the topology's devices, links and diameter as YAML\n"
           "      --ports            with --describe: every device's numbered ports\n"
           "      --algo=NAME        lower every collective by NAME, whatever the model says\n"
           "      --route=MODE       auto (default: the faster), minimal or nonminimal paths\n"
+          "      --drift-ppm=P      plan for clocks off by up to P ppm (default: the topology's\n"
+          "                         drift_ppm, at least %g)\n"
+          "      --launch-window=C  cycles the alignment waits for every device to start (default %d)\n"
           "      --dump-after=PASS  print the IR after PASS (or 'all') on stderr\n"
+          "      --stop-after=PASS  run the passes up to PASS only, and write nothing\n"
           "      --max-errors=N     stop reporting after N errors (default %d; 0: no limit)\n"
           "      --stats            print compile figures on stderr\n"
           "      --verify-each      check the IR's invariants after every pass\n"
           "      --version, --help\n"
           "\n"
           "passes:\n",
-          DIAG_DEFAULT_MAX_ERRORS);
+          SYNC_DEFAULT_DRIFT_PPM, SYNC_DEFAULT_LAUNCH_WINDOW, DIAG_DEFAULT_MAX_ERRORS);
   for (int i = 0; i < pass_count; i++)
     fprintf(out, "  %-8s %s\n", pass_pipeline[i].name, pass_pipeline[i].summary);
 }
 
-enum { OPT_DESCRIBE = 256, OPT_ALGO, OPT_ROUTE, OPT_PORTS, OPT_DUMP_AFTER, OPT_MAX_ERRORS, OPT_STATS, OPT_VERIFY, OPT_VERSION, OPT_HELP };
+enum {
+  OPT_DESCRIBE = 256, OPT_ALGO, OPT_ROUTE, OPT_PORTS, OPT_DUMP_AFTER, OPT_STOP_AFTER, OPT_MAX_ERRORS, OPT_STATS,
+  OPT_VERIFY, OPT_EMIT, OPT_DRIFT, OPT_LAUNCH, OPT_VERSION, OPT_HELP
+};
+
+// The longest launch window --launch-window takes (cycles): a named limit,
+// about a second at 900 MHz.
+#define TSPC_MAX_LAUNCH_WINDOW 1000000000
 
 // getopt_long said '?': name the culprit.  A short option inside a group
 // (-Zq) is reported alone; "--describe=yes" is an option given a value it
@@ -99,13 +115,18 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       {"topology", required_argument, 0, 't'},    {"output", required_argument, 0, 'o'},
       {"describe", no_argument, 0, OPT_DESCRIBE}, {"ports", no_argument, 0, OPT_PORTS},
       {"dump-after", required_argument, 0, OPT_DUMP_AFTER},
+      {"stop-after", required_argument, 0, OPT_STOP_AFTER},
+      {"emit", required_argument, 0, OPT_EMIT},
+      {"drift-ppm", required_argument, 0, OPT_DRIFT},
+      {"launch-window", required_argument, 0, OPT_LAUNCH},
       {"algo", required_argument, 0, OPT_ALGO},
       {"route", required_argument, 0, OPT_ROUTE},
       {"max-errors", required_argument, 0, OPT_MAX_ERRORS},
       {"stats", no_argument, 0, OPT_STATS},       {"version", no_argument, 0, OPT_VERSION},
       {"verify-each", no_argument, 0, OPT_VERIFY},
       {"help", no_argument, 0, OPT_HELP},         {0, 0, 0, 0}};
-  *o = (Options){.max_errors = DIAG_DEFAULT_MAX_ERRORS};
+  *o = (Options){.max_errors = DIAG_DEFAULT_MAX_ERRORS, .drift_ppm = -1, .launch_window = -1};
+  double ppm;
   opterr = 0;
   int ch;
   int64_t n;
@@ -123,6 +144,36 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
         return false;
       }
       o->dump_after = optarg;
+      break;
+    case OPT_STOP_AFTER:
+      if (!pass_lookup(optarg)) {
+        diag_tool_error(d, "tspc", "unknown pass '%s' for --stop-after (try --help)", optarg);
+        return false;
+      }
+      o->stop_after = optarg;
+      break;
+    case OPT_EMIT:
+      if (strcmp(optarg, "asm")) {
+        diag_tool_error(d, "tspc", "unknown output '%s' for --emit (known: asm)", optarg);
+        return false;
+      }
+      o->emit_asm = true;
+      break;
+    case OPT_DRIFT:
+      if (!str_to_double(optarg, &ppm) || !(ppm >= 0 && ppm <= FE_MAX_DRIFT_PPM)) {
+        diag_tool_error(d, "tspc", "--drift-ppm needs a number from 0 to %g, got '%s'", (double)FE_MAX_DRIFT_PPM,
+                        optarg);
+        return false;
+      }
+      o->drift_ppm = ppm;
+      break;
+    case OPT_LAUNCH:
+      if (!str_to_i64(optarg, &n) || n < 0 || n > TSPC_MAX_LAUNCH_WINDOW) {
+        diag_tool_error(d, "tspc", "--launch-window needs a cycle count from 0 to %d, got '%s'",
+                        TSPC_MAX_LAUNCH_WINDOW, optarg);
+        return false;
+      }
+      o->launch_window = n;
       break;
     case OPT_ALGO:
       if (!ir_algo_lookup(optarg, &o->algo)) {
@@ -164,6 +215,14 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
     diag_tool_error(d, "tspc", "no model: give a .tg file, or --describe the topology");
     return false;
   }
+  if (o->emit_asm && !o->out) {
+    diag_tool_error(d, "tspc", "--emit=asm writes beside the binaries: give -o DIR");
+    return false;
+  }
+  if (o->stop_after && o->out) {
+    diag_tool_error(d, "tspc", "--stop-after writes nothing: drop -o");
+    return false;
+  }
   if (o->ports && !o->describe) {
     diag_tool_error(d, "tspc", "--ports only applies to --describe");
     return false;
@@ -176,9 +235,11 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
   return true;
 }
 
-static bool write_outputs(Compilation *c, const char *dir) {
-  ManifestInfo m = {.tool = "tspc", .source = c->src, .topo = c->topo, .graph = c->graph};
-  return be_write_outdir(&m, dir, &c->diag);
+static bool write_outputs(Compilation *c, const Options *o) {
+  ManifestInfo m = {.tool = "tspc", .source = c->src, .topo = c->topo, .graph = c->graph,
+                    .program = c->program, .dag = c->dag, .sync = &c->sync, .algos = c->algos,
+                    .emit_asm = o->emit_asm};
+  return be_write_outdir(&m, o->out, &c->diag);
 }
 
 static void print_stats(const Compilation *c) {
@@ -189,6 +250,7 @@ static void print_stats(const Compilation *c) {
   if (c->graph) fprintf(stderr, "tensors: %d\nops: %d\n", c->graph->tensors.len, c->graph->ops.len);
   if (c->dag) fprintf(stderr, "dag_nodes: %d\n", c->dag->nodes.len);
   if (c->dag && c->dag->scheduled) fprintf(stderr, "makespan_cycles: %lld\n", (long long)c->dag->makespan);
+  if (c->program) fprintf(stderr, "predicted_cycles: %lld\n", (long long)c->program->predicted_cycles);
   for (int i = 0; i < pass_count; i++)
     fprintf(stderr, "time.%s: %.6f s\n", pass_pipeline[i].name, c->pass_seconds[i]);
   fprintf(stderr, "ir_bytes: %zu\npeak_rss_kib: %ld\n", c->arena.used, ru.ru_maxrss);
@@ -201,8 +263,8 @@ static int compile(Compilation *c, const Options *o) {
     diag_tool_error(&c->diag, "tspc", "cannot read model '%s': %s", o->model, err);
     return 1;
   }
-  if (!pass_run_pipeline(c, o->dump_after)) return 1;
-  if (o->out && !write_outputs(c, o->out)) return 1;
+  if (!pass_run_pipeline(c, o->dump_after, o->stop_after)) return 1;
+  if (o->out && !write_outputs(c, o)) return 1;
   if (o->stats) print_stats(c);
   return 0;
 }
@@ -217,6 +279,8 @@ int main(int argc, char **argv) {
   c.algo_forced = o.algo_given;
   c.forced_algo = o.algo;
   c.route_mode = o.route;
+  c.drift_ppm = o.drift_ppm;
+  c.launch_window = o.launch_window;
   int status = 1;
   c.topo = fe_load_topology(&c.arena, &c.diag, "tspc", o.topology);
   if (c.topo && o.describe) {

@@ -139,12 +139,66 @@ static void inputs_are_seeded(void **state) {
   fixture_free(&f3);
 }
 
+// ref_block gives ref_value's values bit for bit, whatever the block: every
+// op, on every device of the group, blocks crossing all_gather's parts.
+static void blocks_give_the_same_values(void **state) {
+  (void)state;
+  Fixture f;
+  fixture(&f, MESH, "graph g {\n  input x : f32[6, 10] @ each except device(2);\n  s = allreduce(x);\n"
+                    "  m = allreduce(x, op=max);\n  rs = reduce_scatter(x);\n  ag = all_gather(x);\n"
+                    "  r = relu(rs);\n  h = add(s, s);\n  output h;\n}\n", 3);
+  const int devs[] = {0, 1, 3};
+  double out[180];
+  for (int i = 0; i < f.g->tensors.len; i++) {
+    const Tensor *t = f.g->tensors.data[i];
+    int64_t n = ir_shape_elems(&t->shape);
+    for (int d = 0; d < 3; d++)
+      for (int64_t first = 0; first < n; first += 7) {
+        int64_t count = MIN(n - first, 37);
+        ref_block(f.r, t, devs[d], first, count, out);
+        for (int64_t k = 0; k < count; k++) assert_true(out[k] == ref_value(f.r, t, devs[d], first + k));
+      }
+  }
+  fixture_free(&f);
+}
+
+// Which tensors are the same on every device: collectives that read every
+// copy are, reduce_scatter and what @ each inputs feed elementwise are not,
+// unless the input is given (the same array on every device).
+static void device_invariance_follows_the_graph(void **state) {
+  (void)state;
+  Fixture f;
+  fixture(&f, MESH, "graph g {\n  input x : f32[4, 10] @ each;\n  param w : f32[4, 10] @ device(1);\n"
+                    "  s = allreduce(x);\n  rs = reduce_scatter(x);\n  ag = all_gather(x);\n"
+                    "  a = add(x, x);\n  b = add(s, s);\n  c = relu(ag);\n  output b;\n}\n", 1);
+  const char *same[] = {"w", "s", "ag", "b", "c"}, *differ[] = {"x", "rs", "a"};
+  for (int i = 0; i < 5; i++) assert_true(ref_same_on_every_device(f.r, named(f.g, same[i])));
+  for (int i = 0; i < 3; i++) assert_false(ref_same_on_every_device(f.r, named(f.g, differ[i])));
+  float given[40];
+  for (int i = 0; i < 40; i++) given[i] = (float)i / 4;
+  ref_set_input(f.r, named(f.g, "x"), given);  // the same on every device: only rs still differs
+  assert_true(ref_same_on_every_device(f.r, named(f.g, "x")));
+  assert_true(ref_same_on_every_device(f.r, named(f.g, "a")));
+  assert_false(ref_same_on_every_device(f.r, named(f.g, "rs")));
+  for (int e = 0; e < 40; e++) {  // and the reference uses the given values
+    assert_true(ref_input(f.r, named(f.g, "x"), 2, e) == given[e]);
+    assert_true(ref_value(f.r, named(f.g, "s"), 0, e) == 4 * given[e]);
+  }
+  for (int e = 0; e < 10; e++) assert_true(ref_value(f.r, named(f.g, "rs"), 3, e) == 4 * given[30 + e]);
+  double out[40];
+  ref_block(f.r, named(f.g, "s"), 1, 0, 40, out);  // given values read a block at a time
+  for (int e = 0; e < 40; e++) assert_true(out[e] == 4 * given[e]);
+  fixture_free(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(collectives_reduce_the_seeded_inputs),
       cmocka_unit_test(compute_ops_follow_their_definitions),
       cmocka_unit_test(results_are_stored_in_their_dtype),
       cmocka_unit_test(inputs_are_seeded),
+      cmocka_unit_test(blocks_give_the_same_values),
+      cmocka_unit_test(device_invariance_follows_the_graph),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

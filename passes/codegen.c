@@ -1,0 +1,499 @@
+// codegen.c: code generation.  Part of passes/, last: turns the scheduled
+// DAG into a Program (ir.h), one instruction stream per unit of every
+// device, which backend/ encodes as devNNNN.tsp.
+//
+// Every instruction is placed at the cycle the schedule gave it, counted
+// from the end of the alignment preamble (align.c), and the gaps become
+// WAITs; the emulator then runs the program cycle for cycle as planned.
+//   - SRAM: every tensor copy gets a home (inputs and params first, in
+//     graph order); a collective works in a buffer per device (its
+//     operand's own memory when lowering reduces in place; the result is
+//     that buffer, or for reduce_scatter its shard).  Receive and forward
+//     buffers are scratch, reused once the schedule is done with them.
+//   - A route is one SEND where it leaves, a RECV and a SEND on the cycle
+//     it lands at every intermediate TSP (virtual cut-through) and a RECV
+//     at the destination, sigma cycles after the latest landing.  A
+//     reducing transfer lands in scratch, and its VADD or VMAX runs add it
+//     into the buffer.  A STAGE is VMOV runs.
+//   - Synchronisation (sync.c): every unit opens with the preamble's SYNC,
+//     and at each resync window every unit with work left SYNCs while ctl
+//     runs RUNTIME_DESKEW and NOTIFYs.
+// The ISA has add, max, relu, copy and matrix products; ops it cannot
+// express (gelu, softmax, layernorm, transpose; a broadcast add; matmul,
+// whose MXM tiling is not written yet) are refused with the op's location.
+#include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// An instruction at its issue cycle (schedule time), before WAITs fill the gaps.
+typedef struct Timed {
+  int64_t at;
+  Instr in;
+} Timed;
+
+typedef VEC(Timed) TimedVec;
+
+// One unit's instructions while they are generated, in any order.
+typedef struct UnitCode {
+  UnitKind kind;
+  int port;
+  TimedVec code;
+} UnitCode;
+
+// A scratch buffer of one device: `size` vectors at addr, in use until free_at.
+typedef struct Block {
+  uint32_t addr;
+  int64_t size, free_at;
+} Block;
+
+typedef struct DeviceCode {
+  UnitCode *c2c;  // by port
+  UnitCode vxm, ctl;
+  int64_t top;    // the next free SRAM vector
+  VEC(Block) scratch;
+} DeviceCode;
+
+typedef struct Codegen {
+  Compilation *c;
+  const Topology *t;
+  int vb;
+  DeviceCode *dev;
+  int64_t **home;     // [tensor id][device]: the vector address + 1 of its copy there (0: none)
+  int64_t **replica;  // [tensor id][device]: a copy fetched by an implicit transfer
+  int64_t **work;     // [op id][device]: a collective's buffer
+  int64_t last;       // the latest event of the program, schedule time
+  VEC(const Op *) refused;  // the ops refused, one per source position
+  bool failed;
+} Codegen;
+
+static int64_t vectors_of(const Codegen *g, int64_t bytes) { return (bytes + g->vb - 1) / g->vb; }
+
+// ---- SRAM ---------------------------------------------------------------------------
+
+static int64_t alloc(Codegen *g, int device, int64_t vectors) {
+  DeviceCode *d = &g->dev[device];
+  int64_t addr = d->top;
+  d->top += vectors;
+  if (d->top > g->t->sram_vectors && !g->failed) {
+    diag_tool_error(&g->c->diag, "tspc",
+                    "device %d needs more than its %d vectors of SRAM (sram_vectors) for this program",
+                    device, g->t->sram_vectors);
+    g->failed = true;
+  }
+  return g->failed ? 0 : addr;
+}
+
+// A scratch buffer on device for [from, until): a free one big enough, or new.
+static int64_t scratch(Codegen *g, int device, int64_t vectors, int64_t from, int64_t until) {
+  DeviceCode *d = &g->dev[device];
+  for (int i = 0; i < d->scratch.len; i++) {
+    Block *b = &d->scratch.data[i];
+    if (b->free_at <= from && b->size >= vectors) {
+      b->free_at = until;
+      return b->addr;
+    }
+  }
+  Block b = {(uint32_t)alloc(g, device, vectors), vectors, until};
+  VEC_PUSH(&g->c->arena, &d->scratch, b);
+  return b.addr;
+}
+
+static int64_t *table_row(Codegen *g, int64_t **table, int index) {
+  if (!table[index]) table[index] = ARENA_ARRAY(&g->c->arena, int64_t, g->t->ndevices);
+  return table[index];
+}
+
+// The home of tensor t's copy on device, made on first use.
+static int64_t home(Codegen *g, const Tensor *t, int device) {
+  int64_t *row = table_row(g, g->home, t->id);
+  if (!row[device]) row[device] = alloc(g, device, vectors_of(g, ir_tensor_bytes(t))) + 1;
+  return row[device] - 1;
+}
+
+static bool lives_on(const Tensor *t, int device) {
+  if (t->place.kind == PLACE_DEVICE) return t->place.index == device;
+  for (int i = 0; i < t->place.nexcept; i++)
+    if (t->place.except[i] == device) return false;
+  return true;
+}
+
+// Where tensor t can be read on device: its own copy, or a fetched one.
+static int64_t read_at(Codegen *g, const Tensor *t, int device) {
+  if (lives_on(t, device)) return home(g, t, device);
+  int64_t *row = table_row(g, g->replica, t->id);
+  if (!row[device]) row[device] = alloc(g, device, vectors_of(g, ir_tensor_bytes(t))) + 1;
+  return row[device] - 1;
+}
+
+// A collective's buffer on device (see the file comment), and the home of
+// its result there.
+static int64_t work(Codegen *g, const Op *op, int device) {
+  int64_t *row = table_row(g, g->work, op->id);
+  if (row[device]) return row[device] - 1;
+  const Tensor *x = op->args[0], *y = op->result;
+  int64_t w;
+  if (op->kind == OP_ALL_GATHER)
+    w = home(g, y, device);
+  else if (lower_in_place(g->c->graph, op))
+    w = read_at(g, x, device);
+  else
+    w = alloc(g, device, vectors_of(g, ir_tensor_bytes(x)));
+  row[device] = w + 1;
+  if (op->kind != OP_ALL_GATHER) {
+    int64_t shard = 0;
+    if (op->kind == OP_REDUCE_SCATTER) {  // shard k of the group, k = the device's index in it
+      int k = 0;
+      for (int d = 0; d < device; d++) k += lives_on(x, d);
+      shard = ir_tensor_bytes(y) * k / g->vb;
+    }
+    table_row(g, g->home, y->id)[device] = w + shard + 1;
+  }
+  return w;
+}
+
+// ---- instructions -------------------------------------------------------------
+
+static void put(Codegen *g, UnitCode *u, int64_t at, Instr in) {
+  Timed t = {at, in};
+  VEC_PUSH(&g->c->arena, &u->code, t);
+}
+
+static Instr instr(Opcode op, int port, DType dt, int64_t a, int64_t b, int64_t c, int64_t d) {
+  return (Instr){.op = (uint8_t)op, .dtype = (uint8_t)dt, .port = (uint16_t)port, .a = (uint32_t)a,
+                 .b = (uint32_t)b, .c = (uint32_t)c, .d = (uint32_t)d};
+}
+
+static void note_event(Codegen *g, int64_t at) { g->last = MAX(g->last, at); }
+
+static void put_send(Codegen *g, int device, int port, int64_t at, int64_t addr, int64_t n, int every) {
+  put(g, &g->dev[device].c2c[port], at, instr(OPC_SEND, port, 0, addr, n, 0, 0));
+  note_event(g, at + (n - 1) * every);
+}
+
+static void put_recv(Codegen *g, int device, int port, int64_t at, int64_t addr, int64_t n, int every) {
+  put(g, &g->dev[device].c2c[port], at, instr(OPC_RECV, port, 0, addr, n, 0, 0));
+  note_event(g, at + (n - 1) * every);
+}
+
+// One vector-unit op per run of n: run r covers vectors [v, v + count) of
+// the node's data.  dst, x and y are the addresses of vector 0 (y < 0:
+// a one-source op).
+static void put_runs(Codegen *g, const DagNode *n, int device, Opcode op, DType dt, int64_t dst, int64_t x,
+                     int64_t y) {
+  int64_t v = 0;
+  for (int r = 0; r < n->nruns; r++) {
+    const UnitRun *run = &n->runs[r];
+    Instr in = op == OPC_VMOV    ? instr(op, 0, 0, dst + v, x + v, run->count, 0)
+               : op == OPC_VRELU ? instr(op, 0, dt, dst + v, x + v, run->count, 0)
+                                 : instr(op, 0, dt, dst + v, x + v, y + v, run->count);
+    put(g, &g->dev[device].vxm, run->start, in);
+    note_event(g, run->start + run->count - 1 + ISA_VXM_LATENCY);
+    v += run->count;
+  }
+}
+
+// ---- nodes ----------------------------------------------------------------------
+
+// Route rt of transfer n from src (at address from) to dst (at address to):
+// a stream per hop, cut through every intermediate TSP.
+static void gen_route(Codegen *g, const DagNode *n, const Route *rt, int64_t from, int64_t to) {
+  int64_t leave = rt->start, src_addr = from + rt->first;
+  for (int h = 0; h < rt->path.nhops; h++) {
+    const Hop *hop = &rt->path.hops[h];
+    int64_t take = leave + g->t->links.data[hop->link].p.latency_max + rt->hop_slack;
+    if (h == 0) put_send(g, hop->from, hop->out_port, leave, src_addr, rt->count, rt->every);
+    if (h == rt->path.nhops - 1) {
+      put_recv(g, hop->to, hop->in_port, take, to + rt->first, rt->count, rt->every);
+    } else {
+      int64_t end = take + rt->count * rt->every;
+      int64_t buf = scratch(g, hop->to, rt->count, take, end);
+      put_recv(g, hop->to, hop->in_port, take, buf, rt->count, rt->every);
+      put_send(g, hop->to, rt->path.hops[h + 1].out_port, take, buf, rt->count, rt->every);
+    }
+    leave = take;
+  }
+  (void)n;
+}
+
+static bool is_collective(const Op *op) {
+  return op->kind == OP_ALLREDUCE || op->kind == OP_REDUCE_SCATTER || op->kind == OP_ALL_GATHER;
+}
+
+static void gen_transfer(Codegen *g, const DagNode *n) {
+  const Op *op = n->op;
+  int64_t from, to, offset = n->offset / g->vb;
+  if (is_collective(op)) {
+    from = work(g, op, n->src) + offset;
+    to = work(g, op, n->dst) + offset;
+  } else if (op->kind == OP_COPY) {
+    from = read_at(g, n->tensor, n->src);
+    to = home(g, op->result, n->dst);
+  } else {  // an operand fetched for a compute op on dst
+    from = read_at(g, n->tensor, n->src);
+    to = read_at(g, n->tensor, n->dst);
+  }
+  int64_t land = to;
+  if (n->reduce) land = scratch(g, n->dst, n->vectors, n->start, n->finish);
+  for (int r = 0; r < n->nroutes; r++) gen_route(g, n, &n->routes[r], from, land);
+  if (n->reduce)
+    put_runs(g, n, n->dst, op->reduce == REDUCE_MAX ? OPC_VMAX : OPC_VADD, n->tensor->dtype, to, to, land);
+}
+
+static void gen_stage(Codegen *g, const DagNode *n) {
+  int64_t w = work(g, n->op, n->device) + n->offset / g->vb;
+  put_runs(g, n, n->device, OPC_VMOV, 0, w, read_at(g, n->op->args[0], n->device), -1);
+}
+
+static void gen_compute(Codegen *g, const DagNode *n) {
+  const Op *op = n->op;
+  int d = n->device;
+  switch (op->kind) {
+  case OP_COPY:  // the operand is already here: the result is the same bytes
+    table_row(g, g->home, op->result->id)[d] = read_at(g, op->args[0], d) + 1;
+    return;
+  case OP_ADD:
+    put_runs(g, n, d, OPC_VADD, op->result->dtype, home(g, op->result, d), read_at(g, op->args[0], d),
+             read_at(g, op->args[1], d));
+    return;
+  case OP_RELU:
+    put_runs(g, n, d, OPC_VRELU, op->result->dtype, home(g, op->result, d), read_at(g, op->args[0], d), -1);
+    return;
+  default: unreachable();  // ops_fit refused it
+  }
+}
+
+// ---- checks the ISA imposes ---------------------------------------------------
+
+// Once per source position: the iterations of a repeat share theirs.
+static void refuse(Codegen *g, const Op *op, const char *why) {
+  g->failed = true;
+  for (int i = 0; i < g->refused.len; i++) {
+    const SrcLoc *at = &g->refused.data[i]->loc;
+    if (at->file == op->loc.file && at->line == op->loc.line && at->col == op->loc.col) return;
+  }
+  VEC_PUSH(&g->c->arena, &g->refused, op);
+  diag_error(&g->c->diag, op->loc, "cannot generate code for %s: %s", ir_op_info[op->kind].name, why);
+}
+
+// Every compute op must be one the vector unit runs as a whole-tensor pass.
+static bool ops_fit(Codegen *g) {
+  for (int i = 0; i < g->c->graph->ops.len; i++) {
+    const Op *op = g->c->graph->ops.data[i];
+    switch (op->kind) {
+    case OP_ALLREDUCE:
+    case OP_REDUCE_SCATTER:
+    case OP_ALL_GATHER:
+    case OP_COPY:
+    case OP_RELU: break;
+    case OP_ADD:
+      if (!ir_shape_equal(&op->args[0]->shape, &op->args[1]->shape))
+        refuse(g, op, "a broadcast add (one VADD a row) is not generated yet");
+      break;
+    case OP_MATMUL: refuse(g, op, "the MXM tiling of a matmul is not generated yet"); break;
+    default: refuse(g, op, "the ISA has no instruction for it (VADD, VMAX, VRELU, VMOV, MXM)"); break;
+    }
+  }
+  return !g->failed;
+}
+
+// A reduce_scatter's or all_gather's shards must start on a vector.
+static bool shards_fit(Codegen *g) {
+  for (int i = 0; i < g->c->graph->ops.len; i++) {
+    const Op *op = g->c->graph->ops.data[i];
+    if (op->kind != OP_REDUCE_SCATTER && op->kind != OP_ALL_GATHER) continue;
+    const Tensor *shard = op->kind == OP_REDUCE_SCATTER ? op->result : op->args[0];
+    int64_t bytes = ir_tensor_bytes(shard);
+    int n = 0;
+    for (int d = 0; d < g->t->ndevices; d++) n += lives_on(op->args[0], d);
+    if (n > 1 && bytes % g->vb) {
+      diag_error(&g->c->diag, op->loc,
+                 "cannot generate code for %s: its %lld-byte shards are not whole %d-byte vectors, and the ISA "
+                 "moves whole vectors",
+                 ir_op_info[op->kind].name, (long long)bytes, g->vb);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Inputs and params first, in graph order, so their homes read well.
+static void place_interface(Codegen *g) {
+  for (int i = 0; i < g->c->graph->tensors.len; i++) {
+    const Tensor *t = g->c->graph->tensors.data[i];
+    if (t->kind == TENSOR_VALUE) continue;
+    for (int d = 0; d < g->t->ndevices; d++)
+      if (lives_on(t, d)) home(g, t, d);
+  }
+}
+
+// Every collective's result gets its home, even where no transfer touched it.
+static void place_results(Codegen *g) {
+  for (int i = 0; i < g->c->graph->ops.len; i++) {
+    const Op *op = g->c->graph->ops.data[i];
+    if (!is_collective(op)) continue;
+    for (int d = 0; d < g->t->ndevices; d++)
+      if (lives_on(op->args[0], d)) work(g, op, d);
+  }
+  for (int i = 0; i < g->c->graph->outputs.len; i++) {
+    const Tensor *t = g->c->graph->outputs.data[i];
+    for (int d = 0; d < g->t->ndevices; d++)
+      if (lives_on(t, d)) home(g, t, d);
+  }
+}
+
+// ---- from timed instructions to streams -----------------------------------------
+
+static int compare_timed(const void *x, const void *y) {
+  const Timed *a = x, *b = y;
+  return (a->at > b->at) - (a->at < b->at);
+}
+
+// Cycles after issuing in before the unit issues again.
+static int64_t issue_cycles(const Codegen *g, const Instr *in) {
+  switch ((Opcode)in->op) {
+  case OPC_VADD:
+  case OPC_VMAX: return in->d;
+  case OPC_VRELU:
+  case OPC_VMOV: return in->c;
+  case OPC_WAIT:
+  case OPC_RUNTIME_DESKEW: return in->a;
+  case OPC_SYNC: return g->c->sync.window;
+  default: return 1;
+  }
+}
+
+// Resyncs on one device: a SYNC on every unit with work after the window,
+// and on ctl RUNTIME_DESKEW W - 1 then NOTIFY, waking them at k I + W.
+static void add_resyncs(Codegen *g, DeviceCode *d, int nports) {
+  const SyncPlan *s = &g->c->sync;
+  if (!s->interval) return;
+  UnitCode **units = ARENA_ARRAY(&g->c->arena, UnitCode *, nports + 1);
+  int64_t *last = ARENA_ARRAY(&g->c->arena, int64_t, nports + 1), busy = 0;
+  int nu = 0;
+  for (int p = 0; p < nports; p++) units[nu++] = &d->c2c[p];
+  units[nu++] = &d->vxm;
+  for (int i = 0; i < nu; i++) {  // the unit's last issue (its code is in no order yet)
+    last[i] = -1;
+    for (int j = 0; j < units[i]->code.len; j++) last[i] = MAX(last[i], units[i]->code.data[j].at);
+    busy = MAX(busy, last[i]);
+  }
+  for (int64_t k = 1; k * s->interval < busy; k++) {
+    int64_t at = k * s->interval;
+    for (int i = 0; i < nu; i++)
+      if (last[i] > at) put(g, units[i], at, instr(OPC_SYNC, 0, 0, 0, 0, 0, 0));
+    put(g, &d->ctl, at, instr(OPC_RUNTIME_DESKEW, 0, 0, s->window - 1, 0, 0, 0));
+    put(g, &d->ctl, at + s->window - 1, instr(OPC_NOTIFY, 0, 0, 0, 0, 0, 0));
+    note_event(g, at + s->window);
+  }
+}
+
+// Appends u's instructions to out, WAITs in the gaps, then HALT.
+static void emit_unit(Codegen *g, int device, UnitCode *u, UnitProgram *out) {
+  if (u->code.len) qsort(u->code.data, (size_t)u->code.len, sizeof(Timed), compare_timed);
+  int64_t now = 0;
+  for (int i = 0; i < u->code.len; i++) {
+    const Timed *t = &u->code.data[i];
+    if (t->at < now)
+      die("codegen: device %d unit %d.%d: an instruction at %lld while the unit is busy until %lld", device,
+          (int)u->kind, u->port, (long long)t->at, (long long)now);
+    for (int64_t gap = t->at - now; gap > 0; gap -= MIN(gap, (int64_t)UINT32_MAX)) {
+      Instr w = instr(OPC_WAIT, 0, 0, MIN(gap, (int64_t)UINT32_MAX), 0, 0, 0);
+      VEC_PUSH(&g->c->arena, &out->code, w);
+    }
+    VEC_PUSH(&g->c->arena, &out->code, t->in);
+    now = t->at + issue_cycles(g, &t->in);
+  }
+  Instr halt = instr(OPC_HALT, 0, 0, 0, 0, 0, 0);
+  VEC_PUSH(&g->c->arena, &out->code, halt);
+  note_event(g, now);
+}
+
+static UnitProgram *add_unit(Codegen *g, DeviceProgram *dp, UnitKind kind, int port) {
+  UnitProgram up = {.kind = kind, .port = port};
+  VEC_PUSH(&g->c->arena, &dp->units, up);
+  return &dp->units.data[dp->units.len - 1];
+}
+
+// The program: units in port order, vxm, ctl; the preamble; the streams.
+static bool assemble(Codegen *g) {
+  Program *p = ARENA_NEW(&g->c->arena, Program);
+  p->ndevices = g->t->ndevices;
+  p->devices = ARENA_ARRAY(&g->c->arena, DeviceProgram, p->ndevices);
+  for (int v = 0; v < p->ndevices; v++) {
+    DeviceCode *d = &g->dev[v];
+    int nports = g->t->devices[v].nports;
+    add_resyncs(g, d, nports);
+    p->devices[v].device = v;
+    for (int q = 0; q < nports; q++)
+      if (d->c2c[q].code.len) add_unit(g, &p->devices[v], UNIT_C2C, q);
+    if (d->vxm.code.len) add_unit(g, &p->devices[v], UNIT_VXM, -1);
+  }
+  int64_t notify = align_emit(&g->c->arena, &g->c->sync.align, g->t, p);
+  for (int v = 0; v < p->ndevices; v++) {
+    DeviceCode *d = &g->dev[v];
+    DeviceProgram *dp = &p->devices[v];
+    for (int i = 0; i < dp->units.len; i++) {
+      UnitProgram *up = &dp->units.data[i];
+      UnitCode *u = up->kind == UNIT_C2C ? &d->c2c[up->port] : up->kind == UNIT_VXM ? &d->vxm : &d->ctl;
+      emit_unit(g, v, u, up);
+    }
+  }
+  p->predicted_cycles = notify + 1 + g->last;
+  g->c->program = p;
+  return true;
+}
+
+// The manifest's tensor homes: every input, param and output copy.
+static void record_homes(Codegen *g) {
+  Program *p = g->c->program;
+  for (int i = 0; i < g->c->graph->tensors.len; i++) {
+    const Tensor *t = g->c->graph->tensors.data[i];
+    if (t->kind == TENSOR_VALUE && !t->is_output) continue;
+    for (int d = 0; d < g->t->ndevices; d++) {
+      if (!lives_on(t, d) || !g->home[t->id] || !g->home[t->id][d]) continue;
+      TensorHome th = {.name = t->name, .device = d, .addr = (uint32_t)(g->home[t->id][d] - 1),
+                       .dtype = t->dtype, .shape = t->shape};
+      VEC_PUSH(&g->c->arena, &p->tensors, th);
+    }
+  }
+}
+
+bool pass_codegen(Compilation *c) {
+  const Topology *t = c->topo;
+  Codegen g = {.c = c, .t = t, .vb = t->link.vector_bytes};
+  int ntensors = c->graph->tensors.len, nops = c->graph->ops.len;
+  g.home = ARENA_ARRAY(&c->arena, int64_t *, ntensors + 1);
+  g.replica = ARENA_ARRAY(&c->arena, int64_t *, ntensors + 1);
+  g.work = ARENA_ARRAY(&c->arena, int64_t *, nops + 1);
+  memset(g.home, 0, sizeof(int64_t *) * (size_t)(ntensors + 1));
+  memset(g.replica, 0, sizeof(int64_t *) * (size_t)(ntensors + 1));
+  memset(g.work, 0, sizeof(int64_t *) * (size_t)(nops + 1));
+  g.dev = ARENA_ARRAY(&c->arena, DeviceCode, t->ndevices);
+  for (int v = 0; v < t->ndevices; v++) {
+    g.dev[v] = (DeviceCode){.vxm = {.kind = UNIT_VXM, .port = -1}, .ctl = {.kind = UNIT_CTL, .port = -1}};
+    g.dev[v].c2c = ARENA_ARRAY(&c->arena, UnitCode, t->devices[v].nports);
+    for (int q = 0; q < t->devices[v].nports; q++) g.dev[v].c2c[q] = (UnitCode){.kind = UNIT_C2C, .port = q};
+  }
+  if (!ops_fit(&g) || !shards_fit(&g)) return false;
+  place_interface(&g);
+  for (int i = 0; i < c->dag->nodes.len && !g.failed; i++) {
+    const DagNode *n = c->dag->nodes.data[i];
+    switch (n->kind) {
+    case NODE_TRANSFER: gen_transfer(&g, n); break;
+    case NODE_STAGE: gen_stage(&g, n); break;
+    case NODE_COMPUTE: gen_compute(&g, n); break;
+    case NODE_COLLECTIVE: unreachable();  // lowering replaced them
+    }
+  }
+  if (!g.failed) place_results(&g);
+  if (g.failed || !assemble(&g)) return false;
+  record_homes(&g);
+  return true;
+}
+
+void codegen_dump(const Compilation *c, FILE *out) {
+  const Program *p = c->program;
+  fprintf(out, "; predicted_cycles %lld\n", (long long)p->predicted_cycles);
+  for (int v = 0; v < p->ndevices; v++) isa_print_device(&p->devices[v], p->ndevices, out);
+}
