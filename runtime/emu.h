@@ -126,6 +126,7 @@ typedef struct EmuResult {
   int64_t nviolations;     // all of them
   VEC(Violation) listed;   // the first max_listed
   DataStatus data;
+  bool model_checked;      // outputs were checked against the model (the summary says how)
   bool deterministic;      // jitter off, no drift, no skew: time is checked
   int ndevices;
   double *drift_ppm;       // each device's clock error, as drawn from the seed

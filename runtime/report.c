@@ -13,6 +13,13 @@ static void print_violation(const Violation *v, FILE *out) {
   fprintf(out, ": %s\n", v->message);
 }
 
+// The data verdict, after the summary, when the outputs were checked
+// against the model (a hand-written program's .expect records count in the
+// report's data: alone).
+static void print_data(const EmuResult *r, FILE *out) {
+  if (r->model_checked) fprintf(out, "data: %s\n", data_names[r->data]);
+}
+
 void emu_print_summary(const EmuResult *r, int ndevices, FILE *out) {
   char predicted[32];
   if (r->predicted >= 0)
@@ -23,6 +30,7 @@ void emu_print_summary(const EmuResult *r, int ndevices, FILE *out) {
     fprintf(out, "ok: %d device%s, %lld cycles (predicted %s), %lld vector%s moved, 0 violations\n",
             ndevices, ndevices == 1 ? "" : "s", (long long)r->cycles, predicted, (long long)r->vectors_moved,
             r->vectors_moved == 1 ? "" : "s");
+    print_data(r, out);
     return;
   }
   for (int i = 0; i < r->listed.len; i++) print_violation(&r->listed.data[i], out);
@@ -32,6 +40,7 @@ void emu_print_summary(const EmuResult *r, int ndevices, FILE *out) {
           ndevices, ndevices == 1 ? "" : "s", (long long)r->cycles, predicted, (long long)r->vectors_moved,
           r->vectors_moved == 1 ? "" : "s",
           (long long)r->nviolations, r->nviolations == 1 ? "" : "s");
+  print_data(r, out);
 }
 
 void emu_write_report(const EmuResult *r, const EmuOptions *opt, int ndevices, FILE *out) {

@@ -295,6 +295,7 @@ static int run_loaded(Arena *a, Args *args, EmuInput *in) {
   }
   emu_free(e);
   if (!ok) return 1;
+  r.model_checked = in->graph != NULL;
   emu_print_summary(&r, in->topo->ndevices, stdout);
   return r.nviolations ? EXIT_VIOLATIONS : 0;
 }

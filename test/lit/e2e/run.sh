@@ -16,8 +16,7 @@ rm -rf "$out"
 run() {  # LABEL EMU-OPTIONS...
   local label=$1
   shift
-  "$bin/tsp-emu" "$out" --report "$out.report" "$@" 2>&1 | tail -1 | sed "s/^/$label: /"
-  grep '^data:' "$out.report" | sed "s/^/$label: /"
+  "$bin/tsp-emu" "$out" "$@" 2>&1 | grep -E '^(ok|failed|data):' | sed "s/^/$label: /"
 }
 run exact
 run noisy --jitter on --drift-ppm 100 --start-skew 5000 --seed 3
