@@ -3,6 +3,8 @@
 // docs/manifest.md describes every field.
 #include "backend.h"
 
+#include <stdlib.h>
+
 static void write_shape(const Shape *s, FILE *out) {
   fprintf(out, "[");
   for (int i = 0; i < s->rank; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)s->dim[i]);
@@ -64,11 +66,28 @@ static void write_program(const Program *p, FILE *out) {
   }
 }
 
+// One op's moves, summed over its transfer nodes.
+typedef struct Moves {
+  int transfers, minimal, spread;
+  int64_t vectors, first, last;
+} Moves;
+
 // What the compiler chose: the algorithm of each collective and copy with
 // its transfers and how their vectors were routed, and the sync plan.
 static void write_schedule(const ManifestInfo *m, FILE *out) {
   const Dag *d = m->dag;
   const Graph *g = m->graph;
+  Moves *moves = xcalloc((size_t)g->ops.len + 1, sizeof(Moves));
+  for (int k = 0; k < d->nodes.len; k++) {
+    const DagNode *n = d->nodes.data[k];
+    if (n->kind != NODE_TRANSFER) continue;
+    Moves *mv = &moves[n->op->id];
+    mv->first = mv->transfers++ ? MIN(mv->first, n->start) : n->start;
+    mv->last = MAX(mv->last, n->finish);
+    mv->vectors += n->vectors;
+    if (n->nonminimal) mv->spread++;
+    else mv->minimal++;
+  }
   fprintf(out, "schedule:\n  makespan_cycles: %lld\n", (long long)d->makespan);
   fprintf(out, "  sync: {drift_ppm: %g, launch_window: %lld, rx_slack: %lld, resync_interval: %lld, "
                "resync_window: %lld, stream_vectors: %lld}\n",
@@ -77,27 +96,18 @@ static void write_schedule(const ManifestInfo *m, FILE *out) {
   fprintf(out, "  moves:%s\n", g->ops.len ? "" : " []");
   for (int i = 0; i < g->ops.len; i++) {
     const Op *op = g->ops.data[i];
-    int transfers = 0, minimal = 0, spread = 0;
-    int64_t vectors = 0, first = -1, last = 0;
-    for (int k = 0; k < d->nodes.len; k++) {
-      const DagNode *n = d->nodes.data[k];
-      if (n->kind != NODE_TRANSFER || n->op != op) continue;
-      transfers++;
-      vectors += n->vectors;
-      if (n->nonminimal) spread++;
-      else minimal++;
-      first = first < 0 ? n->start : MIN(first, n->start);
-      last = MAX(last, n->finish);
-    }
-    if (!transfers) continue;
+    const Moves *mv = &moves[op->id];
+    if (!mv->transfers) continue;
     fprintf(out, "    - {result: ");
     str_print_yaml(out, op->result->name);
     fprintf(out, ", op: %s, line: %d", ir_op_info[op->kind].name, op->loc.line);
     if (op->kind == OP_ALLREDUCE || op->kind == OP_REDUCE_SCATTER || op->kind == OP_ALL_GATHER)
       fprintf(out, ", algo: %s", ir_algo_names[m->algos ? m->algos[op->id] : op->algo]);
     fprintf(out, ", transfers: %d, vectors: %lld, routes: {minimal: %d, nonminimal: %d}, cycles: [%lld, %lld]}\n",
-            transfers, (long long)vectors, minimal, spread, (long long)first, (long long)last);
+            mv->transfers, (long long)mv->vectors, mv->minimal, mv->spread, (long long)mv->first,
+            (long long)mv->last);
   }
+  free(moves);
 }
 
 void be_write_manifest(const ManifestInfo *m, FILE *out) {

@@ -34,6 +34,13 @@ int ir_place_devices(const Placement *p, int ndevices, int *out) {
   return n;
 }
 
+bool ir_place_has(const Placement *p, int device) {
+  if (p->kind == PLACE_DEVICE) return p->index == device;
+  for (int i = 0; i < p->nexcept; i++)
+    if (p->except[i] == device) return false;
+  return true;
+}
+
 static const char *const node_kind_names[] = {"compute", "transfer", "collective", "stage"};
 
 // "add(x, b -> h)": the op, its operands and its result.

@@ -444,6 +444,8 @@ typedef struct Dag {
 // partitioner has resolved AUTO and STAGE), ascending, into out (room for
 // ndevices).  Returns how many.
 int ir_place_devices(const Placement *p, int ndevices, int *out);
+// Whether a tensor placed at p (EACH or DEVICE) has a copy on device.
+bool ir_place_has(const Placement *p, int device);
 // Sets n's dependencies to deps[0..ndeps) sorted, without repeats (deps is
 // reordered; the result is allocated in a).
 void ir_dag_set_deps(Arena *a, DagNode *n, int *deps, int ndeps);

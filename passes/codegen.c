@@ -24,7 +24,6 @@
 #include "passes.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 // An instruction at its issue cycle (schedule time), before WAITs fill the gaps.
 typedef struct Timed {
@@ -111,16 +110,9 @@ static int64_t home(Codegen *g, const Tensor *t, int device) {
   return row[device] - 1;
 }
 
-static bool lives_on(const Tensor *t, int device) {
-  if (t->place.kind == PLACE_DEVICE) return t->place.index == device;
-  for (int i = 0; i < t->place.nexcept; i++)
-    if (t->place.except[i] == device) return false;
-  return true;
-}
-
 // Where tensor t can be read on device: its own copy, or a fetched one.
 static int64_t read_at(Codegen *g, const Tensor *t, int device) {
-  if (lives_on(t, device)) return home(g, t, device);
+  if (ir_place_has(&t->place, device)) return home(g, t, device);
   int64_t *row = table_row(g, g->replica, t->id);
   if (!row[device]) row[device] = alloc(g, device, vectors_of(g, ir_tensor_bytes(t))) + 1;
   return row[device] - 1;
@@ -144,7 +136,7 @@ static int64_t work(Codegen *g, const Op *op, int device) {
     int64_t shard = 0;
     if (op->kind == OP_REDUCE_SCATTER) {  // shard k of the group, k = the device's index in it
       int k = 0;
-      for (int d = 0; d < device; d++) k += lives_on(x, d);
+      for (int d = 0; d < device; d++) k += ir_place_has(&x->place, d);
       shard = ir_tensor_bytes(y) * k / g->vb;
     }
     table_row(g, g->home, y->id)[device] = w + shard + 1;
@@ -195,9 +187,9 @@ static void put_runs(Codegen *g, const DagNode *n, int device, Opcode op, DType 
 
 // ---- nodes ----------------------------------------------------------------------
 
-// Route rt of transfer n from src (at address from) to dst (at address to):
+// Route rt of a transfer from src (at address from) to dst (at address to):
 // a stream per hop, cut through every intermediate TSP.
-static void gen_route(Codegen *g, const DagNode *n, const Route *rt, int64_t from, int64_t to) {
+static void gen_route(Codegen *g, const Route *rt, int64_t from, int64_t to) {
   int64_t leave = rt->start, src_addr = from + rt->first;
   for (int h = 0; h < rt->path.nhops; h++) {
     const Hop *hop = &rt->path.hops[h];
@@ -213,7 +205,6 @@ static void gen_route(Codegen *g, const DagNode *n, const Route *rt, int64_t fro
     }
     leave = take;
   }
-  (void)n;
 }
 
 static bool is_collective(const Op *op) {
@@ -235,7 +226,7 @@ static void gen_transfer(Codegen *g, const DagNode *n) {
   }
   int64_t land = to;
   if (n->reduce) land = scratch(g, n->dst, n->vectors, n->start, n->finish);
-  for (int r = 0; r < n->nroutes; r++) gen_route(g, n, &n->routes[r], from, land);
+  for (int r = 0; r < n->nroutes; r++) gen_route(g, &n->routes[r], from, land);
   if (n->reduce)
     put_runs(g, n, n->dst, op->reduce == REDUCE_MAX ? OPC_VMAX : OPC_VADD, n->tensor->dtype, to, to, land);
 }
@@ -305,7 +296,7 @@ static bool shards_fit(Codegen *g) {
     const Tensor *shard = op->kind == OP_REDUCE_SCATTER ? op->result : op->args[0];
     int64_t bytes = ir_tensor_bytes(shard);
     int n = 0;
-    for (int d = 0; d < g->t->ndevices; d++) n += lives_on(op->args[0], d);
+    for (int d = 0; d < g->t->ndevices; d++) n += ir_place_has(&op->args[0]->place, d);
     if (n > 1 && bytes % g->vb) {
       diag_error(&g->c->diag, op->loc,
                  "cannot generate code for %s: its %lld-byte shards are not whole %d-byte vectors, and the ISA "
@@ -323,7 +314,7 @@ static void place_interface(Codegen *g) {
     const Tensor *t = g->c->graph->tensors.data[i];
     if (t->kind == TENSOR_VALUE) continue;
     for (int d = 0; d < g->t->ndevices; d++)
-      if (lives_on(t, d)) home(g, t, d);
+      if (ir_place_has(&t->place, d)) home(g, t, d);
   }
 }
 
@@ -333,12 +324,12 @@ static void place_results(Codegen *g) {
     const Op *op = g->c->graph->ops.data[i];
     if (!is_collective(op)) continue;
     for (int d = 0; d < g->t->ndevices; d++)
-      if (lives_on(op->args[0], d)) work(g, op, d);
+      if (ir_place_has(&op->args[0]->place, d)) work(g, op, d);
   }
   for (int i = 0; i < g->c->graph->outputs.len; i++) {
     const Tensor *t = g->c->graph->outputs.data[i];
     for (int d = 0; d < g->t->ndevices; d++)
-      if (lives_on(t, d)) home(g, t, d);
+      if (ir_place_has(&t->place, d)) home(g, t, d);
   }
 }
 
@@ -451,7 +442,7 @@ static void record_homes(Codegen *g) {
     const Tensor *t = g->c->graph->tensors.data[i];
     if (t->kind == TENSOR_VALUE && !t->is_output) continue;
     for (int d = 0; d < g->t->ndevices; d++) {
-      if (!lives_on(t, d) || !g->home[t->id] || !g->home[t->id][d]) continue;
+      if (!ir_place_has(&t->place, d) || !g->home[t->id] || !g->home[t->id][d]) continue;
       TensorHome th = {.name = t->name, .device = d, .addr = (uint32_t)(g->home[t->id][d] - 1),
                        .dtype = t->dtype, .shape = t->shape};
       VEC_PUSH(&g->c->arena, &p->tensors, th);
@@ -466,9 +457,6 @@ bool pass_codegen(Compilation *c) {
   g.home = ARENA_ARRAY(&c->arena, int64_t *, ntensors + 1);
   g.replica = ARENA_ARRAY(&c->arena, int64_t *, ntensors + 1);
   g.work = ARENA_ARRAY(&c->arena, int64_t *, nops + 1);
-  memset(g.home, 0, sizeof(int64_t *) * (size_t)(ntensors + 1));
-  memset(g.replica, 0, sizeof(int64_t *) * (size_t)(ntensors + 1));
-  memset(g.work, 0, sizeof(int64_t *) * (size_t)(nops + 1));
   g.dev = ARENA_ARRAY(&c->arena, DeviceCode, t->ndevices);
   for (int v = 0; v < t->ndevices; v++) {
     g.dev[v] = (DeviceCode){.vxm = {.kind = UNIT_VXM, .port = -1}, .ctl = {.kind = UNIT_CTL, .port = -1}};

@@ -40,14 +40,6 @@ static void record(Builder *b, const Tensor *t, int device, int node) {
   b->at[t->id][device] = node;
 }
 
-static bool lives_on(const Tensor *t, int device) {
-  const Placement *p = &t->place;
-  if (p->kind == PLACE_DEVICE) return p->index == device;
-  for (int i = 0; i < p->nexcept; i++)
-    if (p->except[i] == device) return false;
-  return true;
-}
-
 // The device a tensor that does not live on `device` is sent from.
 static int home_of(const Builder *b, const Tensor *t) {
   ir_place_devices(&t->place, b->ndevices, b->group);
@@ -86,7 +78,7 @@ static DagNode *new_transfer(Builder *b, const Op *op, const Tensor *t, int src,
 // scratch dependencies empty.
 static int fetch(Builder *b, const Op *op, const Tensor *t, int device) {
   int have = available_at(b, t, device);
-  if (have >= 0 || lives_on(t, device)) return have;
+  if (have >= 0 || ir_place_has(&t->place, device)) return have;
   DagNode *n = new_transfer(b, op, t, home_of(b, t), device);
   record(b, t, device, n->id);
   return n->id;
@@ -103,7 +95,7 @@ static void build_compute(Builder *b, const Op *op, int device) {
 
 static void build_copy(Builder *b, const Op *op, int device) {
   const Tensor *x = op->args[0];
-  if (lives_on(x, device) || available_at(b, x, device) >= 0) {  // here, or already sent here
+  if (ir_place_has(&x->place, device) || available_at(b, x, device) >= 0) {  // here, or already sent here
     build_compute(b, op, device);
     return;
   }
