@@ -422,6 +422,8 @@ typedef struct DagNode {
   Route *spread;     // ... and the vectors spread over the candidates
   int nspread;
   bool nonminimal;   // TRANSFER, after routing: routes are the spread ones
+  int lane;          // TRANSFER of a collective: which of its algorithm's rings or trees
+                     //   carried it (0 ..), for --emit=dot pictures and the manifest
   int ngroup;        // COLLECTIVE: the participating devices, ascending
   int *group;
   int ndeps;         // nodes that must finish first, ascending ids, no repeats

@@ -52,6 +52,7 @@ static void biring_lower(Lowering *l) {
     lower_ring_order(l, order, why, sizeof why);
   for (int i = 0; i < n; i++) reversed[i] = order[n - 1 - i];
   lower_ring(l, order, 0, 2);
+  l->lane = 1;
   lower_ring(l, reversed, 1, 2);
   free(order);
   free(reversed);

@@ -91,7 +91,7 @@ int lower_send(Lowering *l, int src, int dst, int64_t offset, int64_t bytes, boo
   for (int i = 0; i < w->ready_on[src].len; i++) VEC_PUSH(&w->c->arena, &w->ready, w->ready_on[src].data[i]);
   for (int i = 0; i < w->ready_on[dst].len; i++) VEC_PUSH(&w->c->arena, &w->ready, w->ready_on[dst].data[i]);
   DagNode like = {.kind = NODE_TRANSFER, .op = l->op, .tensor = l->buffer, .src = src, .dst = dst,
-                  .offset = offset, .bytes = bytes, .reduce = reduce};
+                  .offset = offset, .bytes = bytes, .reduce = reduce, .lane = l->lane};
   return append(w, &like)->id;
 }
 

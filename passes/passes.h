@@ -135,6 +135,8 @@ typedef struct Lowering {
   const Tensor *buffer;  // what the transfers move: the operand (an all_gather's result)
   int ngroup;
   const int *group;     // the devices, ascending
+  int lane;             // the ring or tree the next lower_send belongs to (0 ..);
+                        // algorithms with several set it, for pictures
   void *state;          // lower.c's own
 } Lowering;
 
