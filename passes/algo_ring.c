@@ -63,64 +63,91 @@ static int *group_index(const Lowering *l) {
 
 typedef struct Ring {
   Lowering *l;
+  RingPlan *plan;
   int n;
-  int part, nparts;  // this ring moves chunk part of nparts of every shard
-  int *order;    // position -> device
-  int *shard;    // chunk label -> the chunk of the buffer it is (lower_chunk index)
   int *arrived;  // position -> the last transfer into it (-1: none yet)
   int *next;     // scratch for the step being made
+  IntList deps;  // scratch: one send's dependencies
 } Ring;
 
 static int wrap(int x, int n) { return ((x % n) + n) % n; }
 
-// One step: every position p sends chunk label (p + shift) mod N to p+1.
+// The dependencies of position p sending `label`: the transfer that brought
+// the label into p in the step before, what p's first phase waits for, and
+// the merged device's contribution when p is the merging position.
+static void send_deps(Ring *r, int p, int label) {
+  const RingPlan *rp = r->plan;
+  r->deps.len = 0;
+  VEC_PUSH(&r->l->c->arena, &r->deps, r->arrived[p]);
+  if (rp->start_deps)
+    for (int i = 0; i < rp->nstart_deps[p]; i++) VEC_PUSH(&r->l->c->arena, &r->deps, rp->start_deps[p][i]);
+  if (rp->merge_in && p == rp->merge_pos) VEC_PUSH(&r->l->c->arena, &r->deps, rp->merge_in[label]);
+}
+
+// One step: every position p sends label (p + shift) mod N to p+1.
 static void ring_step(Ring *r, int shift, bool reduce) {
+  RingPlan *rp = r->plan;
   int n = r->n;
   for (int p = 0; p < n; p++) {
-    int64_t offset, bytes;
-    lower_chunk(r->l, r->shard[wrap(p + shift, n)] * r->nparts + r->part, n * r->nparts, &offset, &bytes);
-    int q = wrap(p + 1, n);
-    r->next[q] = bytes ? lower_send(r->l, r->order[p], r->order[q], offset, bytes, reduce, &r->arrived[p], 1)
-                       : -1;
+    int label = wrap(p + shift, n), q = wrap(p + 1, n);
+    r->next[q] = -1;
+    if (!rp->bytes[label]) continue;
+    send_deps(r, p, label);
+    r->next[q] = lower_send(r->l, rp->order[p], rp->order[q], rp->offset[label], rp->bytes[label], reduce,
+                            r->deps.data, r->deps.len);
+    if (rp->complete && !reduce) rp->complete[q * n + label] = r->next[q];
   }
   for (int p = 0; p < n; p++) r->arrived[p] = r->next[p];
 }
 
 static void mark_done(Ring *r) {
   for (int p = 0; p < r->n; p++)
-    if (r->arrived[p] >= 0) lower_done(r->l, r->order[p], r->arrived[p]);
+    if (r->arrived[p] >= 0) lower_done(r->l, r->plan->order[p], r->arrived[p]);
+}
+
+void lower_ring_plan(Lowering *l, RingPlan *rp) {
+  int n = rp->n;
+  if (n < 2) return;
+  Ring r = {.l = l, .plan = rp, .n = n};
+  r.arrived = xmalloc(sizeof(int) * (size_t)n);
+  r.next = xmalloc(sizeof(int) * (size_t)n);
+  for (int p = 0; p < n; p++) r.arrived[p] = -1;
+  if (rp->complete)
+    for (int i = 0; i < n * n; i++) rp->complete[i] = -1;
+  if (rp->reduce_scatter) {
+    // Step s: position p sends label p - s, reduced into p+1's copy; after
+    // N-1 steps position p holds label p+1 complete.
+    for (int s = 0; s < n - 1; s++) ring_step(&r, -s, true);
+    mark_done(&r);
+    if (rp->complete)
+      for (int p = 0; p < n; p++) rp->complete[p * n + wrap(p + 1, n)] = r.arrived[p];
+  }
+  if (rp->all_gather) {
+    // Step s: position p sends label p + lag - s, written over p+1's.
+    for (int s = 0; s < n - 1; s++) {
+      ring_step(&r, rp->lag - s, false);
+      mark_done(&r);
+    }
+  }
+  free(r.arrived);
+  free(r.next);
 }
 
 void lower_ring(Lowering *l, const int *order, int part, int nparts) {
   int n = l->ngroup;
-  if (n < 2) return;
-  Ring r = {.l = l, .n = n, .part = part, .nparts = nparts};
-  r.order = xmalloc(sizeof(int) * (size_t)n);
-  memcpy(r.order, order, sizeof(int) * (size_t)n);
-  r.shard = xmalloc(sizeof(int) * (size_t)n);
-  r.arrived = xmalloc(sizeof(int) * (size_t)n);
-  r.next = xmalloc(sizeof(int) * (size_t)n);
   int *gi = group_index(l);
+  int64_t *offset = xmalloc(sizeof(int64_t) * (size_t)n), *bytes = xmalloc(sizeof(int64_t) * (size_t)n);
   // ReduceScatter leaves label p+1 on position p; AllGather alone starts
   // with label p on position p.  Either way that must be p's own shard.
   int lag = l->op->kind == OP_ALL_GATHER ? 0 : 1;
-  for (int c = 0; c < n; c++) r.shard[c] = gi[r.order[wrap(c - lag, n)]];
-  for (int p = 0; p < n; p++) r.arrived[p] = -1;
-  if (l->op->kind != OP_ALL_GATHER) {
-    for (int s = 0; s < n - 1; s++) ring_step(&r, -s, true);
-    mark_done(&r);
-  }
-  if (l->op->kind != OP_REDUCE_SCATTER) {
-    for (int s = 0; s < n - 1; s++) {
-      ring_step(&r, lag - s, false);
-      mark_done(&r);
-    }
-  }
+  for (int c = 0; c < n; c++)
+    lower_chunk(l, gi[order[wrap(c - lag, n)]] * nparts + part, n * nparts, &offset[c], &bytes[c]);
+  RingPlan rp = {.n = n, .order = order, .offset = offset, .bytes = bytes, .lag = lag,
+                 .reduce_scatter = l->op->kind != OP_ALL_GATHER, .all_gather = l->op->kind != OP_REDUCE_SCATTER};
+  lower_ring_plan(l, &rp);
   free(gi);
-  free(r.order);
-  free(r.shard);
-  free(r.arrived);
-  free(r.next);
+  free(offset);
+  free(bytes);
 }
 
 static void ring_lower(Lowering *l) {

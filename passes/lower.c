@@ -16,14 +16,14 @@ static const CollectiveAlgo *const registry[] = {
     &algo_ring,
     &algo_biring,
     &algo_direct,
+    &algo_ringbiodd,
+    &algo_ring2d,
 };
 
 // What lowering one collective leaves: by device, the nodes after which
 // its result is complete there.
-typedef VEC(int) IntVec;
-
 typedef struct Done {
-  IntVec *at;  // by device id
+  IntList *at;  // by device id
 } Done;
 
 typedef struct Lowerer {
@@ -32,8 +32,8 @@ typedef struct Lowerer {
   Dag *dag;            // the new DAG
   int *renamed;        // old non-collective node -> new id
   Done *done;          // old collective node -> where its result completes
-  IntVec ready;        // scratch: the new ids a node waits for
-  IntVec *ready_on;    // while lowering: by device, what makes the operand available there
+  IntList ready;        // scratch: the new ids a node waits for
+  IntList *ready_on;    // while lowering: by device, what makes the operand available there
 } Lowerer;
 
 static const CollectiveAlgo *find_algo(AlgoKind kind) {
@@ -116,12 +116,12 @@ static int reads_on(const DagNode *n, int *out) {
 
 // Appends to out what old node dep has become, as read on device: its new
 // id, or for a collective the transfers completing it there.
-static void push_renamed(Lowerer *w, const DagNode *dep, int device, IntVec *out) {
+static void push_renamed(Lowerer *w, const DagNode *dep, int device, IntList *out) {
   if (dep->kind != NODE_COLLECTIVE) {
     VEC_PUSH(&w->c->arena, out, w->renamed[dep->id]);
     return;
   }
-  const IntVec *done = &w->done[dep->id].at[device];
+  const IntList *done = &w->done[dep->id].at[device];
   for (int j = 0; j < done->len; j++) VEC_PUSH(&w->c->arena, out, done->data[j]);
 }
 
@@ -161,27 +161,52 @@ static void stage_operands(Lowerer *w, Lowering *l) {
   }
 }
 
+// The collective as an algorithm sees it.
+static Lowering lowering_of(Compilation *c, const DagNode *n, void *state) {
+  return (Lowering){.c = c, .coll = n, .op = n->op, .buffer = buffer_of(n->op), .ngroup = n->ngroup,
+                    .group = n->group, .state = state};
+}
+
+// The registered algorithms' names, for "not implemented" errors.
+static const char *implemented_names(Arena *a) {
+  const char *list = "";
+  for (size_t i = 0; i < ARRAY_LEN(registry); i++)
+    list = arena_printf(a, "%s%s%s", list, i ? ", " : "", ir_algo_names[registry[i]->kind]);
+  return list;
+}
+
+// The first registered algorithm that can lower n (registry order: the
+// simplest first), or NULL with the first one's reason in why.
+static const CollectiveAlgo *first_applying(Compilation *c, const DagNode *n, char *why, size_t whylen) {
+  Lowering l = lowering_of(c, n, NULL);
+  char reason[200];
+  for (size_t i = 0; i < ARRAY_LEN(registry); i++) {
+    if (registry[i]->applies(&l, reason, sizeof reason)) return registry[i];
+    if (i == 0) snprintf(why, whylen, "%s: %s", ir_algo_names[registry[i]->kind], reason);
+  }
+  return NULL;
+}
+
 static bool lower_collective(Lowerer *w, const DagNode *n) {
   const Op *op = n->op;
-  AlgoKind asked = w->c->algo_forced ? w->c->forced_algo : op->algo;
+  AlgoKind asked = w->c->algos[op->id];
   const char *how = w->c->algo_forced ? "--algo" : "algo";  // who asked
-  AlgoKind kind = asked == ALGO_AUTO ? ALGO_RING : asked;
-  const CollectiveAlgo *algo = find_algo(kind);
-  if (!algo) {
-    diag_error(&w->c->diag, op->loc, "%s=%s is not implemented yet (implemented: ring, biring, direct)", how,
-               ir_algo_names[asked]);
+  char why[256];
+  const CollectiveAlgo *algo = asked == ALGO_AUTO ? first_applying(w->c, n, why, sizeof why) : find_algo(asked);
+  if (!algo && asked == ALGO_AUTO) {
+    diag_error(&w->c->diag, op->loc, "no implemented algorithm can lower this %s (%s)", ir_op_info[op->kind].name,
+               why);
     return false;
   }
-  Lowering l = {.c = w->c, .coll = n, .op = op, .buffer = buffer_of(op),
-                .ngroup = n->ngroup, .group = n->group, .state = w};
-  char why[256];
-  if (!algo->applies(&l, why, sizeof why)) {
-    if (asked == ALGO_AUTO)
-      diag_error(&w->c->diag, op->loc, "no implemented algorithm can lower this %s (ring: %s)",
-                 ir_op_info[op->kind].name, why);
-    else
-      diag_error(&w->c->diag, op->loc, "%s=%s cannot lower this %s: %s", how, ir_algo_names[kind],
-                 ir_op_info[op->kind].name, why);
+  if (!algo) {
+    diag_error(&w->c->diag, op->loc, "%s=%s is not implemented yet (implemented: %s)", how, ir_algo_names[asked],
+               implemented_names(&w->c->arena));
+    return false;
+  }
+  Lowering l = lowering_of(w->c, n, w);
+  if (asked != ALGO_AUTO && !algo->applies(&l, why, sizeof why)) {
+    diag_error(&w->c->diag, op->loc, "%s=%s cannot lower this %s: %s", how, ir_algo_names[asked],
+               ir_op_info[op->kind].name, why);
     return false;
   }
   int nd = w->c->topo->ndevices;
@@ -198,7 +223,7 @@ static bool lower_collective(Lowerer *w, const DagNode *n) {
       if (leaves_on) push_renamed(w, dep, dev, &w->ready_on[dev]);
     }
   }
-  w->c->algos[op->id] = kind;
+  w->c->algos[op->id] = algo->kind;
   stage_operands(w, &l);
   algo->lower(&l);
   // Part of each device's result is its own operand (its shard of an
@@ -211,13 +236,12 @@ static bool lower_collective(Lowerer *w, const DagNode *n) {
   return true;
 }
 
-bool pass_lower(Compilation *c) {
-  const Dag *old = c->dag;
+// Lowers every collective of old by c->algos into a new DAG (*out); false
+// after reporting an error.
+static bool lower_dag(Compilation *c, const Dag *old, Dag **out) {
   Dag *dag = ARENA_NEW(&c->arena, Dag);
   dag->graph = old->graph;
   Lowerer w = {.c = c, .old = old, .dag = dag};
-  c->algos = ARENA_ARRAY(&c->arena, AlgoKind, c->graph->ops.len + 1);
-  for (int i = 0; i < c->graph->ops.len; i++) c->algos[i] = c->graph->ops.data[i]->algo;
   w.renamed = ARENA_ARRAY(&c->arena, int, old->nodes.len);
   w.done = ARENA_ARRAY(&c->arena, Done, old->nodes.len);
   w.ready_on = arena_alloc(&c->arena, sizeof *w.ready_on * (size_t)c->topo->ndevices);
@@ -233,6 +257,73 @@ bool pass_lower(Compilation *c) {
     rename_deps(&w, n, devices);
     w.renamed[i] = append(&w, n)->id;
   }
+  *out = dag;
+  return ok;
+}
+
+// ---- algo=auto: compile every candidate, keep the fastest ----
+//
+// For each collective left to auto (in DAG order), every registered
+// algorithm that applies is tried: the whole DAG is lowered with it (the
+// collectives decided before keep their choice; those after take the
+// first that applies), routed and scheduled, and the makespan kept.  The
+// fastest wins; a tie goes to the earlier registry entry.  Each trial runs
+// in arena space released afterwards, with its diagnostics discarded, so
+// only the winner's compilation remains.  The sync plan is made first: the
+// scheduler needs it.
+
+// The schedule makespan with c->algos as they stand, or -1 when some pass
+// refuses the trial.
+static int64_t trial_makespan(Compilation *c, const Dag *old) {
+  ArenaMark mark = arena_mark(&c->arena);
+  Dag *dag;
+  int64_t makespan = -1;
+  if (lower_dag(c, old, &dag)) {
+    c->dag = dag;
+    if (pass_route(c) && pass_schedule(c)) makespan = dag->makespan;
+  }
+  c->dag = (Dag *)old;
+  arena_release(&c->arena, mark);
+  return makespan;
+}
+
+static void choose_auto(Compilation *c, const Dag *old) {
+  FILE *quiet = fopen("/dev/null", "w");
+  if (!quiet) return;  // auto then takes the first that applies
+  Diag saved = c->diag;
+  diag_init(&c->diag, quiet);
+  if (pass_sync(c)) {
+    for (int i = 0; i < old->nodes.len; i++) {
+      const DagNode *n = old->nodes.data[i];
+      if (n->kind != NODE_COLLECTIVE || c->algos[n->op->id] != ALGO_AUTO) continue;
+      Lowering l = lowering_of(c, n, NULL);
+      AlgoKind best = ALGO_AUTO;
+      int64_t best_makespan = -1;
+      char why[256];
+      for (size_t a = 0; a < ARRAY_LEN(registry); a++) {
+        if (!registry[a]->applies(&l, why, sizeof why)) continue;
+        c->algos[n->op->id] = registry[a]->kind;
+        int64_t m = trial_makespan(c, old);
+        if (m >= 0 && (best_makespan < 0 || m < best_makespan)) best = registry[a]->kind, best_makespan = m;
+      }
+      c->algos[n->op->id] = best;
+    }
+  }
+  c->diag = saved;
+  fclose(quiet);
+}
+
+bool pass_lower(Compilation *c) {
+  const Dag *old = c->dag;
+  c->algos = ARENA_ARRAY(&c->arena, AlgoKind, c->graph->ops.len + 1);
+  bool any_auto = false;
+  for (int i = 0; i < c->graph->ops.len; i++) {
+    c->algos[i] = c->algo_forced ? c->forced_algo : c->graph->ops.data[i]->algo;
+    any_auto |= ir_op_info[c->graph->ops.data[i]->kind].keywords & KW_ALGO && c->algos[i] == ALGO_AUTO;
+  }
+  if (any_auto) choose_auto(c, old);
+  Dag *dag;
+  bool ok = lower_dag(c, old, &dag);
   c->dag = dag;
   return ok;
 }

@@ -181,10 +181,35 @@ bool lower_ring_fits(const Lowering *l, int nrings, char *why, size_t whylen);
 // collective needs.
 void lower_ring(Lowering *l, const int *order, int part, int nparts);
 
+// One ring in general form, for algorithms that compose rings (ringbiodd,
+// ring2d): any n positions, any byte range per label.  ReduceScatter step s
+// has position p send label p - s to p+1 (reduced there), so position p
+// ends with label p+1 complete; AllGather step s has p send label
+// p + lag - s (lag 1 after a ReduceScatter, 0 when position p starts with
+// label p).  Each send also waits for the position's start_deps, and, at
+// merge_pos, for merge_in[label] (another device's data reduced into it).
+typedef VEC(int) IntList;
+typedef struct RingPlan {
+  int n;
+  const int *order;                // position -> device
+  const int64_t *offset, *bytes;   // by label: the bytes it carries (0: none)
+  bool reduce_scatter, all_gather;
+  int lag;
+  const int *const *start_deps;    // optional, by position: nstart_deps[p] nodes
+  const int *nstart_deps;
+  int merge_pos;                   // optional (merge_in NULL: none)
+  const int *merge_in;             // by label: a node id
+  int *complete;                   // optional out, n x n: [p * n + label] is the
+                                   // transfer that completed label at p (-1: none)
+} RingPlan;
+void lower_ring_plan(Lowering *l, RingPlan *rp);
+
 // The registry (lower.c): one line per algorithm file.
 extern const CollectiveAlgo algo_ring;    // algo_ring.c
 extern const CollectiveAlgo algo_biring;  // algo_biring.c
 extern const CollectiveAlgo algo_direct;  // algo_direct.c
+extern const CollectiveAlgo algo_ringbiodd;  // algo_ringbiodd.c
+extern const CollectiveAlgo algo_ring2d;     // algo_ring2d.c
 
 // ---- route.c ----
 // When a transfer's routes are done, in cycles after its first vector

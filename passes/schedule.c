@@ -127,9 +127,12 @@ static int64_t vxm_pass(Scheduler *s, DagNode *n, int d, int64_t ready, int64_t 
   n->runs = ARENA_ARRAY(&s->c->arena, UnitRun, n->nruns);
   int64_t t = ready;
   for (int i = 0; i < n->nruns; i++) {
+    // The unit is held until the run's last result lands: the next run
+    // may read what this one writes (reductions into one shard, back to
+    // back), and a read before the landing is an SRAM hazard.
     int64_t len = MIN(most, vectors - most * i);
-    t = unit_earliest(s, &s->vxm[d], t, len);
-    resv_take(&s->vxm[d], t, len);
+    t = unit_earliest(s, &s->vxm[d], t, len + ISA_VXM_LATENCY);
+    resv_take(&s->vxm[d], t, len + ISA_VXM_LATENCY);
     n->runs[i] = (UnitRun){t, len};
     t += len;
   }

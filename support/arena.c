@@ -63,6 +63,20 @@ void arena_free(Arena *a) {
   a->used = 0;
 }
 
+ArenaMark arena_mark(const Arena *a) {
+  return (ArenaMark){.head = a->head, .head_used = a->head ? a->head->used : 0, .used = a->used};
+}
+
+void arena_release(Arena *a, ArenaMark m) {
+  while (a->head != m.head) {
+    ArenaChunk *next = a->head->next;
+    free(a->head);
+    a->head = next;
+  }
+  if (a->head) a->head->used = m.head_used;
+  a->used = m.used;
+}
+
 void vec_grow_(Arena *a, void **data, int *cap, size_t elem) {
   int ncap = *cap ? *cap * 2 : 8;
   void *p = arena_alloc(a, elem * (size_t)ncap);

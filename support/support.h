@@ -56,6 +56,15 @@ char *arena_strdup(Arena *a, const char *s);
 char *arena_strndup(Arena *a, const char *s, size_t n);
 char *arena_printf(Arena *a, const char *fmt, ...) PRINTF_LIKE(2, 3);
 void arena_free(Arena *a);
+// A point to roll an arena back to: everything allocated after arena_mark
+// is released by arena_release (for trial compilations, passes/lower.c).
+// Nothing allocated before the mark may point into what is released.
+typedef struct ArenaMark {
+  ArenaChunk *head;
+  size_t head_used, used;
+} ArenaMark;
+ArenaMark arena_mark(const Arena *a);
+void arena_release(Arena *a, ArenaMark m);
 
 #define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
 #define ARENA_ARRAY(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)(n)))
