@@ -4,6 +4,8 @@
 //                where every input, param and output tensor lives
 //   binary.c     device programs -> devNNNN.tsp (the layout is in ir.h)
 //   outdir.c     a whole output directory: topology copy, binaries, manifest
+//   report.c     each collective's cycles against its lower bounds (--stats)
+//   dot.c        each collective's rings or trees as a Graphviz picture (--emit=dot)
 //
 // Instruction selection joins this layer with the schedule compiler.
 #ifndef TSPC_BACKEND_H
@@ -25,6 +27,7 @@ typedef struct ManifestInfo {
   const SyncPlan *sync;     // its synchronisation plan (tspc only)
   const AlgoKind *algos;    // by op id: the algorithm each collective was lowered by
   bool emit_asm;            // also write devNNNN.tsa
+  bool emit_dot;            // also write coll-NAME.dot for every collective (dot.c)
 } ManifestInfo;
 
 // ---- manifest.c ----
@@ -34,11 +37,66 @@ void be_write_manifest(const ManifestInfo *m, FILE *out);
 // Appends the binary of one device program to out.
 void be_encode_device(const DeviceProgram *dp, int ndevices, Buf *out);
 
+// ---- report.c: how good each collective's schedule is ----
+//
+// Room for a cut's name ("ball(device(1048575),2047)" and the like).
+#define REPORT_CUT_NAME_MAX 64
+// The most group members the report runs a BFS from (for BFS-ball cuts and
+// the group's diameter): a named limit on report time for big groups.
+#define REPORT_MAX_BFS_SOURCES 1024
+
+// The figures of one collective of a scheduled DAG, all in cycles but the
+// ratios (docs/collectives.md, "Measuring a collective", defines each).
+typedef struct CollectiveReport {
+  const Op *op;
+  AlgoKind algo;          // what lowered it
+  int ngroup;             // N: the devices holding its operand
+  int64_t bytes;          // D: the whole buffer on one device (an all_gather's result)
+  int64_t start, finish;  // its first transfer or stage's start, its last one's finish
+  int64_t cycles;         // finish - start
+  int64_t volume;         // the volume bound
+  int64_t cut;            // the cut bound, over the cut named cut_name
+  int64_t latency;        // the latency bound: diameter x hop_latency + 1
+  int64_t bound;          // the largest of the three, named by binding
+  const char *binding;    // "volume", "cut" or "latency"
+  char cut_name[REPORT_CUT_NAME_MAX];
+  int diameter;           // hops between the group's farthest members
+  int64_t hop_latency;    // the cheapest hop's latency_max plus the receive slack
+  int link_directions;    // working link directions of the topology
+  int64_t busy;           // link-direction cycles the op's routes hold
+  double efficiency;      // bound / cycles (1 when nothing took any cycle)
+  double busbw_gbps;      // nccl-tests' bus bandwidth, GB/s (1e9 bytes)
+  double link_util;       // busy / (link_directions x cycles)
+  int timesteps;          // the longest chain of the op's transfers
+} CollectiveReport;
+
+// Whether op is an allreduce, reduce_scatter or all_gather.
+bool be_is_collective(const Op *op);
+// By node id (malloc'd): each transfer's timestep, its depth in its op's
+// DAG of transfers (1 ..: one more than the deepest transfer of the same op
+// it waits for, directly or through a stage node); 0 for other nodes.
+int *be_transfer_timesteps(const Dag *d);
+// Fills out (room for every op of d's graph) with one report per
+// collective, in op order; returns how many.  algos: by op id, what
+// lowering chose (NULL: what each op asked for).
+int be_collective_reports(const Topology *t, const Dag *d, const SyncPlan *s, const AlgoKind *algos,
+                          CollectiveReport *out);
+// One line: "collective NAME: KIND algo=A N=.. bytes=.. cycles=.. bound=.. (KIND) volume=.. cut=.. (CUT)
+// latency=.. diameter=.. efficiency=.. busbw_gbps=.. link_util=.. timesteps=..".
+void be_print_collective_report(const CollectiveReport *r, FILE *out);
+
+// ---- dot.c ----
+// Writes op's picture (op a collective of the scheduled DAG d on t):
+// devices placed by their coordinates, one edge per (src, dst, lane) of
+// its transfers, coloured by lane and labelled with its timesteps.
+void be_write_collective_dot(const Topology *t, const Dag *d, const AlgoKind *algos, const Op *op,
+                             const int *steps, FILE *out);
+
 // ---- outdir.c ----
 // Writes DIR atomically: topology.yaml (a copy of the topology file),
 // model.tg (a copy of the model, when there is a graph), devNNNN.tsp for
 // every device when there is a program (and devNNNN.tsa with emit_asm),
-// manifest.yaml.
+// coll-NAME.dot for every collective with emit_dot, manifest.yaml.
 bool be_write_outdir(const ManifestInfo *m, const char *dir, Diag *d);
 
 #endif

@@ -2,6 +2,8 @@
 // appears complete or not at all.  Part of backend/; tspc and tsp-as end here.
 #include "backend.h"
 
+#include <stdlib.h>
+
 static bool write_bytes(OutDir *od, const char *name, const void *data, size_t n, Diag *d,
                         const char *tool) {
   FILE *fp = outdir_create_file(od, name, d, tool);
@@ -40,6 +42,28 @@ static bool write_assembly(OutDir *od, const Program *p, Diag *d, const char *to
   return true;
 }
 
+// coll-NAME.dot for every collective of the scheduled DAG (dot.c).
+static bool write_pictures(OutDir *od, const ManifestInfo *m, Diag *d) {
+  int *steps = be_transfer_timesteps(m->dag);
+  bool ok = true;
+  for (int i = 0; i < m->graph->ops.len && ok; i++) {
+    const Op *op = m->graph->ops.data[i];
+    if (!be_is_collective(op)) continue;
+    Buf name = {0};
+    buf_printf(&name, "coll-%s.dot", op->result->name);
+    FILE *fp = outdir_create_file(od, name.data, d, m->tool);
+    ok = fp != NULL;
+    if (fp) {
+      be_write_collective_dot(m->topo, m->dag, m->algos, op, steps, fp);
+      ok = fclose(fp) == 0;
+      if (!ok) diag_tool_error(d, m->tool, "cannot write '%s/%s'", od->final_path, name.data);
+    }
+    buf_free(&name);
+  }
+  free(steps);
+  return ok;
+}
+
 static bool write_manifest(OutDir *od, const ManifestInfo *m, Diag *d) {
   FILE *fp = outdir_create_file(od, "manifest.yaml", d, m->tool);
   if (!fp) return false;
@@ -59,6 +83,7 @@ bool be_write_outdir(const ManifestInfo *m, const char *dir, Diag *d) {
             (!m->graph || write_bytes(&od, "model.tg", m->source->text, m->source->len, d, m->tool)) &&
             (!m->program || write_binaries(&od, m->program, d, m->tool)) &&
             (!m->program || !m->emit_asm || write_assembly(&od, m->program, d, m->tool)) &&
+            (!m->emit_dot || !m->dag || write_pictures(&od, m, d)) &&
             write_manifest(&od, m, d);
   if (!ok) {
     outdir_abort(&od);

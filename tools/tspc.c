@@ -2,7 +2,7 @@
 // runs the pass pipeline (passes/pipeline.c) over the model, and writes the
 // output directory atomically (support/outdir.c).
 //
-//   tspc MODEL.tg -t TOPOLOGY.yaml [-o OUT/] [--dump-after=PASS|all] [--stats] [--emit=asm]
+//   tspc MODEL.tg -t TOPOLOGY.yaml [-o OUT/] [--dump-after=PASS|all] [--stats] [--emit=asm,dot]
 //   tspc -t TOPOLOGY.yaml --describe [--ports]
 //
 // Exit status: 0 on success, 1 on any error (the diagnostics say which).
@@ -28,6 +28,7 @@ typedef struct Options {
   double drift_ppm;        // --drift-ppm (< 0: not given)
   int64_t launch_window;   // --launch-window (< 0: not given)
   bool emit_asm;           // --emit=asm
+  bool emit_dot;           // --emit=dot
   AlgoKind algo;    // --algo: forced on every collective
   RouteMode route;  // --route
   bool algo_given;
@@ -43,6 +44,8 @@ static void usage(FILE *out) {
           "  -t, --topology FILE    the system to compile for (docs/topology.md)\n"
           "  -o, --output DIR       write the device binaries and manifest.yaml to DIR\n"
           "      --emit=asm         also write each device's assembly (devNNNN.tsa) to DIR\n"
+          "      --emit=dot         also write each collective's rings or trees (coll-NAME.dot) to DIR\n"
+          "                         (--emit=asm,dot: both)\n"
           "      --describe         print the topology's devices, links and diameter as YAML\n"
           "      --ports            with --describe: every device's numbered ports\n"
           "      --algo=NAME        lower every collective by NAME, whatever the model says\n"
@@ -53,7 +56,8 @@ static void usage(FILE *out) {
           "      --dump-after=PASS  print the IR after PASS (or 'all') on stderr\n"
           "      --stop-after=PASS  run the passes up to PASS only, and write nothing\n"
           "      --max-errors=N     stop reporting after N errors (default %d; 0: no limit)\n"
-          "      --stats            print compile figures on stderr\n"
+          "      --stats            print compile figures on stderr, and each collective's\n"
+          "                         cycles against its lower bounds (docs/collectives.md)\n"
           "      --verify-each      check the IR's invariants after every pass\n"
           "      --version, --help\n"
           "\n"
@@ -109,6 +113,25 @@ static bool parse_route_mode(const char *name, RouteMode *out) {
   return false;
 }
 
+// --emit=LIST: a comma-separated list of asm and dot; false (with a
+// message) on anything else.
+static bool parse_emit(const char *list, Options *o, Diag *d) {
+  const char *p = list;
+  for (;;) {
+    size_t len = strcspn(p, ",");
+    if (len == 3 && !strncmp(p, "asm", 3))
+      o->emit_asm = true;
+    else if (len == 3 && !strncmp(p, "dot", 3))
+      o->emit_dot = true;
+    else {
+      diag_tool_error(d, "tspc", "unknown output '%.*s' for --emit (known: asm, dot)", (int)len, p);
+      return false;
+    }
+    if (!p[len]) return true;
+    p += len + 1;
+  }
+}
+
 // Parses argv into o; false (with a message) on a usage error.
 static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
   static const struct option longopts[] = {
@@ -153,11 +176,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       o->stop_after = optarg;
       break;
     case OPT_EMIT:
-      if (strcmp(optarg, "asm")) {
-        diag_tool_error(d, "tspc", "unknown output '%s' for --emit (known: asm)", optarg);
-        return false;
-      }
-      o->emit_asm = true;
+      if (!parse_emit(optarg, o, d)) return false;
       break;
     case OPT_DRIFT:
       if (!str_to_double(optarg, &ppm) || !(ppm >= 0 && ppm <= FE_MAX_DRIFT_PPM)) {
@@ -215,8 +234,8 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
     diag_tool_error(d, "tspc", "no model: give a .tg file, or --describe the topology");
     return false;
   }
-  if (o->emit_asm && !o->out) {
-    diag_tool_error(d, "tspc", "--emit=asm writes beside the binaries: give -o DIR");
+  if ((o->emit_asm || o->emit_dot) && !o->out) {
+    diag_tool_error(d, "tspc", "--emit=%s writes beside the binaries: give -o DIR", o->emit_asm ? "asm" : "dot");
     return false;
   }
   if (o->stop_after && o->out) {
@@ -238,8 +257,16 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
 static bool write_outputs(Compilation *c, const Options *o) {
   ManifestInfo m = {.tool = "tspc", .source = c->src, .topo = c->topo, .graph = c->graph,
                     .program = c->program, .dag = c->dag, .sync = &c->sync, .algos = c->algos,
-                    .emit_asm = o->emit_asm};
+                    .emit_asm = o->emit_asm, .emit_dot = o->emit_dot};
   return be_write_outdir(&m, o->out, &c->diag);
+}
+
+// One line a collective: its cycles against its lower bounds (report.c).
+static void print_collectives(const Compilation *c) {
+  CollectiveReport *reports = xmalloc(sizeof(CollectiveReport) * ((size_t)c->graph->ops.len + 1));
+  int n = be_collective_reports(c->topo, c->dag, &c->sync, c->algos, reports);
+  for (int i = 0; i < n; i++) be_print_collective_report(&reports[i], stderr);
+  free(reports);
 }
 
 static void print_stats(const Compilation *c) {
@@ -254,6 +281,7 @@ static void print_stats(const Compilation *c) {
   for (int i = 0; i < pass_count; i++)
     fprintf(stderr, "time.%s: %.6f s\n", pass_pipeline[i].name, c->pass_seconds[i]);
   fprintf(stderr, "ir_bytes: %zu\npeak_rss_kib: %ld\n", c->arena.used, ru.ru_maxrss);
+  if (c->dag && c->dag->scheduled) print_collectives(c);
 }
 
 static int compile(Compilation *c, const Options *o) {
