@@ -16,6 +16,8 @@ static const CollectiveAlgo *const registry[] = {
     &algo_ring,
     &algo_biring,
     &algo_direct,
+    &algo_hring,
+    &algo_dragonfly3,
 };
 
 // What lowering one collective leaves: by device, the nodes after which

@@ -185,6 +185,8 @@ void lower_ring(Lowering *l, const int *order, int part, int nparts);
 extern const CollectiveAlgo algo_ring;    // algo_ring.c
 extern const CollectiveAlgo algo_biring;  // algo_biring.c
 extern const CollectiveAlgo algo_direct;  // algo_direct.c
+extern const CollectiveAlgo algo_hring;   // algo_hring.c
+extern const CollectiveAlgo algo_dragonfly3;  // algo_dragonfly3.c
 
 // ---- route.c ----
 // When a transfer's routes are done, in cycles after its first vector
