@@ -152,7 +152,7 @@ static void stage1(Df3 *d, int p) {
   for (int i = 0; i < d->m; i++)
     for (int j = 0; j < d->m; j++)
       for (int t = 0; t < d->tpn; t++) {
-        int pi = piece_index(d, i, j, t), col = d->collector[pi], n = 0;
+        int pi = piece_index(d, i, j, t), col = d->collector[pi];
         int64_t offset, bytes;
         piece_bytes(d, p, j, t, &offset, &bytes);
         for (int k = 0; k < d->tpn; k++) {
@@ -160,9 +160,7 @@ static void stage1(Df3 *d, int p) {
           d->gathered[pi * d->tpn + k] = -1;
           if (src == col || !bytes) continue;
           d->gathered[pi * d->tpn + k] = lower_send(d->l, src, col, offset, bytes, true, NULL, 0);
-          n++;
         }
-        (void)n;
       }
 }
 
@@ -234,9 +232,8 @@ static void stage3(Df3 *d, int p) {
       }
 }
 
-// Per-part state lives in one slot per stage in flight: part p's stage s
-// reads the arrays stage s-1 of the same part wrote, so the wavefront runs
-// the later stages first within a step.
+// Each part keeps its own arrays (select_part): a stage reads what the
+// stage before it wrote for the same part, steps of the wavefront earlier.
 static void df3_lower(Lowering *l) {
   const Topology *t = l->c->topo;
   Df3 d = {.l = l, .t = t, .tpn = t->df.tsps_per_node, .m = l->ngroup / t->df.tsps_per_node};
