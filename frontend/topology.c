@@ -216,6 +216,17 @@ static bool read_int(Loader *L, const yaml_node_t *n, const char *what, int64_t 
   return true;
 }
 
+// A YAML 1.2 core-schema boolean: plain true or false.
+static bool read_bool(Loader *L, const yaml_node_t *n, const char *what, bool *out) {
+  if (!expect_plain_scalar(L, n, what, "true or false")) return false;
+  if (!strcmp(scalar(n), "true") || !strcmp(scalar(n), "false")) {
+    *out = !strcmp(scalar(n), "true");
+    return true;
+  }
+  error_at(L, n, "%s must be true or false, not '%s'", what, scalar(n));
+  return false;
+}
+
 static bool read_int32(Loader *L, const yaml_node_t *n, const char *what, int lo, int hi, int *out) {
   int64_t v;
   if (!read_int(L, n, what, lo, hi, &v)) return false;
@@ -376,12 +387,12 @@ static bool read_link_params(Loader *L, yaml_node_t *n, LinkParams *p) {
 enum {
   K_NAME, K_TOPOLOGY, K_DIMS, K_DEVICES, K_LINKS, K_DRAGONFLY, K_LINK,
   K_FAILED_LINKS, K_SPARE_NODES, K_DRIFT_PPM, K_CLOCK_MHZ,
-  K_EPOCH, K_SRAM, K_RX_BUFFER, K_COUNT
+  K_EPOCH, K_SRAM, K_RX_BUFFER, K_BYPASS, K_COUNT
 };
 static const char *const top_keys[K_COUNT] = {
     "name", "topology", "dims", "devices", "links", "dragonfly", "link",
     "failed_links", "spare_nodes", "drift_ppm", "clock_mhz",
-    "epoch_cycles", "sram_vectors", "rx_buffer_vectors"};
+    "epoch_cycles", "sram_vectors", "rx_buffer_vectors", "bypass"};
 
 #define FAM(f) (1u << FAMILY_##f)
 #define ALL_FAMILIES ((1u << FAMILY_COUNT) - 1)
@@ -393,7 +404,7 @@ static const unsigned key_families[K_COUNT] = {
     [K_LINKS] = FAM(EXPLICIT), [K_DRAGONFLY] = FAM(DRAGONFLY),
     [K_LINK] = ALL_FAMILIES, [K_FAILED_LINKS] = ALL_FAMILIES, [K_SPARE_NODES] = ALL_FAMILIES,
     [K_DRIFT_PPM] = ALL_FAMILIES, [K_CLOCK_MHZ] = ALL_FAMILIES, [K_EPOCH] = ALL_FAMILIES,
-    [K_SRAM] = ALL_FAMILIES, [K_RX_BUFFER] = ALL_FAMILIES};
+    [K_SRAM] = ALL_FAMILIES, [K_RX_BUFFER] = ALL_FAMILIES, [K_BYPASS] = FAM(MESH)};
 static const unsigned key_required_by[K_COUNT] = {
     [K_TOPOLOGY] = ALL_FAMILIES, [K_DIMS] = FAM(MESH) | FAM(TORUS),
     [K_DEVICES] = FAM(RING) | FAM(FULLY_CONNECTED) | FAM(EXPLICIT),
@@ -696,6 +707,7 @@ static bool read_settings(Loader *L, yaml_node_t *root, Entry *e) {
   if (e[K_DRIFT_PPM].key && e[K_DRIFT_PPM].value->type != YAML_SEQUENCE_NODE)
     ok &= read_number(L, e[K_DRIFT_PPM].value, "drift_ppm", 0, false, FE_MAX_DRIFT_PPM, &t->drift_ppm);
   if (e[K_LINK].key) ok &= read_link_params(L, e[K_LINK].value, &t->link);
+  if (e[K_BYPASS].key) ok &= read_bool(L, e[K_BYPASS].value, "bypass", &t->bypass);
   if (!ok) return false;
   switch (t->family) {
   case FAMILY_MESH:

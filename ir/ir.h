@@ -210,7 +210,8 @@ typedef enum {
   X(EXPLICIT, "explicit")  \
   X(LOCAL, "local")        \
   X(NODE, "node")          \
-  X(RACK, "rack")
+  X(RACK, "rack")          \
+  X(BYPASS, "bypass")
 
 typedef enum {
 #define X(e, name) LINK_##e,
@@ -221,6 +222,9 @@ typedef enum {
 
 // The most mesh/torus dimensions (x, y, z).
 #define IR_MAX_TOPO_DIMS 3
+// A mesh line (row, column) gets a bypass link only when it holds at least
+// this many devices: with two, the bypass would duplicate the mesh link.
+#define IR_MIN_BYPASS_SPAN 3
 
 // Link defaults from seed 002: s2.3 (4 x 25 Gb/s), Table 2 (209..228 cycles),
 // fig 11 (320 B payload in 328 B on the wire), s5.2 (900 MHz).
@@ -294,6 +298,8 @@ typedef struct Topology {
   const SrcFile *src;
   int ndims;
   int dims[IR_MAX_TOPO_DIMS];  // mesh/torus
+  bool bypass;                 // mesh: a bypass link joins the two ends of every row and
+                               //   column of >= IR_MIN_BYPASS_SPAN devices (seed 004 s III-B)
   Dragonfly df;
   double clock_mhz;
   LinkParams link;             // defaults for every link

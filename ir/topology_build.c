@@ -7,6 +7,12 @@
 //                A torus dimension of size >= 2 closes with a wrap cable from
 //                the +d port of its last device to the -d port of its first
 //                (size 2 therefore has two parallel cables, like every port used).
+//                A mesh with `bypass: true` (seed 004 s III-B) also joins the
+//                two ends of every line (row, column, ...) of >= 3 devices
+//                with a LINK_BYPASS cable from the -d port of the first to the
+//                +d port of the last: the ports a mesh leaves empty at its
+//                edges, so no device gains a port (the seed's router keeps its
+//                radix) and each line closes into a cycle.
 //   ring         a 1-D torus: port 0 faces the previous device, port 1 the next.
 //   fully_connected  device i's port to j is j if j < i, else j - 1.
 //   dragonfly    id = ((rack * nodes_per_rack) + node) * tsps_per_node + tsp
@@ -23,6 +29,15 @@
 
 #include <stdio.h>
 
+// The cable that closes the line along d through device id (its last device).
+static void close_line(Topology *t, Arena *a, int id, int d, const int *stride, bool wrap) {
+  int c = t->devices[id].coord[d], size = t->dims[d];
+  if (wrap && size >= 2)
+    ir_topo_connect(t, a, id, 2 * d + 1, id - c * stride[d], 2 * d, LINK_WRAP, t->link);
+  else if (!wrap && t->bypass && size >= IR_MIN_BYPASS_SPAN)
+    ir_topo_connect(t, a, id - c * stride[d], 2 * d, id, 2 * d + 1, LINK_BYPASS, t->link);
+}
+
 static void build_grid(Topology *t, Arena *a, bool wrap) {
   int n = 1, stride[IR_MAX_TOPO_DIMS];
   for (int d = 0; d < t->ndims; d++) {
@@ -38,8 +53,8 @@ static void build_grid(Topology *t, Arena *a, bool wrap) {
       int c = t->devices[id].coord[d], size = t->dims[d];
       if (c + 1 < size)
         ir_topo_connect(t, a, id, 2 * d + 1, id + stride[d], 2 * d, LINK_MESH, t->link);
-      else if (wrap && size >= 2)
-        ir_topo_connect(t, a, id, 2 * d + 1, id - c * stride[d], 2 * d, LINK_WRAP, t->link);
+      else
+        close_line(t, a, id, d, stride, wrap);
     }
   }
 }
@@ -136,7 +151,7 @@ static int64_t planned_links(const Topology *t) {
   int64_t n = t->ndevices;
   switch (t->family) {
   case FAMILY_MESH:
-  case FAMILY_TORUS: return n * t->ndims;  // an upper bound
+  case FAMILY_TORUS: return n * t->ndims;  // an upper bound (with bypass links too)
   case FAMILY_RING: return n;
   case FAMILY_FULLY_CONNECTED: return n * (n - 1) / 2;
   case FAMILY_DRAGONFLY: {  // local + node pairs in each rack + rack pairs

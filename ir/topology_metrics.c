@@ -202,6 +202,7 @@ int ir_topo_diameter(const Topology *t, int *unreached) {
   if (t->nfailed > 0 || t->ndevices <= 1) return ir_topo_diameter_search(t, unreached);
   switch (t->family) {
   case FAMILY_MESH:
+    if (t->bypass) return ir_topo_diameter_search(t, unreached);
     for (int k = 0; k < t->ndims; k++) d += t->dims[k] - 1;
     return d;
   case FAMILY_TORUS:
@@ -249,6 +250,7 @@ static void describe_family(const Topology *t, FILE *out) {
     fprintf(out, "dims: [");
     for (int d = 0; d < t->ndims; d++) fprintf(out, "%s%d", d ? ", " : "", t->dims[d]);
     fprintf(out, "]\n");
+    if (t->bypass) fprintf(out, "bypass: true\n");
     break;
   case FAMILY_DRAGONFLY:
     fprintf(out,

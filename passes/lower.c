@@ -18,6 +18,8 @@ static const CollectiveAlgo *const registry[] = {
     &algo_direct,
     &algo_ringbiodd,
     &algo_ring2d,
+    &algo_hring,
+    &algo_dragonfly3,
 };
 
 // What lowering one collective leaves: by device, the nodes after which

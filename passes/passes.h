@@ -210,6 +210,8 @@ extern const CollectiveAlgo algo_biring;  // algo_biring.c
 extern const CollectiveAlgo algo_direct;  // algo_direct.c
 extern const CollectiveAlgo algo_ringbiodd;  // algo_ringbiodd.c
 extern const CollectiveAlgo algo_ring2d;     // algo_ring2d.c
+extern const CollectiveAlgo algo_hring;   // algo_hring.c
+extern const CollectiveAlgo algo_dragonfly3;  // algo_dragonfly3.c
 
 // ---- route.c ----
 // When a transfer's routes are done, in cycles after its first vector

@@ -237,7 +237,7 @@ bool ring_hamiltonian(const Topology *t, int *order, char *why, size_t whylen) {
     return true;
   if ((t->family == FAMILY_MESH || t->family == FAMILY_TORUS) && t->nfailed == 0 && comb(t, order)) return true;
   if (t->family == FAMILY_DRAGONFLY && dragonfly_ring(t, order)) return true;
-  if (t->family == FAMILY_MESH && n % 2 == 1) {
+  if (t->family == FAMILY_MESH && !t->bypass && n % 2 == 1) {
     snprintf(why, whylen,
              "the mesh has no Hamiltonian cycle: it is bipartite (colour devices by the parity of "
              "their coordinates' sum) with an odd number of devices (%d), and a cycle alternates colours",

@@ -120,16 +120,17 @@ static int64_t unit_take(Reservations *u, int64_t ready, int64_t cycles) {
 
 // A pass of device d's vector unit over `vectors` vectors from `ready` on,
 // in runs of at most stream_vectors placed outside resync windows; records
-// the runs in n and returns the cycle the last result lands.
+// the runs in n and returns the cycle the last result lands.  Each run holds
+// the unit until its last result lands (ISA_VXM_LATENCY after its last
+// read), so two reductions into one vector (several transfers reducing
+// into one device's chunk, as in algo_direct and algo_dragonfly3) never
+// read it before the other's sum is written back.
 static int64_t vxm_pass(Scheduler *s, DagNode *n, int d, int64_t ready, int64_t vectors) {
   int64_t most = s->sync->stream_vectors ? s->sync->stream_vectors : vectors;
   n->nruns = (int)((vectors + most - 1) / most);
   n->runs = ARENA_ARRAY(&s->c->arena, UnitRun, n->nruns);
   int64_t t = ready;
   for (int i = 0; i < n->nruns; i++) {
-    // The unit is held until the run's last result lands: the next run
-    // may read what this one writes (reductions into one shard, back to
-    // back), and a read before the landing is an SRAM hazard.
     int64_t len = MIN(most, vectors - most * i);
     t = unit_earliest(s, &s->vxm[d], t, len + ISA_VXM_LATENCY);
     resv_take(&s->vxm[d], t, len + ISA_VXM_LATENCY);
