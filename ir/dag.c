@@ -83,6 +83,7 @@ static void dump_node(const DagNode *n, bool scheduled, FILE *out) {
     break;
   }
   for (int i = 0; i < n->ndeps; i++) fprintf(out, "%sn%d", i ? ", " : " after ", n->deps[i]);
+  for (int i = 0; i < n->nwar; i++) fprintf(out, "%sn%d", i ? ", " : ", reduced after the reads of ", n->war[i]);
   fprintf(out, ";  // line %d\n", n->op->loc.line);
   if (scheduled) fprintf(out, "    at [%lld, %lld)\n", (long long)n->start, (long long)n->finish);
   for (int r = 0; r < n->nroutes; r++) {
@@ -149,6 +150,11 @@ static bool node_ok(const DagNode *n, int index, int ndevices, char *err, size_t
     if (n->deps[i] < 0 || n->deps[i] >= index || (i && n->deps[i] <= n->deps[i - 1]))
       return fail(err, errlen, "node n%d depends on n%d: not an earlier node in ascending order", index,
                   n->deps[i]);
+  if (n->nwar && (n->kind != NODE_TRANSFER || !n->reduce))
+    return fail(err, errlen, "node n%d waits for reads but reduces nothing", index);
+  for (int i = 0; i < n->nwar; i++)
+    if (n->war[i] < 0 || n->war[i] == index)
+      return fail(err, errlen, "node n%d waits for the reads of n%d", index, n->war[i]);
   switch (n->kind) {
   case NODE_COMPUTE:
     if (!device_ok(n->device, ndevices)) return fail(err, errlen, "node n%d runs on device %d", index, n->device);
@@ -189,6 +195,15 @@ static int compare_occupancy(const void *x, const void *y) {
   return (a->start > b->start) - (a->start < b->start);
 }
 
+int64_t ir_transfer_reads_end(const DagNode *n) {
+  int64_t end = 0;
+  for (int r = 0; r < n->nroutes; r++) {
+    const Route *rt = &n->routes[r];
+    end = MAX(end, rt->start + (rt->count - 1) * rt->every + 1);
+  }
+  return end;
+}
+
 static bool schedule_ok(const Dag *d, const Topology *t, char *err, size_t errlen) {
   VEC(Occupancy) occ = {0};
   Arena a = {0};
@@ -199,6 +214,12 @@ static bool schedule_ok(const Dag *d, const Topology *t, char *err, size_t errle
       if (n->start < d->nodes.data[n->deps[k]]->finish)
         ok = fail(err, errlen, "node n%d starts at %lld, before n%d finishes at %lld", i, (long long)n->start,
                   n->deps[k], (long long)d->nodes.data[n->deps[k]]->finish);
+    for (int k = 0; k < n->nwar && ok; k++) {
+      int64_t read = ir_transfer_reads_end(d->nodes.data[n->war[k]]);
+      if (n->nruns && n->runs[0].start < read)
+        ok = fail(err, errlen, "transfer n%d reduces at %lld, before n%d has read its data (%lld)", i,
+                  (long long)n->runs[0].start, n->war[k], (long long)read);
+    }
     for (int r = 0; r < n->nroutes; r++) {
       const Route *rt = &n->routes[r];
       int64_t at = rt->start;

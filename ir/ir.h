@@ -434,6 +434,10 @@ typedef struct DagNode {
   int *group;
   int ndeps;         // nodes that must finish first, ascending ids, no repeats
   int *deps;
+  int nwar;          // TRANSFER with reduce: transfers reading dst's copy of these bytes
+  int *war;          //   whose last vector must have left before the reduction writes it
+                     //   (write after read); unlike deps they may come later in the DAG,
+                     //   though never after a node that depends on this one
   int64_t start;     // after scheduling: its first cycle
   int64_t finish;    // after scheduling: the first cycle its result may be read
   int nruns;         // after scheduling: the vector-unit runs of a reduction, a
@@ -448,6 +452,9 @@ typedef struct Dag {
 } Dag;
 
 // ---- dag.c ----
+// After scheduling: the cycle after a transfer's source reads its last
+// vector (a SEND reads vector k as it leaves, at its route's start + k every).
+int64_t ir_transfer_reads_end(const DagNode *n);
 // Devices holding a copy of a tensor placed at p (EACH or DEVICE; the
 // partitioner has resolved AUTO and STAGE), ascending, into out (room for
 // ndevices).  Returns how many.

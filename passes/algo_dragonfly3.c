@@ -234,9 +234,94 @@ static void stage3(Df3 *d, int p) {
 
 // Each part keeps its own arrays (select_part): a stage reads what the
 // stage before it wrote for the same part, steps of the wavefront earlier.
+// ---- small buffers: all to all, three hops ----
+//
+// A buffer of at most DF3_LATENCY_MAX_VECTORS vectors is not cut: the
+// pipeline above would take 2 local + 1 global + 1 local hops and the
+// pieces would be too small to stream.  Instead, a lower bound's worth of
+// hops (a dragonfly's diameter is local, global, local):
+//   stage A  inside every node, each TSP sends its whole copy to every other
+//            TSP of its node, which reduces it in: every TSP holds its node's
+//            sum (one local hop);
+//   stage B  for every other node j and every TSP t of j, the TSP of this
+//            node holding the cable to j sends its node's sum to t, over the
+//            cable and on through the TSP it lands on (cut-through), and t
+//            reduces it in: every TSP then holds every node's sum added to
+//            its own node's (one global and one local hop).
+// Both stages reduce into copies that the same stage also reads (a TSP's
+// copy is sent in stage A, then its node's sum is sent in stage B), so each
+// reduction waits for the reads of its destination's sends in that stage
+// (lower_after_reads), and a stage B send waits for stage A's reductions
+// into its source.  Transfers: M T (T-1) + M (M-1) T.  One vector on
+// system264 takes 1,157 cycles (the pipeline: 1,999), against a latency
+// bound of 3 x 266 + 1 = 799.  The threshold is the measured crossover: at 4
+// vectors this mode takes 1,735 cycles on rack72 and 1,998 on system264
+// (the pipeline 2,061 and 2,419), at 8 vectors 2,535 and 3,186 (the
+// pipeline 2,349 and 2,984): each cable carries the whole buffer T times.
+#define DF3_LATENCY_MAX_VECTORS 4
+
+// Stage A in node i: into[b * T + a] is the reduction into TSP b of node i
+// from TSP a (-1 for a == b).
+static void small_stage_a(Df3 *d, int i, int *into, int64_t bytes) {
+  int tpn = d->tpn, base = d->node[i] * tpn;
+  for (int a = 0; a < tpn; a++)
+    for (int b = 0; b < tpn; b++)
+      into[b * tpn + a] = a == b ? -1 : lower_send(d->l, base + a, base + b, 0, bytes, true, NULL, 0);
+  // Every reduction into b waits for b's own sends: into[k * T + b], k != b.
+  int *reads = xmalloc(sizeof(int) * (size_t)tpn);
+  for (int b = 0; b < tpn; b++) {
+    for (int k = 0; k < tpn; k++) reads[k] = into[k * tpn + b];
+    for (int a = 0; a < tpn; a++)
+      if (a != b) {
+        lower_after_reads(d->l, into[b * tpn + a], reads, tpn);
+        lower_done(d->l, base + b, into[b * tpn + a]);
+      }
+  }
+  free(reads);
+}
+
+static void df3_lower_small(Df3 *d, int64_t bytes) {
+  int tpn = d->tpn, m = d->m, ndev = d->t->ndevices;
+  int *into = xmalloc(sizeof(int) * (size_t)m * (size_t)tpn * (size_t)tpn);
+  for (int i = 0; i < m; i++) small_stage_a(d, i, into + (size_t)i * tpn * tpn, bytes);
+  // Stage B: by destination device, the transfers into it and out of it.
+  IntList *in = xcalloc((size_t)ndev, sizeof(IntList)), *out = xcalloc((size_t)ndev, sizeof(IntList));
+  // Each cable carries T vectors: the T-1 that go on a local hop leave
+  // first, the one for the TSP it lands on (no further hop) last.
+  for (int r = 0; r < tpn; r++)
+    for (int i = 0; i < m; i++)
+      for (int j = 0; j < m; j++) {
+        if (i == j) continue;
+        int cable = cable_tsp(d, d->node[i], d->node[j], 0);
+        int far = cable_tsp(d, d->node[j], d->node[i], 0);  // where the cable lands in node j
+        int k = far < 0 ? r : (far + 1 + r) % tpn;
+        int src = d->node[i] * tpn + (cable < 0 ? k : cable), dst = d->node[j] * tpn + k;
+        const int *reduced = into + ((size_t)i * tpn + (size_t)(src % tpn)) * tpn;  // stage A into src
+        int x = lower_send(d->l, src, dst, 0, bytes, true, reduced, tpn);
+        VEC_PUSH(&d->l->c->arena, &in[dst], x);
+        VEC_PUSH(&d->l->c->arena, &out[src], x);
+      }
+  for (int dev = 0; dev < ndev; dev++)
+    for (int x = 0; x < in[dev].len; x++) {
+      lower_after_reads(d->l, in[dev].data[x], out[dev].data, out[dev].len);
+      lower_done(d->l, dev, in[dev].data[x]);
+    }
+  free(in);
+  free(out);
+  free(into);
+}
+
 static void df3_lower(Lowering *l) {
   const Topology *t = l->c->topo;
   Df3 d = {.l = l, .t = t, .tpn = t->df.tsps_per_node, .m = l->ngroup / t->df.tsps_per_node};
+  int64_t bytes = ir_tensor_bytes(l->buffer), vb = t->link.vector_bytes;
+  if ((bytes + vb - 1) / vb <= DF3_LATENCY_MAX_VECTORS) {
+    d.node = xmalloc(sizeof(int) * (size_t)d.m);
+    for (int i = 0; i < d.m; i++) d.node[i] = df3_node_of(&d, l->group[i * d.tpn]);
+    df3_lower_small(&d, bytes);
+    free(d.node);
+    return;
+  }
   int pieces = d.m * d.m * d.tpn;
   d.node = xmalloc(sizeof(int) * (size_t)d.m);
   for (int i = 0; i < d.m; i++) d.node[i] = df3_node_of(&d, l->group[i * d.tpn]);

@@ -97,6 +97,15 @@ int lower_send(Lowering *l, int src, int dst, int64_t offset, int64_t bytes, boo
   return append(w, &like)->id;
 }
 
+void lower_after_reads(Lowering *l, int node, const int *reads, int nreads) {
+  Lowerer *w = l->state;
+  DagNode *n = w->dag->nodes.data[node];
+  n->war = ARENA_ARRAY(&w->c->arena, int, nreads);
+  n->nwar = 0;
+  for (int i = 0; i < nreads; i++)
+    if (reads[i] >= 0) n->war[n->nwar++] = reads[i];
+}
+
 void lower_done(Lowering *l, int device, int node) {
   Lowerer *w = l->state;
   Done *d = &w->done[l->coll->id];

@@ -164,6 +164,13 @@ int lower_send(Lowering *l, int src, int dst, int64_t offset, int64_t bytes, boo
                int ndeps);
 // Marks node as completing part of the result on device.
 void lower_done(Lowering *l, int device, int node);
+// Reducing transfer `node` adds its data into the destination's copy only
+// after the transfers in reads (-1 entries ignored; they read that copy:
+// they leave the destination) have sent their last vector.  Unlike a
+// dependency this orders a write after reads and may name later transfers
+// (an all-to-all, where every device both sends its copy and reduces the
+// others' into it); nothing that depends on `node` may come before them.
+void lower_after_reads(Lowering *l, int node, const int *reads, int nreads);
 // Whether a collective works in its operand's own memory: an allreduce or
 // reduce_scatter whose operand nothing else reads and the graph does not
 // output.  Otherwise lowering stages the operand into a buffer first.

@@ -160,6 +160,25 @@ static void cut_streams(Scheduler *s, DagNode *n) {
   n->nroutes = k;
 }
 
+// A reducing transfer adds its data in once it is taken (n->finish so far)
+// and once the transfers in n->war have read the destination's copy.
+static void reduce_now(Scheduler *s, DagNode *n) {
+  int64_t ready = n->finish;
+  for (int i = 0; i < n->nwar; i++) ready = MAX(ready, ir_transfer_reads_end(s->c->dag->nodes.data[n->war[i]]));
+  n->finish = vxm_pass(s, n, n->dst, ready, n->vectors);
+}
+
+// The last node whose reads n's reduction waits for (-1: none).
+static int last_war(const DagNode *n) {
+  int last = -1;
+  for (int i = 0; i < n->nwar; i++) last = MAX(last, n->war[i]);
+  return last;
+}
+
+// Whether n's reduction must wait for a read not scheduled yet (a later
+// node): then it is pending, and schedule_all adds it once that node is.
+static bool reduction_waits(const DagNode *n) { return last_war(n) > n->id; }
+
 static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
   int64_t done = ready;
   cut_streams(s, n);
@@ -174,8 +193,8 @@ static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
   for (int r = 1; r < n->nroutes; r++) n->start = MIN(n->start, n->routes[r].start);
   done += s->sync->margin;
   n->nruns = 0;
-  if (n->reduce) done = vxm_pass(s, n, n->dst, done, n->vectors);
   n->finish = done;
+  if (n->reduce && !reduction_waits(n)) reduce_now(s, n);
 }
 
 // Matrix unit time of x [.., M, K] times w [K, N]: one MXM of M rows per
@@ -247,16 +266,30 @@ static int64_t schedule_all(Compilation *c, RouteMode mode) {
   Scheduler s;
   scheduler_init(&s, c);
   int64_t makespan = 0;
+  VEC(DagNode *) pending = {0};  // reductions waiting for a later node's reads
+  Arena scratch = {0};
   for (int i = 0; i < c->dag->nodes.len; i++) {
     DagNode *n = c->dag->nodes.data[i];
     int64_t ready = 0;
-    for (int d = 0; d < n->ndeps; d++) ready = MAX(ready, c->dag->nodes.data[n->deps[d]]->finish);
+    for (int d = 0; d < n->ndeps; d++) {
+      const DagNode *dep = c->dag->nodes.data[n->deps[d]];
+      if (dep->reduce && last_war(dep) >= i)
+        die("schedule: n%d depends on n%d, whose reduction waits for the reads of a later node", i, dep->id);
+      ready = MAX(ready, dep->finish);
+    }
     if (n->kind == NODE_TRANSFER) {
       route_choose(n, mode);
       schedule_transfer(&s, n, ready);
+      if (n->reduce && reduction_waits(n)) VEC_PUSH(&scratch, &pending, n);
     } else {
       schedule_compute(&s, n, ready);
     }
+    for (int k = 0; k < pending.len; k++)
+      if (last_war(pending.data[k]) == i) {
+        reduce_now(&s, pending.data[k]);
+        makespan = MAX(makespan, pending.data[k]->finish);
+        pending.data[k--] = pending.data[--pending.len];
+      }
     makespan = MAX(makespan, n->finish);
     if (makespan > SCHEDULE_MAX_CYCLES) {
       diag_error(&c->diag, n->op->loc, "the schedule runs past SCHEDULE_MAX_CYCLES (2^60 cycles) here");
@@ -264,6 +297,9 @@ static int64_t schedule_all(Compilation *c, RouteMode mode) {
       break;
     }
   }
+  for (int k = 0; k < pending.len; k++)
+    if (last_war(pending.data[k]) >= c->dag->nodes.len) die("schedule: a reduction waits for a node that does not exist");
+  arena_free(&scratch);
   scheduler_free(&s);
   return makespan;
 }
