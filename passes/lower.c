@@ -16,6 +16,10 @@ static const CollectiveAlgo *const registry[] = {
     &algo_ring,
     &algo_biring,
     &algo_direct,
+    &algo_dbtree,
+    &algo_multitree,
+    &algo_tto,
+    &algo_ctree,
 };
 
 // What lowering one collective leaves: by device, the nodes after which
