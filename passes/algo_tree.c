@@ -172,7 +172,7 @@ typedef struct TreeWalk {
   int *kids;            //   ... nd each
   int64_t *offset, *bytes;  // by tree and chunk: the chunk's byte range
   int *up;              // by tree, chunk, device: the transfer of the chunk to its parent (-1: none)
-  int *first_in;        // ... the first transfer into a relay (it writes; later ones add)
+  int *last_in;         // ... the latest transfer up into it (see send_up)
   int *down;            // ... the transfer bringing the result to it
   int *deps;            // scratch, nd + 1
 } TreeWalk;
@@ -206,15 +206,21 @@ static int kids_up(const TreeWalk *w, int t, int c, int d) {
   return n;
 }
 
-// Chunk c of tree t from d up to its parent, after d's children's.
+// Chunk c of tree t from d up to its parent, after d's children's.  Into
+// a relay the first child's share is written and later ones added, each
+// after the one before.  Two additions of one chunk into a device are also
+// chained when the chunk is shorter than ISA_VXM_LATENCY vectors: the
+// scheduler may run their VADDs back to back on the vector unit, and the
+// second would read a vector before the first's result lands.
 static void send_up(TreeWalk *w, int t, int c, int d) {
   int p = parent_of(w, t, d), n = kids_up(w, t, c, d);
-  int *first = &w->first_in[at(w, t, c, p)];
-  bool into_relay = !w->in_group[p];
-  if (into_relay && *first >= 0) w->deps[n++] = *first;  // add after the first has written
-  bool reduce = !into_relay || *first >= 0;
-  int id = lower_send(w->l, d, p, w->offset[t * w->chunks + c], w->bytes[t * w->chunks + c], reduce, w->deps, n);
-  if (into_relay && *first < 0) *first = id;
+  int64_t offset = w->offset[t * w->chunks + c], bytes = w->bytes[t * w->chunks + c];
+  int *last = &w->last_in[at(w, t, c, p)];
+  bool into_relay = !w->in_group[p], short_chunk = bytes < (int64_t)ISA_VXM_LATENCY * w->l->c->topo->link.vector_bytes;
+  if ((into_relay || short_chunk) && *last >= 0) w->deps[n++] = *last;
+  bool reduce = !into_relay || *last >= 0;
+  int id = lower_send(w->l, d, p, offset, bytes, reduce, w->deps, n);
+  *last = id;
   w->up[at(w, t, c, d)] = id;
   if (step_of(w, t, p) == 0 && w->l->op->kind != OP_ALL_GATHER) lower_done(w->l, p, id);
 }
@@ -265,9 +271,9 @@ void lower_trees(Lowering *l, const TreeSet *ts, int chunks_per_tree) {
   for (int k = 0; k < nt * chunks; k++) lower_chunk(l, k, nt * chunks, &w.offset[k], &w.bytes[k]);
   size_t cells = (size_t)nt * chunks * nd;
   w.up = xmalloc(sizeof(int) * cells);
-  w.first_in = xmalloc(sizeof(int) * cells);
+  w.last_in = xmalloc(sizeof(int) * cells);
   w.down = xmalloc(sizeof(int) * cells);
-  for (size_t i = 0; i < cells; i++) w.up[i] = w.first_in[i] = w.down[i] = -1;
+  for (size_t i = 0; i < cells; i++) w.up[i] = w.last_in[i] = w.down[i] = -1;
   w.deps = xmalloc(sizeof(int) * (size_t)(nd + 1));
   if (l->op->kind != OP_ALL_GATHER) emit_phase(&w, true);
   if (l->op->kind != OP_REDUCE_SCATTER) emit_phase(&w, false);
@@ -279,7 +285,7 @@ void lower_trees(Lowering *l, const TreeSet *ts, int chunks_per_tree) {
   free(w.offset);
   free(w.bytes);
   free(w.up);
-  free(w.first_in);
+  free(w.last_in);
   free(w.down);
   free(w.deps);
 }
