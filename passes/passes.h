@@ -204,7 +204,7 @@ typedef struct TreeSet {
 // about TREE_TRANSFER_BUDGET transfers (compile time grows with them).
 #define TREE_CHUNKS_PER_LEVEL 32
 #define TREE_MIN_CHUNK_VECTORS 4
-#define TREE_TRANSFER_BUDGET (1 << 18)
+#define TREE_TRANSFER_BUDGET (1 << 17)
 
 // A set of ntrees trees over the topology's devices, every device absent.
 TreeSet *lower_trees_new(const Lowering *l, int ntrees);
