@@ -103,6 +103,19 @@ static void leftover_tree(const Frame *f, TreeSet *ts, int excluded) {
   free(queue);
 }
 
+// Whether every edge of the three trees has a working link; if not, why.
+static bool edges_work(const Topology *t, const TreeSet *ts, char *why, size_t whylen) {
+  for (int k = 0; k < ts->ntrees; k++)
+    for (int d = 0; d < ts->ndevices; d++) {
+      int p = ts->parent[(size_t)k * ts->ndevices + d];
+      if (p >= 0 && ring_link_between(t, p, d, -1) < 0) {
+        snprintf(why, whylen, "its trees need the link between device %d and device %d, which has failed", p, d);
+        return false;
+      }
+    }
+  return true;
+}
+
 // The three trees for this group, or NULL and why.
 static TreeSet *tto_trees(const Lowering *l, char *why, size_t whylen) {
   const Topology *t = l->c->topo;
@@ -120,7 +133,7 @@ static TreeSet *tto_trees(const Lowering *l, char *why, size_t whylen) {
   line_first_tree(&f, ts, 0, true);
   line_first_tree(&f, ts, 1, false);
   leftover_tree(&f, ts, excluded);
-  if (lower_trees_fit(l, ts, why, whylen)) return ts;
+  if (edges_work(t, ts, why, whylen) && lower_trees_fit(l, ts, why, whylen)) return ts;
   lower_trees_free(ts);
   return NULL;
 }
