@@ -20,6 +20,10 @@ static const CollectiveAlgo *const registry[] = {
     &algo_ring2d,
     &algo_hring,
     &algo_dragonfly3,
+    &algo_dbtree,
+    &algo_multitree,
+    &algo_tto,
+    &algo_ctree,
 };
 
 // What lowering one collective leaves: by device, the nodes after which

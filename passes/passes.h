@@ -211,6 +211,57 @@ typedef struct RingPlan {
 } RingPlan;
 void lower_ring_plan(Lowering *l, RingPlan *rp);
 
+// ---- algo_tree.c: trees, shared by the tree algorithms ----
+//
+// A set of trees over devices, each carrying 1/ntrees of the buffer:
+// ReduceScatter bottom-up (each device adds its children's partial sums and
+// sends the result to its parent), AllGather top-down (the root's result
+// broadcast), every tree's share cut into chunks that follow each other
+// down every link.  Arrays are ntrees x ndevices, tree t's row at
+// t * ndevices: parent[d] is d's parent (-1: the root, or d absent) and
+// step[d] the broadcast step in which the edge parent -> d is used (0: the
+// root, -1: absent; a child's step exceeds its parent's).  A device of a
+// tree outside the group relays: it stores and forwards (it adds nothing).
+typedef struct TreeSet {
+  int ntrees, ndevices;
+  int *parent, *step;  // malloc'd, ntrees x ndevices
+} TreeSet;
+
+// The pipeline's depth in chunks: the deepest tree's edges times this many
+// chunks, so the pipeline's fill (depth - 1 chunk times) costs at most
+// 1 / TREE_CHUNKS_PER_LEVEL of the stream (docs/notes-trees.md).  No chunk
+// is cut below TREE_MIN_CHUNK_VECTORS, and a collective is cut into at most
+// about TREE_TRANSFER_BUDGET transfers (compile time grows with them).
+#define TREE_CHUNKS_PER_LEVEL 32
+#define TREE_MIN_CHUNK_VECTORS 4
+#define TREE_TRANSFER_BUDGET (1 << 17)
+
+// A set of ntrees trees over the topology's devices, every device absent.
+TreeSet *lower_trees_new(const Lowering *l, int ntrees);
+void lower_trees_free(TreeSet *ts);
+// Sets tree t's steps to the devices' depths below root (parent filled in).
+void lower_trees_depths(TreeSet *ts, int t, int root);
+// Whether every tree holds the whole group under a root in the group (and a
+// reduce_scatter's or all_gather's tree k is rooted at the group's k-th
+// device), and one chunk per tree stays within LOWER_MAX_TRANSFERS; if
+// not, why.
+bool lower_trees_fit(const Lowering *l, const TreeSet *ts, char *why, size_t whylen);
+// Chunks per tree by the setting above.
+int lower_trees_chunks(const Lowering *l, const TreeSet *ts);
+// Emits the collective over the trees (lane = tree index).
+void lower_trees(Lowering *l, const TreeSet *ts, int chunks_per_tree);
+
+// ---- algo_multitree.c: MultiTree's greedy construction (also ctree's) ----
+// One tree per root over the links between member devices, grown step by
+// step (broadcast direction): in each step every tree in turn takes one
+// more edge from a device it held before the step to one it lacks, over a
+// link direction no tree has used in that step, until none can; then the
+// next step.  cluster (by device, or NULL): a tree takes a device of its
+// root's cluster before any other.  Returns the steps taken, or -1 if some
+// member cannot be reached.
+int lower_multitree_build(const Topology *t, const bool *member, const int *roots, int nroots,
+                          const int *cluster, TreeSet *ts);
+
 // The registry (lower.c): one line per algorithm file.
 extern const CollectiveAlgo algo_ring;    // algo_ring.c
 extern const CollectiveAlgo algo_biring;  // algo_biring.c
@@ -219,6 +270,10 @@ extern const CollectiveAlgo algo_ringbiodd;  // algo_ringbiodd.c
 extern const CollectiveAlgo algo_ring2d;     // algo_ring2d.c
 extern const CollectiveAlgo algo_hring;   // algo_hring.c
 extern const CollectiveAlgo algo_dragonfly3;  // algo_dragonfly3.c
+extern const CollectiveAlgo algo_dbtree;     // algo_dbtree.c
+extern const CollectiveAlgo algo_multitree;  // algo_multitree.c
+extern const CollectiveAlgo algo_tto;        // algo_tto.c
+extern const CollectiveAlgo algo_ctree;      // algo_ctree.c
 
 // ---- route.c ----
 // When a transfer's routes are done, in cycles after its first vector

@@ -1,0 +1,148 @@
+// algo_multitree.c: MultiTree AllReduce.  A collective algorithm for the
+// lowering pass (passes/lower.c registers it as algo_multitree); the trees
+// are lowered by the shared engine (algo_tree.c).
+//
+// Seed 003 s II-B (MultiTree, Huang et al., ISCA 2021) and seed 004 s IV-B2:
+// one tree per group device, rooted there, tree k carrying shard k of the
+// data (D/N), built greedily over the topology's links time step by time
+// step, so that no link direction serves two trees in one step.  The
+// AllGather follows the trees top-down in the order of their steps, the
+// ReduceScatter bottom-up in the reverse order; with T steps each phase
+// takes T timesteps of D/N per link (plus the pipeline of C chunks:
+// T + C - 1 of D/NC).  Tree k belongs to the group's k-th device, so a
+// reduce_scatter (the ReduceScatter alone) and an all_gather (the AllGather
+// alone) lower too.  The trees use only links between group devices; a
+// group those do not connect is refused.
+#include "passes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Grower {
+  const Topology *t;
+  const bool *member;
+  const int *roots, *cluster;
+  TreeSet *ts;
+  int *order, *count;  // by tree: its devices in the order they joined, and how many
+  bool *used;          // link direction (link * 2 + (from == a ? 0 : 1)) taken in this step
+} Grower;
+
+static int dir_index(const Topology *t, int link, int from) { return link * 2 + (t->links.data[link].a == from ? 0 : 1); }
+
+// Tree k takes one edge in step s: from the earliest-joined device that
+// joined before s, over its first free link direction to a member the tree
+// lacks (one of its root's cluster first, if clusters are given).
+static bool grow_one(Grower *g, int k, int s) {
+  int nd = g->ts->ndevices, *step = g->ts->step + (size_t)k * nd, best_u = -1, best_p = -1;
+  for (int i = 0; i < g->count[k]; i++) {
+    int u = g->order[(size_t)k * nd + i];
+    if (step[u] >= s) continue;
+    const Device *d = &g->t->devices[u];
+    for (int p = 0; p < d->nports; p++) {
+      int v = d->ports[p].peer, link = d->ports[p].link;
+      if (link < 0 || g->t->links.data[link].failed || !g->member[v] || step[v] >= 0) continue;
+      if (g->used[dir_index(g->t, link, u)]) continue;
+      bool preferred = g->cluster && g->cluster[v] == g->cluster[g->roots[k]];
+      if (best_u < 0 || preferred) {
+        best_u = u;
+        best_p = p;
+      }
+      if (preferred) goto take;
+    }
+  }
+  if (best_u < 0) return false;
+take:;
+  const Port *port = &g->t->devices[best_u].ports[best_p];
+  g->ts->parent[(size_t)k * nd + port->peer] = best_u;
+  step[port->peer] = s;
+  g->used[dir_index(g->t, port->link, best_u)] = true;
+  g->order[(size_t)k * nd + g->count[k]++] = port->peer;
+  return true;
+}
+
+// Step s: rounds in which every unfinished tree takes an edge (starting
+// with a different tree each step, for fairness) until none can.
+static bool grow_step(Grower *g, int s, int members) {
+  int n = g->ts->ntrees;
+  bool any = false;
+  memset(g->used, 0, sizeof(bool) * ((size_t)g->t->links.len * 2 + 1));
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int i = 0; i < n; i++) {
+      int k = (i + s) % n;
+      if (g->count[k] < members && grow_one(g, k, s)) grew = any = true;
+    }
+  }
+  return any;
+}
+
+int lower_multitree_build(const Topology *t, const bool *member, const int *roots, int nroots, const int *cluster,
+                          TreeSet *ts) {
+  int nd = t->ndevices, members = 0;
+  for (int d = 0; d < nd; d++) members += member[d];
+  Grower g = {.t = t, .member = member, .roots = roots, .cluster = cluster, .ts = ts};
+  g.order = xmalloc(sizeof(int) * (size_t)nroots * nd);
+  g.count = xcalloc((size_t)nroots, sizeof(int));
+  g.used = xmalloc(sizeof(bool) * ((size_t)t->links.len * 2 + 1));
+  int finished = 0;
+  for (int k = 0; k < nroots; k++) {
+    ts->step[(size_t)k * nd + roots[k]] = 0;
+    g.order[(size_t)k * nd] = roots[k];
+    g.count[k] = 1;
+    finished += members == 1;
+  }
+  int s = 0;
+  while (finished < nroots) {
+    if (!grow_step(&g, ++s, members)) {
+      s = -1;  // some member is out of reach
+      break;
+    }
+    finished = 0;
+    for (int k = 0; k < nroots; k++) finished += g.count[k] == members;
+  }
+  free(g.order);
+  free(g.count);
+  free(g.used);
+  return s;
+}
+
+// The group's trees, or NULL and why.
+static TreeSet *multitree_trees(const Lowering *l, char *why, size_t whylen) {
+  int64_t n = l->ngroup, transfers = n * (n - 1) * (l->op->kind == OP_ALLREDUCE ? 2 : 1);
+  if (transfers > LOWER_MAX_TRANSFERS) {
+    snprintf(why, whylen, "%lld trees over %lld devices take %lld transfers, more than the %d a collective may "
+             "(LOWER_MAX_TRANSFERS)", (long long)n, (long long)n, (long long)transfers, LOWER_MAX_TRANSFERS);
+    return NULL;
+  }
+  const Topology *t = l->c->topo;
+  bool *member = xcalloc((size_t)t->ndevices, sizeof(bool));
+  for (int g = 0; g < l->ngroup; g++) member[l->group[g]] = true;
+  TreeSet *ts = lower_trees_new(l, l->ngroup);
+  int steps = lower_multitree_build(t, member, l->group, l->ngroup, NULL, ts);
+  free(member);
+  if (steps < 0) {
+    snprintf(why, whylen, "it builds its trees over links between the group's devices, and those do not connect the group");
+  } else if (lower_trees_fit(l, ts, why, whylen)) {
+    return ts;
+  }
+  lower_trees_free(ts);
+  return NULL;
+}
+
+static bool multitree_applies(const Lowering *l, char *why, size_t whylen) {
+  TreeSet *ts = multitree_trees(l, why, whylen);
+  bool ok = ts != NULL;
+  lower_trees_free(ts);
+  return ok;
+}
+
+static void multitree_lower(Lowering *l) {
+  char why[256];
+  TreeSet *ts = multitree_trees(l, why, sizeof why);
+  if (!ts) die("multitree: %s", why);  // applies() said yes
+  lower_trees(l, ts, lower_trees_chunks(l, ts));
+  lower_trees_free(ts);
+}
+
+const CollectiveAlgo algo_multitree = {ALGO_MULTITREE, multitree_applies, multitree_lower};

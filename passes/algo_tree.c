@@ -1,0 +1,291 @@
+// algo_tree.c: the tree engine shared by the tree algorithms (dbtree,
+// multitree, tto, ctree).  Part of the lowering pass (passes/lower.c): an
+// algorithm builds a TreeSet and hands it to lower_trees, which emits the
+// transfers.
+//
+// Seed 003 s II-B and s V-C: each tree carries 1/ntrees of the buffer.
+// ReduceScatter traverses a tree bottom-up: a device sends its share to its
+// parent, which adds it into its own copy, once every child's share has
+// landed in it.  AllGather traverses it top-down: the root's result is
+// sent to its children, which send it on.  Each tree's share is cut into C
+// chunks that pipeline (s V-A, "overlapping of chunks"): chunk c + 1 may
+// follow chunk c down a link at once, so a phase of a tree of height H
+// takes H + C - 1 chunk times (timesteps).  The scheduler places every
+// transfer; the emission order below is only its priority: chunk c at step
+// s goes before chunk c' at step s' when c + s < c' + s' (a wavefront), the
+// whole ReduceScatter before the AllGather.
+//
+// Hazards are ordered by dependencies: a send up waits for the children's
+// reductions of that chunk into the sender, a send down for the chunk's
+// completion at the sender.  A device's chunk is overwritten by the
+// AllGather only after the root completed it, which is after every send up
+// of it in the tree, so no reduction or broadcast lands on a chunk still to
+// be read in its old form.
+//
+// A device of a tree that is not in the group (TTO's excluded corner)
+// relays: the first child's share is written into its copy (it has no data
+// of its own to add), later children's are added, and the sum is sent on;
+// in the AllGather it stores and forwards.  Relaying through its own copy,
+// rather than letting a route pass through it, keeps every edge of the
+// tree on the link the tree was built over.  A relay whose subtree holds no
+// group member is left out.
+#include "passes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+TreeSet *lower_trees_new(const Lowering *l, int ntrees) {
+  TreeSet *ts = xmalloc(sizeof *ts);
+  ts->ntrees = ntrees;
+  ts->ndevices = l->c->topo->ndevices;
+  size_t n = (size_t)ntrees * (size_t)ts->ndevices;
+  ts->parent = xmalloc(sizeof(int) * (n ? n : 1));
+  ts->step = xmalloc(sizeof(int) * (n ? n : 1));
+  for (size_t i = 0; i < n; i++) ts->parent[i] = ts->step[i] = -1;
+  return ts;
+}
+
+void lower_trees_free(TreeSet *ts) {
+  if (!ts) return;
+  free(ts->parent);
+  free(ts->step);
+  free(ts);
+}
+
+void lower_trees_depths(TreeSet *ts, int t, int root) {
+  int nd = ts->ndevices, *parent = ts->parent + (size_t)t * nd, *step = ts->step + (size_t)t * nd;
+  for (int d = 0; d < nd; d++) step[d] = -1;
+  step[root] = 0;
+  for (bool grew = true; grew;) {  // one level more each pass
+    grew = false;
+    for (int d = 0; d < nd; d++)
+      if (step[d] < 0 && parent[d] >= 0 && step[parent[d]] >= 0) {
+        step[d] = step[parent[d]] + 1;
+        grew = true;
+      }
+  }
+}
+
+static int tree_root(const TreeSet *ts, int t) {
+  for (int d = 0; d < ts->ndevices; d++)
+    if (ts->step[(size_t)t * ts->ndevices + d] == 0) return d;
+  return -1;
+}
+
+static bool *group_mask(const Lowering *l) {
+  bool *in = xcalloc((size_t)l->c->topo->ndevices, sizeof(bool));
+  for (int g = 0; g < l->ngroup; g++) in[l->group[g]] = true;
+  return in;
+}
+
+// carries[d] for tree t: d's subtree holds a group member, so its edge up
+// carries data.  Deepest steps first, each device marking its parent.
+static void mark_carriers(const TreeSet *ts, int t, const bool *in_group, bool *carries) {
+  const int *parent = ts->parent + (size_t)t * ts->ndevices, *step = ts->step + (size_t)t * ts->ndevices;
+  int deepest = 0;
+  for (int d = 0; d < ts->ndevices; d++) {
+    carries[d] = step[d] >= 0 && in_group[d];
+    deepest = MAX(deepest, step[d]);
+  }
+  for (int s = deepest; s >= 1; s--)
+    for (int d = 0; d < ts->ndevices; d++)
+      if (step[d] == s && carries[d]) carries[parent[d]] = true;
+}
+
+// Edges that carry data, over every tree.
+static int64_t carrying_edges(const Lowering *l, const TreeSet *ts) {
+  bool *in_group = group_mask(l), *carries = xmalloc(sizeof(bool) * (size_t)ts->ndevices);
+  int64_t edges = 0;
+  for (int t = 0; t < ts->ntrees; t++) {
+    mark_carriers(ts, t, in_group, carries);
+    for (int d = 0; d < ts->ndevices; d++) edges += carries[d] && ts->parent[(size_t)t * ts->ndevices + d] >= 0;
+  }
+  free(in_group);
+  free(carries);
+  return edges;
+}
+
+static int phases(const Lowering *l) { return l->op->kind == OP_ALLREDUCE ? 2 : 1; }
+
+// Whether tree t's root and members suit the collective; if not, why.
+static bool tree_fits(const Lowering *l, const TreeSet *ts, int t, char *why, size_t whylen) {
+  int root = tree_root(ts, t);
+  const int *step = ts->step + (size_t)t * ts->ndevices;
+  bool *in_group = group_mask(l);
+  bool ok = root >= 0 && in_group[root];
+  if (!ok) snprintf(why, whylen, "its tree %d has no root in the group", t);
+  free(in_group);
+  if (ok && l->op->kind != OP_ALLREDUCE && (ts->ntrees != l->ngroup || root != l->group[t])) {
+    snprintf(why, whylen, "a %s needs tree k rooted at the group's k-th device, and tree %d is rooted at device %d",
+             ir_op_info[l->op->kind].name, t, root);
+    return false;
+  }
+  for (int g = 0; g < l->ngroup && ok; g++)
+    if (step[l->group[g]] < 0) {
+      snprintf(why, whylen, "its tree %d does not reach device %d of the group", t, l->group[g]);
+      ok = false;
+    }
+  return ok;
+}
+
+bool lower_trees_fit(const Lowering *l, const TreeSet *ts, char *why, size_t whylen) {
+  for (int t = 0; t < ts->ntrees; t++)
+    if (!tree_fits(l, ts, t, why, whylen)) return false;
+  int64_t transfers = carrying_edges(l, ts) * phases(l);
+  if (transfers <= LOWER_MAX_TRANSFERS) return true;
+  snprintf(why, whylen, "its %d trees take %lld transfers even uncut, more than the %d a collective may (LOWER_MAX_TRANSFERS)",
+           ts->ntrees, (long long)transfers, LOWER_MAX_TRANSFERS);
+  return false;
+}
+
+static int deepest_step(const TreeSet *ts) {
+  int deepest = 0;
+  for (size_t i = 0; i < (size_t)ts->ntrees * ts->ndevices; i++) deepest = MAX(deepest, ts->step[i]);
+  return deepest;
+}
+
+// C = TREE_CHUNKS_PER_LEVEL x (H - 1) for trees H steps deep: a phase then
+// takes (H + C - 1) chunk times, within 1/TREE_CHUNKS_PER_LEVEL of the C
+// a stream of the share takes alone.  No chunk below TREE_MIN_CHUNK_VECTORS;
+// no more than TREE_TRANSFER_BUDGET transfers in all.
+int lower_trees_chunks(const Lowering *l, const TreeSet *ts) {
+  int64_t offset, bytes, vb = l->c->topo->link.vector_bytes;
+  lower_chunk(l, 0, ts->ntrees, &offset, &bytes);
+  int64_t share_vectors = (bytes + vb - 1) / vb;
+  int64_t per_chunk = MAX(1, carrying_edges(l, ts) * phases(l));
+  int64_t chunks = (int64_t)TREE_CHUNKS_PER_LEVEL * MAX(1, deepest_step(ts) - 1);
+  chunks = MIN(chunks, share_vectors / TREE_MIN_CHUNK_VECTORS);
+  chunks = MIN(chunks, TREE_TRANSFER_BUDGET / per_chunk);
+  return (int)MAX(1, chunks);
+}
+
+// ---- emission ----
+
+typedef struct TreeWalk {
+  Lowering *l;
+  const TreeSet *ts;
+  int nd, chunks, steps;
+  bool *in_group;       // by device
+  bool *carries;        // by tree and device (mark_carriers)
+  int *kid_start;       // by tree: CSR of the carrying children, nd + 1 each
+  int *kids;            //   ... nd each
+  int64_t *offset, *bytes;  // by tree and chunk: the chunk's byte range
+  int *up;              // by tree, chunk, device: the transfer of the chunk to its parent (-1: none)
+  int *last_in;         // ... the latest transfer up into it (see send_up)
+  int *down;            // ... the transfer bringing the result to it
+  int *deps;            // scratch, nd + 1
+} TreeWalk;
+
+static size_t at(const TreeWalk *w, int t, int c, int d) { return ((size_t)t * w->chunks + c) * w->nd + d; }
+static int parent_of(const TreeWalk *w, int t, int d) { return w->ts->parent[(size_t)t * w->nd + d]; }
+static int step_of(const TreeWalk *w, int t, int d) { return w->ts->step[(size_t)t * w->nd + d]; }
+
+static void build_kids(TreeWalk *w) {
+  int nd = w->nd;
+  for (int t = 0; t < w->ts->ntrees; t++) {
+    int *start = w->kid_start + (size_t)t * (nd + 1), *list = w->kids + (size_t)t * nd;
+    const bool *carries = w->carries + (size_t)t * nd;
+    memset(start, 0, sizeof(int) * (size_t)(nd + 1));
+    for (int d = 0; d < nd; d++)
+      if (carries[d] && parent_of(w, t, d) >= 0) start[parent_of(w, t, d) + 1]++;
+    for (int d = 0; d < nd; d++) start[d + 1] += start[d];
+    int *fill = xmalloc(sizeof(int) * (size_t)nd);
+    memcpy(fill, start, sizeof(int) * (size_t)nd);
+    for (int d = 0; d < nd; d++)
+      if (carries[d] && parent_of(w, t, d) >= 0) list[fill[parent_of(w, t, d)]++] = d;
+    free(fill);
+  }
+}
+
+// Into w->deps: the children's sends up of chunk c into d; returns how many.
+static int kids_up(const TreeWalk *w, int t, int c, int d) {
+  const int *start = w->kid_start + (size_t)t * (w->nd + 1), *list = w->kids + (size_t)t * w->nd;
+  int n = 0;
+  for (int k = start[d]; k < start[d + 1]; k++) w->deps[n++] = w->up[at(w, t, c, list[k])];
+  return n;
+}
+
+// Chunk c of tree t from d up to its parent, after d's children's.  Into
+// a relay the first child's share is written and later ones added, each
+// after the one before.  Two additions of one chunk into a device are also
+// chained when the chunk is shorter than ISA_VXM_LATENCY vectors: the
+// scheduler may run their VADDs back to back on the vector unit, and the
+// second would read a vector before the first's result lands.
+static void send_up(TreeWalk *w, int t, int c, int d) {
+  int p = parent_of(w, t, d), n = kids_up(w, t, c, d);
+  int64_t offset = w->offset[t * w->chunks + c], bytes = w->bytes[t * w->chunks + c];
+  int *last = &w->last_in[at(w, t, c, p)];
+  bool into_relay = !w->in_group[p], short_chunk = bytes < (int64_t)ISA_VXM_LATENCY * w->l->c->topo->link.vector_bytes;
+  if ((into_relay || short_chunk) && *last >= 0) w->deps[n++] = *last;
+  bool reduce = !into_relay || *last >= 0;
+  int id = lower_send(w->l, d, p, offset, bytes, reduce, w->deps, n);
+  *last = id;
+  w->up[at(w, t, c, d)] = id;
+  if (step_of(w, t, p) == 0 && w->l->op->kind != OP_ALL_GATHER) lower_done(w->l, p, id);
+}
+
+// Chunk c of tree t's result from d's parent to d, after it is complete there.
+static void send_down(TreeWalk *w, int t, int c, int d) {
+  int p = parent_of(w, t, d), n = 0;
+  if (step_of(w, t, p) != 0)
+    w->deps[n++] = w->down[at(w, t, c, p)];
+  else if (w->l->op->kind == OP_ALLREDUCE)
+    n = kids_up(w, t, c, p);
+  int id = lower_send(w->l, p, d, w->offset[t * w->chunks + c], w->bytes[t * w->chunks + c], false, w->deps, n);
+  w->down[at(w, t, c, d)] = id;
+  if (w->in_group[d]) lower_done(w->l, d, id);
+}
+
+// Every carrying edge of every tree, chunk by chunk, in wavefront order:
+// key = c + (steps - step) going up, c + step - 1 going down.
+static void emit_phase(TreeWalk *w, bool up) {
+  for (int key = 0; key < w->chunks + w->steps - 1; key++)
+    for (int t = 0; t < w->ts->ntrees; t++) {
+      w->l->lane = t;
+      const bool *carries = w->carries + (size_t)t * w->nd;
+      for (int d = 0; d < w->nd; d++) {
+        int s = step_of(w, t, d);
+        if (s <= 0 || !carries[d]) continue;
+        int c = up ? key - (w->steps - s) : key - (s - 1);
+        if (c < 0 || c >= w->chunks || !w->bytes[t * w->chunks + c]) continue;
+        if (up)
+          send_up(w, t, c, d);
+        else
+          send_down(w, t, c, d);
+      }
+    }
+}
+
+void lower_trees(Lowering *l, const TreeSet *ts, int chunks_per_tree) {
+  int nd = ts->ndevices, nt = ts->ntrees, chunks = chunks_per_tree;
+  TreeWalk w = {.l = l, .ts = ts, .nd = nd, .chunks = chunks, .steps = deepest_step(ts)};
+  w.in_group = group_mask(l);
+  w.carries = xmalloc(sizeof(bool) * (size_t)nt * nd);
+  for (int t = 0; t < nt; t++) mark_carriers(ts, t, w.in_group, w.carries + (size_t)t * nd);
+  w.kid_start = xmalloc(sizeof(int) * (size_t)nt * (nd + 1));
+  w.kids = xmalloc(sizeof(int) * (size_t)nt * nd);
+  build_kids(&w);
+  w.offset = xmalloc(sizeof(int64_t) * (size_t)nt * chunks);
+  w.bytes = xmalloc(sizeof(int64_t) * (size_t)nt * chunks);
+  for (int k = 0; k < nt * chunks; k++) lower_chunk(l, k, nt * chunks, &w.offset[k], &w.bytes[k]);
+  size_t cells = (size_t)nt * chunks * nd;
+  w.up = xmalloc(sizeof(int) * cells);
+  w.last_in = xmalloc(sizeof(int) * cells);
+  w.down = xmalloc(sizeof(int) * cells);
+  for (size_t i = 0; i < cells; i++) w.up[i] = w.last_in[i] = w.down[i] = -1;
+  w.deps = xmalloc(sizeof(int) * (size_t)(nd + 1));
+  if (l->op->kind != OP_ALL_GATHER) emit_phase(&w, true);
+  if (l->op->kind != OP_REDUCE_SCATTER) emit_phase(&w, false);
+  l->lane = 0;
+  free(w.in_group);
+  free(w.carries);
+  free(w.kid_start);
+  free(w.kids);
+  free(w.offset);
+  free(w.bytes);
+  free(w.up);
+  free(w.last_in);
+  free(w.down);
+  free(w.deps);
+}
