@@ -208,16 +208,14 @@ static int kids_up(const TreeWalk *w, int t, int c, int d) {
 
 // Chunk c of tree t from d up to its parent, after d's children's.  Into
 // a relay the first child's share is written and later ones added, each
-// after the one before.  Two additions of one chunk into a device are also
-// chained when the chunk is shorter than ISA_VXM_LATENCY vectors: the
-// scheduler may run their VADDs back to back on the vector unit, and the
-// second would read a vector before the first's result lands.
+// after the one before.  (Two additions into one group device need no
+// order: the scheduler holds the vector unit until each one's sums land.)
 static void send_up(TreeWalk *w, int t, int c, int d) {
   int p = parent_of(w, t, d), n = kids_up(w, t, c, d);
   int64_t offset = w->offset[t * w->chunks + c], bytes = w->bytes[t * w->chunks + c];
   int *last = &w->last_in[at(w, t, c, p)];
-  bool into_relay = !w->in_group[p], short_chunk = bytes < (int64_t)ISA_VXM_LATENCY * w->l->c->topo->link.vector_bytes;
-  if ((into_relay || short_chunk) && *last >= 0) w->deps[n++] = *last;
+  bool into_relay = !w->in_group[p];
+  if (into_relay && *last >= 0) w->deps[n++] = *last;
   bool reduce = !into_relay || *last >= 0;
   int id = lower_send(w->l, d, p, offset, bytes, reduce, w->deps, n);
   *last = id;

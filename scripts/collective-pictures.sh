@@ -9,9 +9,9 @@
 #   scripts/collective-pictures.sh [ALGO ...]   (default: every algorithm)
 #
 # The topology: examples/mesh4x4.yaml, but mesh3x3 for ringbiodd (an odd
-# mesh), fc4 for direct (fully connected) and node8 for the dragonfly
-# algorithms (hring, ctree, dragonfly3); tto's group leaves out the corner
-# device 12 (x = 0, y = 3).  Graphviz is
+# mesh), fc4 for direct (fully connected) and the two-rack dragonfly of
+# test/lit/Inputs/hier/df3-small.yaml for dragonfly3; tto's group leaves
+# out the corner device 12 (x = 0, y = 3).  Graphviz is
 # no build dependency: this script installs it (scripts/install-deps.sh)
 # when neato is missing.
 set -euo pipefail
@@ -26,18 +26,19 @@ algos=("$@")
 (( ${#algos[@]} )) || algos=(ring biring direct ringbiodd ring2d dbtree multitree tto hring ctree dragonfly3 auto)
 
 for algo in "${algos[@]}"; do
-  topo=mesh4x4 place=each engine="neato -n"
+  topo=examples/mesh4x4.yaml place=each engine="neato -n"
   case $algo in
-  ringbiodd) topo=mesh3x3 ;;
-  direct) topo=fc4 ;;
-  hring | ctree | dragonfly3) topo=node8 engine=fdp ;;
+  ringbiodd) topo=examples/mesh3x3.yaml ;;
+  direct) topo=examples/fc4.yaml ;;
+  dragonfly3) topo=test/lit/Inputs/hier/df3-small.yaml engine=fdp ;;
   tto) place="each except device(12)" ;;
   esac
   printf 'graph pic {\n  input g : f32[4096] @ %s;\n  s = allreduce(g, op=sum);\n  output s;\n}\n' "$place" > "$work/pic.tg"
-  if ! bin/tspc "$work/pic.tg" -t "examples/$topo.yaml" --algo="$algo" -o "$work/out" --emit=dot 2> "$work/err"; then
-    echo "skipped $algo on $topo: $(grep -m1 'error:' "$work/err" | sed 's/.*error: //')"
+  name=$(basename "$topo" .yaml)
+  if ! bin/tspc "$work/pic.tg" -t "$topo" --algo="$algo" -o "$work/out" --emit=dot 2> "$work/err"; then
+    echo "skipped $algo on $name: $(grep -m1 'error:' "$work/err" | sed 's/.*error: //')"
     continue
   fi
-  $engine -Tsvg "$work/out/coll-s.dot" > "docs/img/coll-$algo-$topo.svg"
-  echo "docs/img/coll-$algo-$topo.svg"
+  $engine -Tsvg "$work/out/coll-s.dot" > "docs/img/coll-$algo-$name.svg"
+  echo "docs/img/coll-$algo-$name.svg"
 done
