@@ -284,8 +284,14 @@ static void df3_lower_small(Df3 *d, int64_t bytes) {
   int tpn = d->tpn, m = d->m, ndev = d->t->ndevices;
   int *into = xmalloc(sizeof(int) * (size_t)m * (size_t)tpn * (size_t)tpn);
   for (int i = 0; i < m; i++) small_stage_a(d, i, into + (size_t)i * tpn * tpn, bytes);
-  // Stage B: by destination device, the transfers into it and out of it.
+  // Stage B: by device, the transfers into it, and every transfer out of it
+  // (stage A's included: a stage B reduction must not land before any of
+  // them has read the copy).
   IntList *in = xcalloc((size_t)ndev, sizeof(IntList)), *out = xcalloc((size_t)ndev, sizeof(IntList));
+  for (int i = 0; i < m; i++)
+    for (int b = 0; b < tpn; b++)
+      for (int a = 0; a < tpn; a++)
+        if (a != b) VEC_PUSH(&d->l->c->arena, &out[d->node[i] * tpn + a], into[((size_t)i * tpn + b) * tpn + a]);
   // Each cable carries T vectors: the T-1 that go on a local hop leave
   // first, the one for the TSP it lands on (no further hop) last.
   for (int r = 0; r < tpn; r++)

@@ -91,8 +91,11 @@ static void chunk_range(const Hier *h, int first, int count, int64_t *offset, in
 }
 
 // Sends chunks [first, first + count) from src to dst after every write
-// into them at src (and, for an overwrite, at dst: its copy is replaced);
-// records the transfer as their last write at dst.  Empty ranges send nothing.
+// into them at src and at dst (an overwrite replaces dst's copy; a
+// reduction adds to it, and the next send of those chunks from dst must
+// carry both this and dst's earlier additions, so this one waits for them
+// and becomes the chunks' last write); records the transfer as their last
+// write at dst.  Empty ranges send nothing.
 static void send_range(Hier *h, int src, int dst, int first, int count, bool reduce) {
   int64_t offset, bytes;
   chunk_range(h, first, count, &offset, &bytes);
@@ -100,7 +103,7 @@ static void send_range(Hier *h, int src, int dst, int first, int count, bool red
   int n = 0;
   for (int c = first; c < first + count; c++) {
     h->deps[n++] = h->last[src * h->nchunks + c];
-    if (!reduce) h->deps[n++] = h->last[dst * h->nchunks + c];
+    h->deps[n++] = h->last[dst * h->nchunks + c];
   }
   int id = lower_send(h->l, src, dst, offset, bytes, reduce, h->deps, n);
   for (int c = first; c < first + count; c++) h->last[dst * h->nchunks + c] = id;

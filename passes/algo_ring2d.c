@@ -33,6 +33,11 @@ static bool ring2d_applies(const Lowering *l, char *why, size_t whylen) {
     snprintf(why, whylen, "it needs a two-dimensional mesh or torus");
     return false;
   }
+  if (t->dims[0] < 2 || t->dims[1] < 2) {
+    snprintf(why, whylen, "it needs at least 2 devices along both axes (this %s is %d x %d: use ring)",
+             ir_family_names[t->family], t->dims[0], t->dims[1]);
+    return false;
+  }
   if (l->ngroup != t->ndevices) {
     snprintf(why, whylen, "it needs every device of the %s in the group, and the group has %d of %d",
              ir_family_names[t->family], l->ngroup, t->ndevices);

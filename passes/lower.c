@@ -10,6 +10,7 @@
 // defining a CollectiveAlgo and one line in `registry`.
 #include "passes.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const CollectiveAlgo *const registry[] = {
@@ -289,7 +290,12 @@ static bool lower_dag(Compilation *c, const Dag *old, Dag **out) {
 
 // The schedule makespan with c->algos as they stand, or -1 when some pass
 // refuses the trial.
+// c->algos is restored afterwards: lowering writes each collective's
+// algorithm there, the undecided ones' too.
 static int64_t trial_makespan(Compilation *c, const Dag *old) {
+  int nops = c->graph->ops.len;
+  AlgoKind *before = xmalloc(sizeof(AlgoKind) * (size_t)(nops + 1));
+  memcpy(before, c->algos, sizeof(AlgoKind) * (size_t)nops);
   ArenaMark mark = arena_mark(&c->arena);
   Dag *dag;
   int64_t makespan = -1;
@@ -299,6 +305,8 @@ static int64_t trial_makespan(Compilation *c, const Dag *old) {
   }
   c->dag = (Dag *)old;
   arena_release(&c->arena, mark);
+  memcpy(c->algos, before, sizeof(AlgoKind) * (size_t)nops);
+  free(before);
   return makespan;
 }
 
