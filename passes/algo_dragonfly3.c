@@ -8,7 +8,7 @@
 // network within each node to complete the hierarchical all-reduce."
 //
 // The group is M whole nodes of T TSPs.  The buffer is cut into K pipeline
-// parts (DF3_PIPELINE_PARTS), each into M node shards, each into T pieces:
+// parts (DF3_PIPELINE_PARTS, fewer past DF3_TRANSFER_BUDGET), each into M node shards, each into T pieces:
 // piece (j, t) of a part belongs to TSP t of the group's node j, its owner.
 // Ownership follows the wiring (ir/topology_build.c): in node i, piece
 // (j, t) of another node j is collected on the TSP of node i that holds a
@@ -46,12 +46,26 @@
 // one part overlaps stages 1 and 3 of others; rack72, 64 MiB: measured in
 // docs/notes-hier.md).
 #define DF3_PIPELINE_PARTS 16
+// Parts are fewer when a part's transfers (stages 1 and 3: 2 M^2 T (T-1);
+// stage 2: 2 M (M-1) T) would take the collective past this many: the list
+// scheduler's time grows faster than linearly in them.  rack72 keeps 16
+// parts (11,664 transfers a part); system264 (157,872 a part) takes 1.
+#define DF3_TRANSFER_BUDGET (1 << 18)
+
+// Transfers of one part for M nodes of T TSPs.
+static int64_t part_transfers(int64_t m, int64_t tpn) { return 2 * m * m * tpn * (tpn - 1) + 2 * m * (m - 1) * tpn; }
+
+// The pipeline's parts for M nodes of T TSPs.
+static int pipeline_parts(int64_t m, int64_t tpn) {
+  return (int)MAX(1, MIN(DF3_PIPELINE_PARTS, DF3_TRANSFER_BUDGET / MAX(1, part_transfers(m, tpn))));
+}
 
 typedef struct Df3 {
   Lowering *l;
   const Topology *t;
   int tpn;          // T: TSPs a node
   int m;            // M: nodes in the group
+  int parts;        // pipeline parts (pipeline_parts)
   int *node;        // group node index -> the topology's node number
   int *collector;   // [(i * M + j) * T + t]: the device collecting piece (j, t) in node i
   // Per part, by piece index (i * M + j) * T + t unless said otherwise:
@@ -105,7 +119,7 @@ static bool df3_applies(const Lowering *l, char *why, size_t whylen) {
   if (!whole_nodes(l, t->df.tsps_per_node, why, whylen)) return false;
   int64_t tpn = t->df.tsps_per_node, m = l->ngroup / tpn;
   // Per part: stage 1 and 3 (T-1) T M each, stage 2 2 M (M-1) T.
-  int64_t transfers = DF3_PIPELINE_PARTS * (2 * (tpn - 1) * tpn * m + 2 * m * (m - 1) * tpn);
+  int64_t transfers = pipeline_parts(m, tpn) * part_transfers(m, tpn);
   if (transfers > LOWER_MAX_TRANSFERS) {
     snprintf(why, whylen, "it takes %lld transfers, more than LOWER_MAX_TRANSFERS (%d)", (long long)transfers,
              LOWER_MAX_TRANSFERS);
@@ -143,7 +157,7 @@ static int owner(const Df3 *d, int j, int t) { return d->node[j] * d->tpn + t; }
 
 // The bytes of piece (j, t) of part p.
 static void piece_bytes(const Df3 *d, int p, int j, int t, int64_t *offset, int64_t *bytes) {
-  lower_chunk(d->l, (p * d->m + j) * d->tpn + t, DF3_PIPELINE_PARTS * d->m * d->tpn, offset, bytes);
+  lower_chunk(d->l, (p * d->m + j) * d->tpn + t, d->parts * d->m * d->tpn, offset, bytes);
 }
 
 // Stage 1 of part p: every TSP of node i sends piece (j, t) to its collector.
@@ -332,16 +346,17 @@ static void df3_lower(Lowering *l) {
   d.node = xmalloc(sizeof(int) * (size_t)d.m);
   for (int i = 0; i < d.m; i++) d.node[i] = df3_node_of(&d, l->group[i * d.tpn]);
   d.collector = xmalloc(sizeof(int) * (size_t)pieces);
-  d.gathered_all = xmalloc(sizeof(int) * DF3_PIPELINE_PARTS * (size_t)pieces * (size_t)d.tpn);
-  d.reduced_all = xmalloc(sizeof(int) * DF3_PIPELINE_PARTS * (size_t)pieces);
-  d.returned_all = xmalloc(sizeof(int) * DF3_PIPELINE_PARTS * (size_t)pieces);
+  d.parts = pipeline_parts(d.m, d.tpn);
+  d.gathered_all = xmalloc(sizeof(int) * (size_t)d.parts * (size_t)pieces * (size_t)d.tpn);
+  d.reduced_all = xmalloc(sizeof(int) * (size_t)d.parts * (size_t)pieces);
+  d.returned_all = xmalloc(sizeof(int) * (size_t)d.parts * (size_t)pieces);
   d.deps = xmalloc(sizeof(int) * (size_t)(d.tpn + d.m + 1));
   choose_collectors(&d);
   // The wavefront: in step w, stage 1 of part w, stage 2 of part w-1 and
   // stage 3 of part w-2.
-  for (int w = 0; w < DF3_PIPELINE_PARTS + 2; w++) {
-    if (w < DF3_PIPELINE_PARTS) select_part(&d, w), stage1(&d, w);
-    if (w >= 1 && w - 1 < DF3_PIPELINE_PARTS) select_part(&d, w - 1), stage2_reduce(&d, w - 1), stage2_return(&d, w - 1);
+  for (int w = 0; w < d.parts + 2; w++) {
+    if (w < d.parts) select_part(&d, w), stage1(&d, w);
+    if (w >= 1 && w - 1 < d.parts) select_part(&d, w - 1), stage2_reduce(&d, w - 1), stage2_return(&d, w - 1);
     if (w >= 2) select_part(&d, w - 2), stage3(&d, w - 2);
   }
   free(d.node);
