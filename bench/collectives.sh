@@ -27,10 +27,12 @@
 #             mesh8x8 mesh9x9 torus4x4 node8 rack72 system264   (env TOPOS)
 #   --sizes   bytes a device, with KiB/MiB/GiB: default 1KiB 64KiB 1MiB 16MiB
 #             64MiB 256MiB                                  (env SIZES)
-#   env COMPILE_TIMEOUT: seconds one compile may take (default 300); a
-#             compile past it is a `timeout` row.  Every default compile
-#             takes seconds at most on one core (system264 at 256 MiB: ~3 s,
-#             0.4 GiB); drop 256MiB from --sizes if an algorithm is slower.
+#   env COMPILE_TIMEOUT: seconds one compile may take (default 900); a
+#             compile past it is a `timeout` row.  Most compiles take
+#             seconds; the slowest are auto on system264 (it compiles every
+#             candidate: about 90 s at 64 MiB, a few minutes at 256 MiB).
+#             The whole default table takes about 45 minutes on this
+#             2-core machine.
 #
 # The lead's run of the defaults is bench/results/collectives.txt.
 set -euo pipefail
@@ -39,7 +41,7 @@ cd "$(dirname "$0")/.."
 algos=${ALGOS:-"ring biring direct ringbiodd ring2d dbtree multitree tto hring ctree dragonfly3 auto"}
 topos=${TOPOS:-"mesh4x4 mesh5x5 mesh8x8 mesh9x9 torus4x4 node8 rack72 system264"}
 sizes=${SIZES:-"1KiB 64KiB 1MiB 16MiB 64MiB 256MiB"}
-timeout_s=${COMPILE_TIMEOUT:-300}
+timeout_s=${COMPILE_TIMEOUT:-900}
 while (( $# )); do
   case $1 in
   --quick) algos="ring biring direct auto"; topos="mesh4x4 node8"; sizes="1KiB 1MiB" ;;

@@ -49,7 +49,7 @@
 // Parts are fewer when a part's transfers (stages 1 and 3: 2 M^2 T (T-1);
 // stage 2: 2 M (M-1) T) would take the collective past this many: the list
 // scheduler's time grows faster than linearly in them.  rack72 keeps 16
-// parts (11,664 transfers a part); system264 (157,872 a part) takes 1.
+// parts (10,224 transfers a part); system264 (138,864 a part) takes 1.
 #define DF3_TRANSFER_BUDGET (1 << 18)
 
 // Transfers of one part for M nodes of T TSPs.
