@@ -70,8 +70,6 @@ typedef struct CollectiveReport {
   int timesteps;          // the longest chain of the op's transfers
 } CollectiveReport;
 
-// Whether op is an allreduce, reduce_scatter or all_gather.
-bool be_is_collective(const Op *op);
 // By node id (malloc'd): each transfer's timestep, its depth in its op's
 // DAG of transfers (1 ..: one more than the deepest transfer of the same op
 // it waits for, directly or through a stage node); 0 for other nodes.

@@ -101,7 +101,7 @@ static void write_schedule(const ManifestInfo *m, FILE *out) {
     fprintf(out, "    - {result: ");
     str_print_yaml(out, op->result->name);
     fprintf(out, ", op: %s, line: %d", ir_op_info[op->kind].name, op->loc.line);
-    if (op->kind == OP_ALLREDUCE || op->kind == OP_REDUCE_SCATTER || op->kind == OP_ALL_GATHER)
+    if (ir_op_is_collective(op->kind))
       fprintf(out, ", algo: %s", ir_algo_names[m->algos ? m->algos[op->id] : op->algo]);
     fprintf(out, ", transfers: %d, vectors: %lld, routes: {minimal: %d, nonminimal: %d}, cycles: [%lld, %lld]}\n",
             mv->transfers, (long long)mv->vectors, mv->minimal, mv->spread, (long long)mv->first,

@@ -48,7 +48,7 @@ static bool write_pictures(OutDir *od, const ManifestInfo *m, Diag *d) {
   bool ok = true;
   for (int i = 0; i < m->graph->ops.len && ok; i++) {
     const Op *op = m->graph->ops.data[i];
-    if (!be_is_collective(op)) continue;
+    if (!ir_op_is_collective(op->kind)) continue;
     Buf name = {0};
     buf_printf(&name, "coll-%s.dot", op->result->name);
     FILE *fp = outdir_create_file(od, name.data, d, m->tool);

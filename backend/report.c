@@ -43,10 +43,6 @@ int *be_transfer_timesteps(const Dag *d) {
   return step;
 }
 
-bool be_is_collective(const Op *op) {
-  return op->kind == OP_ALLREDUCE || op->kind == OP_REDUCE_SCATTER || op->kind == OP_ALL_GATHER;
-}
-
 // ---- links ----
 
 // Bytes one direction of a link carries a cycle: a vector's payload over
@@ -295,7 +291,7 @@ int be_collective_reports(const Topology *t, const Dag *d, const SyncPlan *s, co
   int n = 0;
   for (int i = 0; i < d->graph->ops.len; i++) {
     const Op *op = d->graph->ops.data[i];
-    if (!be_is_collective(op)) continue;
+    if (!ir_op_is_collective(op->kind)) continue;
     CollectiveReport *r = &out[n++];
     *r = (CollectiveReport){.op = op, .algo = algos ? algos[op->id] : op->algo};
     report_one(r, t, d, s, step);

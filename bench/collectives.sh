@@ -7,8 +7,7 @@
 # the figures of tspc's collective line (docs/collectives.md, "Measuring a
 # collective"): cycles, bus bandwidth (nccl-tests), efficiency against the
 # lower bound, which bound binds, link utilisation.  An algorithm that does
-# not apply, or is not implemented yet, is a `refused:` row with the first
-# words of tspc's reason.
+# not apply is a `refused:` row with the first words of tspc's reason.
 #
 # tto needs the group without one corner: on an n x m mesh its model is
 # `@ each except device(n(m-1))` (x = 0, y = m-1); elsewhere it gets the
@@ -95,11 +94,10 @@ field() {  # KEY LINE -> the value of KEY=VALUE in LINE
   sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<< "$2"
 }
 
-# tspc's reason for an error, shortened: "not implemented yet", or what
-# follows "cannot lower this allreduce: ", its first eight words.
+# tspc's reason for an error, shortened: what follows "cannot lower this
+# allreduce: ", its first eight words.
 reason() {  # ERROR-LINE
   local msg=${1#*error: }
-  if [[ $msg == *"is not implemented yet"* ]]; then echo "refused: not implemented yet"; return; fi
   if [[ $msg == *"cannot lower this"* ]]; then
     echo "refused: $(cut -d' ' -f1-8 <<< "${msg#*cannot lower this *: }")"
     return

@@ -607,10 +607,6 @@ static ShapeRule *const shape_rules[OP_COUNT] = {
     [OP_TRANSPOSE] = shape_transpose,
 };
 
-static bool is_collective(OpKind k) {
-  return k == OP_ALLREDUCE || k == OP_REDUCE_SCATTER || k == OP_ALL_GATHER;
-}
-
 // copy: the annotation is the destination.  The copies of an @ each tensor
 // cannot be gathered or rearranged by a copy: that is a collective's work.
 static bool place_copy(Checker *c, const Call *call, const Placement *given, Placement *out) {
@@ -659,7 +655,7 @@ static bool place_result(Checker *c, const Call *call, const Placement *given, P
     }
   }
   if (first < 0) {  // every operand is auto: the annotation, if any, decides
-    *out = s->place.given && !is_collective(call->kind) ? *given : call->args[0]->place;
+    *out = s->place.given && !ir_op_is_collective(call->kind) ? *given : call->args[0]->place;
     return true;
   }
   *out = call->args[first]->place;

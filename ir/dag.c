@@ -50,7 +50,7 @@ static void dump_op(const Op *op, FILE *out) {
   fprintf(out, " -> %s", op->result->name);
   if (op->kind == OP_ALLREDUCE || op->kind == OP_REDUCE_SCATTER)
     fprintf(out, ", op=%s", op->reduce == REDUCE_SUM ? "sum" : "max");
-  if (op->kind == OP_ALLREDUCE || op->kind == OP_REDUCE_SCATTER || op->kind == OP_ALL_GATHER)
+  if (ir_op_is_collective(op->kind))
     fprintf(out, ", algo=%s", ir_algo_names[op->algo]);
   fputc(')', out);
 }

@@ -46,6 +46,8 @@ bool ir_dtype_lookup(const char *name, DType *out) {
   return false;
 }
 
+bool ir_op_is_collective(OpKind k) { return k == OP_ALLREDUCE || k == OP_REDUCE_SCATTER || k == OP_ALL_GATHER; }
+
 bool ir_op_lookup(const char *name, OpKind *out) {
   for (int i = 0; i < OP_COUNT; i++)
     if (!strcmp(name, ir_op_info[i].name)) {

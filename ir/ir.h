@@ -160,6 +160,8 @@ extern const int ir_dtype_bytes[DT_COUNT];
 
 bool ir_dtype_lookup(const char *name, DType *out);
 bool ir_op_lookup(const char *name, OpKind *out);
+// allreduce, reduce_scatter, all_gather: the ops lowered by an algorithm.
+bool ir_op_is_collective(OpKind k);
 bool ir_algo_lookup(const char *name, AlgoKind *out);
 int64_t ir_shape_elems(const Shape *s);
 // Whether a shape of elem_bytes elements fits in limit bytes (no overflow).

@@ -110,18 +110,9 @@ static bool ctree_applies(const Lowering *l, char *why, size_t whylen) {
              "allreduce only", CTREE_ROOTS_PER_CLUSTER);
     return false;
   }
-  TreeSet *ts = ctree_trees(l, why, whylen);
-  bool ok = ts != NULL;
-  lower_trees_free(ts);
-  return ok;
+  return lower_trees_apply(l, ctree_trees, why, whylen);
 }
 
-static void ctree_lower(Lowering *l) {
-  char why[256];
-  TreeSet *ts = ctree_trees(l, why, sizeof why);
-  if (!ts) die("ctree: %s", why);  // applies() said yes
-  lower_trees(l, ts, lower_trees_chunks(l, ts));
-  lower_trees_free(ts);
-}
+static void ctree_lower(Lowering *l) { lower_trees_build(l, ctree_trees); }
 
 const CollectiveAlgo algo_ctree = {ALGO_CTREE, ctree_applies, ctree_lower};

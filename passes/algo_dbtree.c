@@ -58,21 +58,22 @@ static TreeSet *dbtree_trees(const Lowering *l) {
   return ts;
 }
 
+// The two trees, when they fit (lower_trees_fit); else NULL and why.
+static TreeSet *fitting_trees(const Lowering *l, char *why, size_t whylen) {
+  TreeSet *ts = dbtree_trees(l);
+  if (lower_trees_fit(l, ts, why, whylen)) return ts;
+  lower_trees_free(ts);
+  return NULL;
+}
+
 static bool dbtree_applies(const Lowering *l, char *why, size_t whylen) {
   if (l->op->kind != OP_ALLREDUCE) {
     snprintf(why, whylen, "its two trees each reduce half of the data to one root, so it lowers allreduce only");
     return false;
   }
-  TreeSet *ts = dbtree_trees(l);
-  bool ok = lower_trees_fit(l, ts, why, whylen);
-  lower_trees_free(ts);
-  return ok;
+  return lower_trees_apply(l, fitting_trees, why, whylen);
 }
 
-static void dbtree_lower(Lowering *l) {
-  TreeSet *ts = dbtree_trees(l);
-  lower_trees(l, ts, lower_trees_chunks(l, ts));
-  lower_trees_free(ts);
-}
+static void dbtree_lower(Lowering *l) { lower_trees_build(l, fitting_trees); }
 
 const CollectiveAlgo algo_dbtree = {ALGO_DBTREE, dbtree_applies, dbtree_lower};

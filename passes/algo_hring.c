@@ -81,15 +81,6 @@ static bool hring_applies(const Lowering *l, char *why, size_t whylen) {
   return true;
 }
 
-// Bytes of chunks [first, first + count) of the buffer.
-static void chunk_range(const Hier *h, int first, int count, int64_t *offset, int64_t *bytes) {
-  int64_t o1, b1, o2, b2;
-  lower_chunk(h->l, first, h->nchunks, &o1, &b1);
-  lower_chunk(h->l, first + count - 1, h->nchunks, &o2, &b2);
-  *offset = o1;
-  *bytes = o2 + b2 - o1;
-}
-
 // Sends chunks [first, first + count) from src to dst after every write
 // into them at src and at dst (an overwrite replaces dst's copy; a
 // reduction adds to it, and the next send of those chunks from dst must
@@ -98,7 +89,7 @@ static void chunk_range(const Hier *h, int first, int count, int64_t *offset, in
 // write at dst.  Empty ranges send nothing.
 static void send_range(Hier *h, int src, int dst, int first, int count, bool reduce) {
   int64_t offset, bytes;
-  chunk_range(h, first, count, &offset, &bytes);
+  lower_chunk_span(h->l, first, first + count, h->nchunks, &offset, &bytes);
   if (bytes <= 0) return;
   int n = 0;
   for (int c = first; c < first + count; c++) {

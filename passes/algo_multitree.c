@@ -131,18 +131,9 @@ static TreeSet *multitree_trees(const Lowering *l, char *why, size_t whylen) {
 }
 
 static bool multitree_applies(const Lowering *l, char *why, size_t whylen) {
-  TreeSet *ts = multitree_trees(l, why, whylen);
-  bool ok = ts != NULL;
-  lower_trees_free(ts);
-  return ok;
+  return lower_trees_apply(l, multitree_trees, why, whylen);
 }
 
-static void multitree_lower(Lowering *l) {
-  char why[256];
-  TreeSet *ts = multitree_trees(l, why, sizeof why);
-  if (!ts) die("multitree: %s", why);  // applies() said yes
-  lower_trees(l, ts, lower_trees_chunks(l, ts));
-  lower_trees_free(ts);
-}
+static void multitree_lower(Lowering *l) { lower_trees_build(l, multitree_trees); }
 
 const CollectiveAlgo algo_multitree = {ALGO_MULTITREE, multitree_applies, multitree_lower};

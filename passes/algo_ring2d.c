@@ -53,20 +53,6 @@ static bool ring2d_applies(const Lowering *l, char *why, size_t whylen) {
   return true;
 }
 
-// The byte range covering chunks [k0, k1) of k (an empty range: bytes 0).
-static void span(const Lowering *l, int k0, int k1, int k, int64_t *offset, int64_t *bytes) {
-  int64_t first = -1, end = 0;
-  for (int i = k0; i < k1; i++) {
-    int64_t o, b;
-    lower_chunk(l, i, k, &o, &b);
-    if (!b) continue;
-    if (first < 0) first = o;
-    end = o + b;
-  }
-  *offset = first < 0 ? 0 : first;
-  *bytes = first < 0 ? 0 : end - first;
-}
-
 typedef struct Grid {
   Lowering *l;
   int dims[2];
@@ -95,7 +81,7 @@ static void outer_rings(Grid *g, bool rs) {
   int *nstart = xmalloc(sizeof(int) * (size_t)n1);
   for (int a = 0; a < n1; a++) {
     int k0 = g->half * n1 * n2 + a * n2;
-    span(g->l, k0, k0 + n2, pieces, &offset[a], &bytes[a]);
+    lower_chunk_span(g->l, k0, k0 + n2, pieces, &offset[a], &bytes[a]);
   }
   for (int line = 0; line < n2; line++) {
     for (int p = 0; p < n1; p++) {

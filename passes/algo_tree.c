@@ -149,7 +149,7 @@ static int deepest_step(const TreeSet *ts) {
 // takes (H + C - 1) chunk times, within 1/TREE_CHUNKS_PER_LEVEL of the C
 // a stream of the share takes alone.  No chunk below TREE_MIN_CHUNK_VECTORS;
 // no more than TREE_TRANSFER_BUDGET transfers in all.
-int lower_trees_chunks(const Lowering *l, const TreeSet *ts) {
+static int chunks_per_tree(const Lowering *l, const TreeSet *ts) {
   int64_t offset, bytes, vb = l->c->topo->link.vector_bytes;
   lower_chunk(l, 0, ts->ntrees, &offset, &bytes);
   int64_t share_vectors = (bytes + vb - 1) / vb;
@@ -255,8 +255,8 @@ static void emit_phase(TreeWalk *w, bool up) {
     }
 }
 
-void lower_trees(Lowering *l, const TreeSet *ts, int chunks_per_tree) {
-  int nd = ts->ndevices, nt = ts->ntrees, chunks = chunks_per_tree;
+void lower_trees(Lowering *l, const TreeSet *ts) {
+  int nd = ts->ndevices, nt = ts->ntrees, chunks = chunks_per_tree(l, ts);
   TreeWalk w = {.l = l, .ts = ts, .nd = nd, .chunks = chunks, .steps = deepest_step(ts)};
   w.in_group = group_mask(l);
   w.carries = xmalloc(sizeof(bool) * (size_t)nt * nd);
@@ -286,4 +286,19 @@ void lower_trees(Lowering *l, const TreeSet *ts, int chunks_per_tree) {
   free(w.last_in);
   free(w.down);
   free(w.deps);
+}
+
+bool lower_trees_apply(const Lowering *l, TreeBuilder *build, char *why, size_t whylen) {
+  TreeSet *ts = build(l, why, whylen);
+  bool built = ts != NULL;
+  lower_trees_free(ts);
+  return built;
+}
+
+void lower_trees_build(Lowering *l, TreeBuilder *build) {
+  char why[256];
+  TreeSet *ts = build(l, why, sizeof why);
+  if (!ts) die("%s: %s", ir_algo_names[l->c->algos[l->op->id]], why);  // applies() said yes
+  lower_trees(l, ts);
+  lower_trees_free(ts);
 }

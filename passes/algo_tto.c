@@ -143,18 +143,9 @@ static bool tto_applies(const Lowering *l, char *why, size_t whylen) {
     snprintf(why, whylen, "its three trees each reduce a third of the data to one root, so it lowers allreduce only");
     return false;
   }
-  TreeSet *ts = tto_trees(l, why, whylen);
-  bool ok = ts != NULL;
-  lower_trees_free(ts);
-  return ok;
+  return lower_trees_apply(l, tto_trees, why, whylen);
 }
 
-static void tto_lower(Lowering *l) {
-  char why[256];
-  TreeSet *ts = tto_trees(l, why, sizeof why);
-  if (!ts) die("tto: %s", why);  // applies() said yes
-  lower_trees(l, ts, lower_trees_chunks(l, ts));
-  lower_trees_free(ts);
-}
+static void tto_lower(Lowering *l) { lower_trees_build(l, tto_trees); }
 
 const CollectiveAlgo algo_tto = {ALGO_TTO, tto_applies, tto_lower};

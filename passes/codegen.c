@@ -207,14 +207,10 @@ static void gen_route(Codegen *g, const Route *rt, int64_t from, int64_t to) {
   }
 }
 
-static bool is_collective(const Op *op) {
-  return op->kind == OP_ALLREDUCE || op->kind == OP_REDUCE_SCATTER || op->kind == OP_ALL_GATHER;
-}
-
 static void gen_transfer(Codegen *g, const DagNode *n) {
   const Op *op = n->op;
   int64_t from, to, offset = n->offset / g->vb;
-  if (is_collective(op)) {
+  if (ir_op_is_collective(op->kind)) {
     from = work(g, op, n->src) + offset;
     to = work(g, op, n->dst) + offset;
   } else if (op->kind == OP_COPY) {
@@ -322,7 +318,7 @@ static void place_interface(Codegen *g) {
 static void place_results(Codegen *g) {
   for (int i = 0; i < g->c->graph->ops.len; i++) {
     const Op *op = g->c->graph->ops.data[i];
-    if (!is_collective(op)) continue;
+    if (!ir_op_is_collective(op->kind)) continue;
     for (int d = 0; d < g->t->ndevices; d++)
       if (ir_place_has(&op->args[0]->place, d)) work(g, op, d);
   }

@@ -116,7 +116,7 @@ static void build_collective(Builder *b, const Op *op) {
 }
 
 static void build_op(Builder *b, const Op *op) {
-  if (op->kind == OP_ALLREDUCE || op->kind == OP_REDUCE_SCATTER || op->kind == OP_ALL_GATHER) {
+  if (ir_op_is_collective(op->kind)) {
     build_collective(b, op);
     return;
   }

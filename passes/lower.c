@@ -26,6 +26,7 @@ static const CollectiveAlgo *const registry[] = {
     &algo_tto,
     &algo_ctree,
 };
+_Static_assert(ARRAY_LEN(registry) == ALGO_COUNT - 1, "one registry line for every algorithm name but auto");
 
 // What lowering one collective leaves: by device, the nodes after which
 // its result is complete there.
@@ -75,6 +76,19 @@ void lower_chunk(const Lowering *l, int k, int n, int64_t *offset, int64_t *byte
   int64_t s0 = elems * shard / l->ngroup * size, s1 = elems * (shard + 1) / l->ngroup * size;
   vector_part(s1 - s0, vb, k % per, per, offset, bytes);
   *offset += s0;
+}
+
+void lower_chunk_span(const Lowering *l, int k0, int k1, int n, int64_t *offset, int64_t *bytes) {
+  int64_t first = -1, end = 0;
+  for (int k = k0; k < k1; k++) {
+    int64_t o, b;
+    lower_chunk(l, k, n, &o, &b);
+    if (!b) continue;
+    if (first < 0) first = o;
+    end = o + b;
+  }
+  *offset = MAX(first, 0);
+  *bytes = first < 0 ? 0 : end - first;
 }
 
 // A new node taking `ready` (sorted, without repeats) as its dependencies.
@@ -183,14 +197,6 @@ static Lowering lowering_of(Compilation *c, const DagNode *n, void *state) {
                     .group = n->group, .state = state};
 }
 
-// The registered algorithms' names, for "not implemented" errors.
-static const char *implemented_names(Arena *a) {
-  const char *list = "";
-  for (size_t i = 0; i < ARRAY_LEN(registry); i++)
-    list = arena_printf(a, "%s%s%s", list, i ? ", " : "", ir_algo_names[registry[i]->kind]);
-  return list;
-}
-
 // The first registered algorithm that can lower n (registry order: the
 // simplest first), or NULL with the first one's reason in why.
 static const CollectiveAlgo *first_applying(Compilation *c, const DagNode *n, char *why, size_t whylen) {
@@ -205,20 +211,16 @@ static const CollectiveAlgo *first_applying(Compilation *c, const DagNode *n, ch
 
 static bool lower_collective(Lowerer *w, const DagNode *n) {
   const Op *op = n->op;
-  AlgoKind asked = w->c->algos[op->id];
+  AlgoKind asked = w->c->algo_forced ? w->c->forced_algo : op->algo, chosen = w->c->algos[op->id];
   const char *how = w->c->algo_forced ? "--algo" : "algo";  // who asked
   char why[256];
-  const CollectiveAlgo *algo = asked == ALGO_AUTO ? first_applying(w->c, n, why, sizeof why) : find_algo(asked);
-  if (!algo && asked == ALGO_AUTO) {
+  const CollectiveAlgo *algo = chosen == ALGO_AUTO ? first_applying(w->c, n, why, sizeof why) : find_algo(chosen);
+  if (!algo) {
     diag_error(&w->c->diag, op->loc, "no implemented algorithm can lower this %s (%s)", ir_op_info[op->kind].name,
                why);
     return false;
   }
-  if (!algo) {
-    diag_error(&w->c->diag, op->loc, "%s=%s is not implemented yet (implemented: %s)", how, ir_algo_names[asked],
-               implemented_names(&w->c->arena));
-    return false;
-  }
+  // What auto chose, it chose among the algorithms that apply.
   Lowering l = lowering_of(w->c, n, w);
   if (asked != ALGO_AUTO && !algo->applies(&l, why, sizeof why)) {
     diag_error(&w->c->diag, op->loc, "%s=%s cannot lower this %s: %s", how, ir_algo_names[asked],
@@ -285,13 +287,12 @@ static bool lower_dag(Compilation *c, const Dag *old, Dag **out) {
 // first that applies), routed and scheduled, and the makespan kept.  The
 // fastest wins; a tie goes to the earlier registry entry.  Each trial runs
 // in arena space released afterwards, with its diagnostics discarded, so
-// only the winner's compilation remains.  The sync plan is made first: the
-// scheduler needs it.
+// only the winner's compilation remains.  (The sync pass, whose plan the
+// scheduler reads, runs before this one.)
 
 // The schedule makespan with c->algos as they stand, or -1 when some pass
-// refuses the trial.
-// c->algos is restored afterwards: lowering writes each collective's
-// algorithm there, the undecided ones' too.
+// refuses the trial.  c->algos is restored afterwards: lowering writes each
+// collective's algorithm there, the undecided ones' too.
 static int64_t trial_makespan(Compilation *c, const Dag *old) {
   int nops = c->graph->ops.len;
   AlgoKind *before = xmalloc(sizeof(AlgoKind) * (size_t)(nops + 1));
@@ -310,27 +311,31 @@ static int64_t trial_makespan(Compilation *c, const Dag *old) {
   return makespan;
 }
 
+// The algorithm that compiles n's collective fastest, the others as
+// c->algos says (ALGO_AUTO when none applies).
+static AlgoKind fastest_for(Compilation *c, const Dag *old, const DagNode *n) {
+  Lowering l = lowering_of(c, n, NULL);
+  AlgoKind best = ALGO_AUTO;
+  int64_t best_makespan = -1;
+  char why[256];
+  for (size_t a = 0; a < ARRAY_LEN(registry); a++) {
+    if (!registry[a]->applies(&l, why, sizeof why)) continue;
+    c->algos[n->op->id] = registry[a]->kind;
+    int64_t m = trial_makespan(c, old);
+    if (m >= 0 && (best_makespan < 0 || m < best_makespan)) best = registry[a]->kind, best_makespan = m;
+  }
+  return best;
+}
+
 static void choose_auto(Compilation *c, const Dag *old) {
   FILE *quiet = fopen("/dev/null", "w");
   if (!quiet) return;  // auto then takes the first that applies
   Diag saved = c->diag;
   diag_init(&c->diag, quiet);
-  if (pass_sync(c)) {
-    for (int i = 0; i < old->nodes.len; i++) {
-      const DagNode *n = old->nodes.data[i];
-      if (n->kind != NODE_COLLECTIVE || c->algos[n->op->id] != ALGO_AUTO) continue;
-      Lowering l = lowering_of(c, n, NULL);
-      AlgoKind best = ALGO_AUTO;
-      int64_t best_makespan = -1;
-      char why[256];
-      for (size_t a = 0; a < ARRAY_LEN(registry); a++) {
-        if (!registry[a]->applies(&l, why, sizeof why)) continue;
-        c->algos[n->op->id] = registry[a]->kind;
-        int64_t m = trial_makespan(c, old);
-        if (m >= 0 && (best_makespan < 0 || m < best_makespan)) best = registry[a]->kind, best_makespan = m;
-      }
-      c->algos[n->op->id] = best;
-    }
+  for (int i = 0; i < old->nodes.len; i++) {
+    const DagNode *n = old->nodes.data[i];
+    if (n->kind == NODE_COLLECTIVE && c->algos[n->op->id] == ALGO_AUTO)
+      c->algos[n->op->id] = fastest_for(c, old, n);
   }
   c->diag = saved;
   fclose(quiet);
@@ -342,7 +347,7 @@ bool pass_lower(Compilation *c) {
   bool any_auto = false;
   for (int i = 0; i < c->graph->ops.len; i++) {
     c->algos[i] = c->algo_forced ? c->forced_algo : c->graph->ops.data[i]->algo;
-    any_auto |= ir_op_info[c->graph->ops.data[i]->kind].keywords & KW_ALGO && c->algos[i] == ALGO_AUTO;
+    any_auto |= ir_op_is_collective(c->graph->ops.data[i]->kind) && c->algos[i] == ALGO_AUTO;
   }
   if (any_auto) choose_auto(c, old);
   Dag *dag;

@@ -157,6 +157,8 @@ typedef struct CollectiveAlgo {
 // The byte range [*offset, *offset + *bytes) of chunk k of n (whole
 // elements; a chunk may be empty when there are fewer elements than chunks).
 void lower_chunk(const Lowering *l, int k, int n, int64_t *offset, int64_t *bytes);
+// The byte range covering chunks [k0, k1) of n (bytes 0 when all are empty).
+void lower_chunk_span(const Lowering *l, int k0, int k1, int n, int64_t *offset, int64_t *bytes);
 // A transfer of bytes [offset, offset + bytes) of the operand from src to
 // dst, after the nodes in deps (-1 entries ignored); returns its node id.
 // ndeps counts entries.  The collective's own dependencies are added.
@@ -246,10 +248,16 @@ void lower_trees_depths(TreeSet *ts, int t, int root);
 // device), and one chunk per tree stays within LOWER_MAX_TRANSFERS; if
 // not, why.
 bool lower_trees_fit(const Lowering *l, const TreeSet *ts, char *why, size_t whylen);
-// Chunks per tree by the setting above.
-int lower_trees_chunks(const Lowering *l, const TreeSet *ts);
-// Emits the collective over the trees (lane = tree index).
-void lower_trees(Lowering *l, const TreeSet *ts, int chunks_per_tree);
+// Emits the collective over the trees (lane = tree index), each tree's
+// share cut into chunks by the settings above.
+void lower_trees(Lowering *l, const TreeSet *ts);
+
+// An algorithm's trees for a collective, or NULL and why it has none.  A
+// tree algorithm's applies() and lower() are then lower_trees_apply and
+// lower_trees_build over its builder.
+typedef TreeSet *TreeBuilder(const Lowering *l, char *why, size_t whylen);
+bool lower_trees_apply(const Lowering *l, TreeBuilder *build, char *why, size_t whylen);
+void lower_trees_build(Lowering *l, TreeBuilder *build);
 
 // ---- algo_multitree.c: MultiTree's greedy construction (also ctree's) ----
 // One tree per root over the links between member devices, grown step by
