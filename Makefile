@@ -39,11 +39,14 @@ YAML_CFLAGS := $(shell $(PKG_CONFIG) --cflags yaml-0.1 2>/dev/null)
 YAML_LIBS   := $(shell $(PKG_CONFIG) --libs yaml-0.1 2>/dev/null || echo -lyaml)
 CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
 ZLIB_LIBS   := $(shell $(PKG_CONFIG) --libs zlib 2>/dev/null || echo -lz)
+# OpenBLAS: the emulator's matrix unit and the reference's matmul (dgemm).
+BLAS_CFLAGS := $(shell $(PKG_CONFIG) --cflags openblas 2>/dev/null)
+BLAS_LIBS   := $(shell $(PKG_CONFIG) --libs openblas 2>/dev/null || echo -lopenblas)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-CPPFLAGS += -D_POSIX_C_SOURCE=200809L -I$(GEN) -Ifrontend $(YAML_CFLAGS)
+CPPFLAGS += -D_POSIX_C_SOURCE=200809L -I$(GEN) -Ifrontend $(YAML_CFLAGS) $(BLAS_CFLAGS)
 ALL_CFLAGS = -std=c11 $(WARN) $(OPT) $(CFLAGS)
-LDLIBS   += $(YAML_LIBS) $(ZLIB_LIBS) -lm
+LDLIBS   += $(YAML_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) -lm
 
 # ---- sources ---------------------------------------------------------------
 RUNTIME_SRCS := $(wildcard runtime/*.c)

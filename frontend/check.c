@@ -740,6 +740,10 @@ static Tensor *check_call(Checker *c, Call *call, bool carried) {
     if (!call->args[i]) return NULL;  // a poisoned operand: already reported
   Op *op = ARENA_NEW(c->a, Op);
   Tensor r = {0};
+  if (!shape_rules[call->kind]) {  // the new ops: not checked yet
+    diag_error(c->d, call->s->op_loc, "%s is not supported yet", call->info->name);
+    return NULL;
+  }
   if (!shape_rules[call->kind](c, call, op, &r) || !place_result(c, call, &given, &r.place)) return NULL;
   if (carried && !carried_ok(c, call->s, &r)) return NULL;
   return emit_op(c, call, op, &r);

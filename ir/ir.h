@@ -33,8 +33,8 @@ typedef enum {
 
 // The highest tensor rank the DSL accepts (a named, documented limit).
 #define IR_MAX_RANK 8
-// The most operands any op takes (layernorm: x, gamma, beta).
-#define IR_MAX_OPERANDS 3
+// The most operands any op takes (concat: up to 4 parts).
+#define IR_MAX_OPERANDS 4
 // The largest tensor, in bytes, one declaration may describe: 2^50 (1 PiB),
 // far above any real model, low enough that size arithmetic never overflows.
 #define IR_MAX_TENSOR_BYTES ((int64_t)1 << 50)
@@ -57,7 +57,14 @@ typedef struct Placement {
 } Placement;
 
 // Keywords an op may take.
-typedef enum { KW_OP = 1 << 0, KW_ALGO = 1 << 1, KW_AXIS = 1 << 2 } OpKeyword;
+typedef enum {
+  KW_OP = 1 << 0,     // op=sum|max
+  KW_ALGO = 1 << 1,   // algo=NAME
+  KW_AXIS = 1 << 2,   // axis=I
+  KW_SHAPE = 1 << 3,  // shape=[D0, D1, ...]   (reshape)
+  KW_START = 1 << 4,  // start=I               (slice)
+  KW_END = 1 << 5,    // end=I                 (slice)
+} OpKeyword;
 
 // Operand counts an op accepts, as a bit set (bit n: n operands).
 #define ARITY(n) (1u << (n))
@@ -74,7 +81,17 @@ typedef enum { KW_OP = 1 << 0, KW_ALGO = 1 << 1, KW_AXIS = 1 << 2 } OpKeyword;
   X(GELU, "gelu", ARITY(1), 0)                              /* x * Phi(x)                   */ \
   X(SOFTMAX, "softmax", ARITY(1), KW_AXIS)                  /* along axis (default last)    */ \
   X(LAYERNORM, "layernorm", ARITY(1) | ARITY(3), KW_AXIS)   /* (x [, gamma, beta])          */ \
-  X(TRANSPOSE, "transpose", ARITY(1), 0)                    /* swaps the last two dims      */
+  X(TRANSPOSE, "transpose", ARITY(1), 0)                    /* swaps the last two dims      */ \
+  X(MUL, "mul", ARITY(2), 0)                                /* elementwise, or bias [N]     */ \
+  X(SUB, "sub", ARITY(2), 0)                                /* elementwise, or bias [N]     */ \
+  X(DIV, "div", ARITY(2), 0)                                /* elementwise, or bias [N]     */ \
+  X(EXP, "exp", ARITY(1), 0)                                /* e^x                          */ \
+  X(RSQRT, "rsqrt", ARITY(1), 0)                            /* 1 / sqrt(x)                  */ \
+  X(REDUCE_SUM, "reduce_sum", ARITY(1), KW_AXIS)            /* sum along axis (it goes)     */ \
+  X(REDUCE_MAX, "reduce_max", ARITY(1), KW_AXIS)            /* max along axis (it goes)     */ \
+  X(RESHAPE, "reshape", ARITY(1), KW_SHAPE)                 /* same elements, new shape     */ \
+  X(SLICE, "slice", ARITY(1), KW_AXIS | KW_START | KW_END)  /* [start, end) along axis      */ \
+  X(CONCAT, "concat", ARITY(2) | ARITY(3) | ARITY(4), KW_AXIS) /* joined along axis         */
 
 typedef enum {
 #define X(e, name, arity, kws) OP_##e,
@@ -139,7 +156,9 @@ struct Op {
   Tensor *args[IR_MAX_OPERANDS];
   ReduceOp reduce;   // collectives: op=sum|max (default sum)
   AlgoKind algo;     // collectives: algo=NAME (default auto)
-  int axis;          // softmax, layernorm: a non-negative axis (default last)
+  int axis;          // softmax, layernorm, reduce_*, slice, concat: a non-negative axis (default last)
+  Shape shape;       // reshape: the shape asked for
+  int64_t start, end;  // slice: [start, end) along axis, non-negative, start < end
   SrcLoc loc;
 };
 
@@ -493,14 +512,26 @@ bool ir_dag_verify(const Dag *d, const Topology *t, char *err, size_t errlen);
 // The operand string says which fields an instruction uses, in assembly
 // order: p = port, t = dtype, a b c d = the u32 fields.  Unused fields are 0.
 
-typedef enum { UNIT_C2C, UNIT_VXM, UNIT_MXM, UNIT_CTL, UNIT_KIND_COUNT } UnitKind;
+typedef enum { UNIT_C2C, UNIT_VXM, UNIT_MXM, UNIT_CTL, UNIT_SXM, UNIT_KIND_COUNT } UnitKind;
 
 #define U_C2C (1u << UNIT_C2C)
 #define U_VXM (1u << UNIT_VXM)
 #define U_MXM (1u << UNIT_MXM)
 #define U_CTL (1u << UNIT_CTL)
-#define U_ANY (U_C2C | U_VXM | U_MXM | U_CTL)
+#define U_SXM (1u << UNIT_SXM)
+#define U_ANY (U_C2C | U_VXM | U_MXM | U_CTL | U_SXM)
 
+// Operand letters, in assembly order:
+//   p  a port (u16 field; on c2c units the unit's own port)
+//   w  a weight buffer of the matrix unit, 0 .. ISA_MXM_BUFFERS-1 (u16 port field)
+//   s  a second dtype: the source dtype of VCVT (u16 port field)
+//   n  a count (u16 port field): TRANS's source rows, SXMOV's destination element offset
+//   t  the dtype;  a b c d  the u32 fields
+// "per(t)" below is the elements of dtype t in one vector (vector_bytes / size).
+// The vector unit's ops stream their destination vectors, one a cycle:
+// vector k reads what it needs at L + k and lands at L + k + ISA_VXM_LATENCY.
+// docs/isa.md gives every timing rule in full.
+//
 // op               mnemonic          operands units   what it does (timing: docs/isa.md)
 #define ISA_OPS(X)                                                                              \
   X(WAIT, "WAIT", "a", U_ANY)              /* idle a cycles                               */ \
@@ -509,7 +540,7 @@ typedef enum { UNIT_C2C, UNIT_VXM, UNIT_MXM, UNIT_CTL, UNIT_KIND_COUNT } UnitKin
   X(VADD, "VADD", "tabcd", U_VXM)          /* a[k] = b[k] + c[k], k < d vectors           */ \
   X(VMAX, "VMAX", "tabcd", U_VXM)          /* a[k] = max(b[k], c[k])                      */ \
   X(VRELU, "VRELU", "tabc", U_VXM)         /* a[k] = max(b[k], 0), k < c vectors          */ \
-  X(MXM, "MXM", "tabcd", U_MXM)            /* a = b[d rows] x c[N x N weights]            */ \
+  X(MXM, "MXM", "twabcd", U_MXM)           /* d rows b + r c times buffer w -> a + r R    */ \
   X(SYNC, "SYNC", "", U_ANY)               /* park until a NOTIFY                         */ \
   X(NOTIFY, "NOTIFY", "", U_ANY)           /* wake every parked unit, next cycle          */ \
   X(DESKEW, "DESKEW", "", U_ANY)           /* pause until the next HAC epoch boundary     */ \
@@ -517,7 +548,25 @@ typedef enum { UNIT_C2C, UNIT_VXM, UNIT_MXM, UNIT_CTL, UNIT_KIND_COUNT } UnitKin
   X(POLL, "POLL", "p", U_CTL)              /* at each epoch boundary: a notification? go  */ \
   X(RUNTIME_DESKEW, "RUNTIME_DESKEW", "a", U_CTL) /* stall a +- (SAC - HAC)                */ \
   X(HALT, "HALT", "", U_ANY)               /* this unit's stream ends                     */ \
-  X(VMOV, "VMOV", "abc", U_VXM)            /* a[k] = b[k], k < c vectors (a local copy)   */
+  X(VMOV, "VMOV", "abc", U_VXM)            /* a[k] = b[k], k < c vectors (a local copy)   */ \
+  X(VSUB, "VSUB", "tabcd", U_VXM)          /* a[k] = b[k] - c[k], k < d vectors           */ \
+  X(VMUL, "VMUL", "tabcd", U_VXM)          /* a[k] = b[k] * c[k]                          */ \
+  X(VDIV, "VDIV", "tabcd", U_VXM)          /* a[k] = b[k] / c[k]                          */ \
+  X(VADDS, "VADDS", "tabcd", U_VXM)        /* a[k] = b[k] + s, s = element 0 of vector c  */ \
+  X(VSUBS, "VSUBS", "tabcd", U_VXM)        /* a[k] = b[k] - s                             */ \
+  X(VMULS, "VMULS", "tabcd", U_VXM)        /* a[k] = b[k] * s                             */ \
+  X(VEXP, "VEXP", "tabc", U_VXM)           /* a[k] = exp(b[k]), k < c vectors             */ \
+  X(VERF, "VERF", "tabc", U_VXM)           /* a[k] = erf(b[k])                            */ \
+  X(VRSQRT, "VRSQRT", "tabc", U_VXM)       /* a[k] = 1 / sqrt(b[k])                       */ \
+  X(VRECIP, "VRECIP", "tabc", U_VXM)       /* a[k] = 1 / b[k]                             */ \
+  X(VCVT, "VCVT", "tsabc", U_VXM)          /* c elements of dtype s at b -> dtype t at a  */ \
+  X(VRSUM, "VRSUM", "tabc", U_VXM)         /* every element of a = sum of b's first c     */ \
+  X(VRMAX, "VRMAX", "tabc", U_VXM)         /* every element of a = max of b's first c     */ \
+  X(MXLW, "MXLW", "twabcd", U_MXM)         /* install c rows x d cols of [K x N] into w   */ \
+  X(MXLWT, "MXLWT", "twabcd", U_MXM)       /* install c rows of [N x K] (d of K) into w   */ \
+  X(MXMA, "MXMA", "twabcd", U_MXM)         /* MXM, adding into what a + r R holds         */ \
+  X(TRANS, "TRANS", "tnabcd", U_SXM)       /* n rows b + i c -> per(t) rows a + j d       */ \
+  X(SXMOV, "SXMOV", "tnabcd", U_SXM)       /* d elements from element c of b -> a at n    */
 
 typedef enum {
 #define X(e, name, operands, units) OPC_##e,
@@ -581,14 +630,17 @@ typedef struct DataRecord {
   SrcLoc loc;
 } DataRecord;
 
-// A named tensor in a device's SRAM (the manifest's `tensors:`), row-major,
-// packed from addr on.
+// A named tensor in a device's SRAM (the manifest's `tensors:`), row-major
+// from addr on.
+// Layout: packed (pitch 0), or each row (the last dimension) starting on a
+// vector, `pitch` vectors apart (pitch >= ceil(last / per(dtype))).
 typedef struct TensorHome {
   const char *name;
   int device;
   uint32_t addr;
   DType dtype;
   Shape shape;
+  uint32_t pitch;  // vectors from one row to the next; 0: packed
 } TensorHome;
 
 typedef struct DeviceProgram {
@@ -612,19 +664,45 @@ bool isa_opcode_lookup(const char *name, Opcode *out);
 // "c2c.3", "vxm", "mxm", "ctl" <-> kind and port; false on anything else.
 bool isa_unit_parse(const char *name, UnitKind *kind, int *port);
 void isa_unit_format(char *dst, size_t n, UnitKind kind, int port);
-// Cycles from a VXM or MXM instruction reading its sources to its result
-// landing (docs/isa.md): the emulator runs them, the schedulers plan with them.
+// Cycles from a VXM, MXM or SXM instruction reading its sources to its
+// result landing (docs/isa.md): the emulator runs them, the schedulers plan
+// with them.
 #define ISA_VXM_LATENCY 4
 #define ISA_MXM_LATENCY 16
+#define ISA_SXM_LATENCY 4
+// The matrix unit (seed 002 s5.2, s5.5).  A sub-operation is [1 x K] x
+// [K x ISA_MXM_COLS], K = per(t) (160 f16, 320 i8 at 320-byte vectors): one
+// activation vector against an installed weight tile.  It runs
+// isa_mxm_rows_per_cycle(t) sub-operations a cycle (2 f16/bf16, 4 i8: the
+// seed's rates; 1 f32, an assumption: a quarter of f16's MACs).  The unit
+// holds ISA_MXM_BUFFERS weight tiles; MXLW/MXLWT install one while MXM reads
+// another, ISA_MXM_INSTALL_VECTORS_PER_CYCLE tile vectors a cycle (an
+// assumption the seed does not fix).  A result row is ISA_MXM_COLS values
+// of the accumulation dtype: isa_mxm_row_vectors() vectors.
+#define ISA_MXM_COLS 320
+#define ISA_MXM_BUFFERS 2
+#define ISA_MXM_INSTALL_VECTORS_PER_CYCLE 1
 // Elements of dtype in one vector of vector_bytes.
 int isa_elems_per_vector(DType dt, int vector_bytes);
-// MXM: the dtypes the matrix unit multiplies, its accumulation dtype, and
-// the cycles an MXM of `rows` rows holds the unit.
+// MXM: the dtypes the matrix unit multiplies, its accumulation dtype (f32;
+// i32 for i8), rows a cycle, the cycles an MXM of `rows` rows holds the
+// unit (ceil(rows / rows_per_cycle)), and vectors of one result row.
 bool isa_mxm_dtype_ok(DType dt);
 DType isa_mxm_acc_dtype(DType dt);
-int64_t isa_mxm_cycles(DType dt, int vector_bytes, uint32_t rows);
-// Vectors one MXM result row occupies.
+int isa_mxm_rows_per_cycle(DType dt);
+int64_t isa_mxm_cycles(DType dt, uint32_t rows);
 int isa_mxm_row_vectors(DType dt, int vector_bytes);
+// Vectors an install reads: MXLW c rows of ceil(d / per) vectors; MXLWT c
+// vectors.  It holds the install path that many cycles (at the rate above).
+int64_t isa_mxm_install_vectors(const Instr *in, int vector_bytes);
+int64_t isa_mxm_install_cycles(const Instr *in, int vector_bytes);
+// Cycles an instruction holds its unit (the next issue is L + this): WAIT
+// and RUNTIME_DESKEW their operand, VXM ops their destination vectors, MXM
+// its rows' cycles, TRANS n + per(t), SXMOV its destination vectors, the
+// rest 1.  SYNC, POLL and DESKEW wait for events: 1 here.
+int64_t isa_issue_cycles(const Instr *in, int vector_bytes);
+// Destination vectors a VXM or SXM instruction writes (VRSUM/VRMAX: 1).
+int64_t isa_dst_vectors(const Instr *in, int vector_bytes);
 // What an instruction is checked against: the device it runs on.
 typedef struct IsaTarget {
   int nports;        // the device's ports

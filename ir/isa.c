@@ -20,12 +20,7 @@ const OpcodeInfo isa_opcodes[OPC_COUNT] = {
 #undef X
 };
 
-const char *const isa_unit_kind_names[UNIT_KIND_COUNT] = {"c2c", "vxm", "mxm", "ctl"};
-
-// Multiply-accumulates a cycle, by dtype (0: the matrix unit does not take it).
-#define MXM_MACS_F16 (2 * 160 * 320)
-#define MXM_MACS_I8 (4 * 320 * 320)
-#define MXM_MACS_F32 (MXM_MACS_F16 / 4)
+const char *const isa_unit_kind_names[UNIT_KIND_COUNT] = {"c2c", "vxm", "mxm", "ctl", "sxm"};
 
 // Mnemonics are matched in any case: SEND, send, Send.
 bool isa_opcode_lookup(const char *name, Opcode *out) {
@@ -66,19 +61,61 @@ bool isa_mxm_dtype_ok(DType dt) { return dt == DT_F16 || dt == DT_BF16 || dt == 
 
 DType isa_mxm_acc_dtype(DType dt) { return dt == DT_I8 ? DT_I32 : DT_F32; }
 
+int isa_mxm_rows_per_cycle(DType dt) { return dt == DT_I8 ? 4 : dt == DT_F32 ? 1 : 2; }
+
 int isa_mxm_row_vectors(DType dt, int vector_bytes) {
-  int n = isa_elems_per_vector(dt, vector_bytes);
-  int bytes = n * ir_dtype_bytes[isa_mxm_acc_dtype(dt)];
+  int bytes = ISA_MXM_COLS * ir_dtype_bytes[isa_mxm_acc_dtype(dt)];
   return (bytes + vector_bytes - 1) / vector_bytes;
 }
 
-// rows x N x N multiply-accumulates at the dtype's rate, rounded up, and at
-// least one cycle.
-int64_t isa_mxm_cycles(DType dt, int vector_bytes, uint32_t rows) {
-  int64_t n = isa_elems_per_vector(dt, vector_bytes);
-  int64_t rate = dt == DT_I8 ? MXM_MACS_I8 : dt == DT_F32 ? MXM_MACS_F32 : MXM_MACS_F16;
-  int64_t macs = (int64_t)rows * n * n;
-  return MAX(1, (macs + rate - 1) / rate);
+int64_t isa_mxm_cycles(DType dt, uint32_t rows) {
+  int q = isa_mxm_rows_per_cycle(dt);
+  return MAX(1, ((int64_t)rows + q - 1) / q);
+}
+
+int64_t isa_mxm_install_vectors(const Instr *in, int vector_bytes) {
+  if (in->op == OPC_MXLWT) return in->c;
+  int64_t per = isa_elems_per_vector((DType)in->dtype, vector_bytes);
+  return (int64_t)in->c * (((int64_t)in->d + per - 1) / per);
+}
+
+int64_t isa_mxm_install_cycles(const Instr *in, int vector_bytes) {
+  int64_t v = isa_mxm_install_vectors(in, vector_bytes);
+  return MAX(1, (v + ISA_MXM_INSTALL_VECTORS_PER_CYCLE - 1) / ISA_MXM_INSTALL_VECTORS_PER_CYCLE);
+}
+
+// Vectors of dtype dt that n elements fill.
+static int64_t vectors_for(DType dt, int vector_bytes, int64_t n) {
+  int64_t per = isa_elems_per_vector(dt, vector_bytes);
+  return (n + per - 1) / per;
+}
+
+int64_t isa_dst_vectors(const Instr *in, int vector_bytes) {
+  DType dt = (DType)in->dtype;
+  switch ((Opcode)in->op) {
+  case OPC_VADD: case OPC_VMAX: case OPC_VSUB: case OPC_VMUL: case OPC_VDIV:
+  case OPC_VADDS: case OPC_VSUBS: case OPC_VMULS: return in->d;
+  case OPC_VRELU: case OPC_VMOV: case OPC_VEXP: case OPC_VERF: case OPC_VRSQRT: case OPC_VRECIP: return in->c;
+  case OPC_VCVT: return vectors_for(dt, vector_bytes, in->c);
+  case OPC_VRSUM: case OPC_VRMAX: return 1;
+  case OPC_TRANS: return isa_elems_per_vector(dt, vector_bytes);
+  case OPC_SXMOV: return vectors_for(dt, vector_bytes, (int64_t)in->port + in->d);
+  default: return 0;
+  }
+}
+
+int64_t isa_issue_cycles(const Instr *in, int vector_bytes) {
+  DType dt = (DType)in->dtype;
+  switch ((Opcode)in->op) {
+  case OPC_WAIT: case OPC_RUNTIME_DESKEW: return MAX(1, (int64_t)in->a);
+  case OPC_VRSUM: case OPC_VRMAX: return MAX(1, vectors_for(dt, vector_bytes, in->c));
+  case OPC_MXM: case OPC_MXMA: return isa_mxm_cycles(dt, in->d);
+  case OPC_TRANS: return (int64_t)in->port + isa_elems_per_vector(dt, vector_bytes);
+  default: {
+    int64_t n = isa_dst_vectors(in, vector_bytes);
+    return n > 0 ? n : 1;
+  }
+  }
 }
 
 // ---- checking one instruction --------------------------------------------------

@@ -208,7 +208,7 @@ static int64_t matmul_cycles(const Scheduler *s, const Op *op) {
   int64_t rows = ir_shape_elems(&x->shape) / k;
   int64_t tiles = ((k + per - 1) / per) * ((ncols + per - 1) / per);
   int64_t full = rows / UINT32_MAX, rest = rows % UINT32_MAX;
-  int64_t per_tile = full * isa_mxm_cycles(x->dtype, vb, UINT32_MAX) + (rest ? isa_mxm_cycles(x->dtype, vb, (uint32_t)rest) : 0);
+  int64_t per_tile = full * isa_mxm_cycles(x->dtype, UINT32_MAX) + (rest ? isa_mxm_cycles(x->dtype, (uint32_t)rest) : 0);
   return tiles * per_tile;
 }
 

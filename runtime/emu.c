@@ -337,7 +337,7 @@ static void step_mxm(Emu *e, Stream *s) {
   int64_t local = s->start;
   DType dt = (DType)in->dtype;
   int vb = e->vector_bytes, n = isa_elems_per_vector(dt, vb), rowvecs = isa_mxm_row_vectors(dt, vb);
-  int64_t cycles = isa_mxm_cycles(dt, vb, in->d);
+  int64_t cycles = isa_mxm_cycles(dt, in->d);
   uint8_t *w = xmalloc((size_t)n * (size_t)vb), *act = xmalloc((size_t)in->d * (size_t)vb);
   const uint8_t **rows = xmalloc(sizeof *rows * (size_t)n);
   for (int k = 0; k < n; k++) {
@@ -420,7 +420,7 @@ static void issue(Emu *e, EDev *d, int unit) {
   }
   case OPC_MXM:
     emu_push(e, emu_global_at(d, L), EV_MXM, d->id, unit, emu_stream_new(in, d->id, unit, L, 1, 1));
-    next = L + isa_mxm_cycles((DType)in->dtype, e->vector_bytes, in->d);
+    next = L + isa_mxm_cycles((DType)in->dtype, in->d);
     break;
   case OPC_NOTIFY: emu_push(e, emu_global_at(d, L + EMU_NOTIFY_LATENCY), EV_WAKE, d->id, -1, NULL); break;
   case OPC_DESKEW: next = next_boundary_local(e, d, L); break;
@@ -439,7 +439,7 @@ static void issue(Emu *e, EDev *d, int unit) {
     e->last_activity = MAX(e->last_activity, emu_global_at(d, L));
     trace_instr(e, d, unit, "HALT", L, 1);
     return;
-  case OPC_COUNT: unreachable();
+  default: unreachable();  // the compute opcodes: not executed yet
   }
   trace_instr(e, d, unit, isa_opcodes[in->op].name, L, next - L);
   emu_resume(e, d, unit, next);
