@@ -66,7 +66,7 @@ static void dump_node(const DagNode *n, bool scheduled, FILE *out) {
     break;
   case NODE_TRANSFER:
     fprintf(out, "%s", n->tensor->name);
-    if (n->offset || n->bytes != ir_tensor_bytes(n->tensor))
+    if (n->offset || n->bytes < ir_tensor_bytes(n->tensor))  // more: the whole tensor, rows padded
       fprintf(out, "[%lld:%lld]", (long long)n->offset, (long long)(n->offset + n->bytes));
     fprintf(out, " device(%d) -> device(%d)%s, %s for ", n->src, n->dst, n->reduce ? " reducing" : "", size);
     dump_op(n->op, out);

@@ -432,6 +432,41 @@ typedef struct Route {
   int64_t start;    // after scheduling: when its first vector leaves
 } Route;
 
+// One instruction (the ISA section below says what each field means).
+typedef struct Instr {
+  uint8_t op, dtype;
+  uint16_t port;
+  uint32_t a, b, c, d;
+  SrcLoc loc;  // where the assembler read it (not encoded)
+} Instr;
+
+// A compute node's instruction, placed by the scheduler (passes/compute.c)
+// before SRAM is allocated: field a, b, c or d (ref[0..3]) may be an offset
+// into one of the node's buffers, which code generation turns into an
+// address.  REF_NONE: the field is literal.
+enum {
+  REF_NONE = -1,
+  REF_ARG0 = 0,     // REF_ARG0 + i: operand i's copy on the node's device
+  REF_RESULT = IR_MAX_OPERANDS,
+  REF_SCRATCH = IR_MAX_OPERANDS + 1,  // REF_SCRATCH + k: the node's scratch buffer k
+};
+
+typedef struct UnitInstr {
+  int64_t at;      // issue cycle, schedule time
+  Instr in;
+  int8_t ref[4];   // for fields a, b, c, d
+} UnitInstr;
+
+// A buffer a compute node works in, live while the node runs; or, with
+// is_const, a vector holding `value` in every lane (as dtype), for the
+// whole program (code generation shares one per value).
+typedef struct ScratchBuf {
+  int64_t vectors;
+  bool is_const;
+  DType dtype;
+  double value;
+} ScratchBuf;
+
 typedef struct DagNode {
   int id;            // index in Dag.nodes
   DagNodeKind kind;
@@ -463,6 +498,10 @@ typedef struct DagNode {
   int64_t finish;    // after scheduling: the first cycle its result may be read
   int nruns;         // after scheduling: the vector-unit runs of a reduction, a
   UnitRun *runs;     //   stage or an elementwise compute, in order over its vectors
+  int ncode;         // COMPUTE, after scheduling: the instructions of an op that is
+  UnitInstr *code;   //   more than one vector-unit pass, in placement order
+  int nscratch;
+  ScratchBuf *scratch;
 } DagNode;
 
 typedef struct Dag {
@@ -604,12 +643,6 @@ typedef struct OpcodeInfo {
 // The largest binary a loader accepts (a named limit against hostile sizes).
 #define ISA_MAX_BINARY_BYTES (1u << 30)
 
-typedef struct Instr {
-  uint8_t op, dtype;
-  uint16_t port;
-  uint32_t a, b, c, d;
-  SrcLoc loc;  // where the assembler read it (not encoded)
-} Instr;
 
 typedef struct UnitProgram {
   UnitKind kind;

@@ -18,12 +18,19 @@
 //   - Synchronisation (sync.c): every unit opens with the preamble's SYNC,
 //     and at each resync window every unit with work left SYNCs while ctl
 //     runs RUNTIME_DESKEW and NOTIFYs.
-// The ISA has add, max, relu, copy and matrix products; ops it cannot
-// express (gelu, softmax, layernorm, transpose; a broadcast add; matmul,
-// whose MXM tiling is not written yet) are refused with the op's location.
+//   - A compute node is one vector-unit pass (put_runs) or the program
+//     compute.c placed (gen_program): its buffer offsets become addresses
+//     here.  Values that only compute ops read live in SRAM from their
+//     producer's start to their last reader's finish and their room is
+//     reused after; inputs, params, outputs, and what copies and
+//     collectives touch keep theirs for the whole program.  Constant
+//     vectors (a layernorm's 1/n) are .init records, one per value.
+// An op compute.c cannot compile (compute_supported) is refused with its
+// location and the reason.
 #include "passes.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 // An instruction at its issue cycle (schedule time), before WAITs fill the gaps.
 typedef struct Timed {
@@ -46,9 +53,17 @@ typedef struct Block {
   int64_t size, free_at;
 } Block;
 
+// A constant vector of one device: every lane `value` as dtype, at addr.
+typedef struct ConstVec {
+  DType dtype;
+  double value;
+  uint32_t addr;
+} ConstVec;
+
 typedef struct DeviceCode {
   UnitCode *c2c;  // by port
-  UnitCode vxm, ctl;
+  UnitCode vxm, mxm, sxm, ctl;
+  VEC(ConstVec) consts;
   int64_t top;    // the next free SRAM vector
   VEC(Block) scratch;
 } DeviceCode;
@@ -64,27 +79,41 @@ typedef struct Codegen {
   int64_t last;       // the latest event of the program, schedule time
   VEC(const Op *) refused;  // the ops refused, one per source position
   bool failed;
+  int64_t **live;     // [tensor id][device]: [from, until) a compute value lives (NULL row: for good)
 } Codegen;
 
 static int64_t vectors_of(const Codegen *g, int64_t bytes) { return (bytes + g->vb - 1) / g->vb; }
 
 // ---- SRAM ---------------------------------------------------------------------------
 
-static int64_t alloc(Codegen *g, int device, int64_t vectors) {
+// `what` names the buffer for the error when the device's SRAM is full.
+static int64_t alloc(Codegen *g, int device, int64_t vectors, const char *what) {
   DeviceCode *d = &g->dev[device];
   int64_t addr = d->top;
   d->top += vectors;
   if (d->top > g->t->sram_vectors && !g->failed) {
+    char size[32], used[32], all[32];
+    str_human_bytes(size, sizeof size, (double)vectors * g->vb);
+    str_human_bytes(used, sizeof used, (double)addr * g->vb);
+    str_human_bytes(all, sizeof all, (double)g->t->sram_vectors * g->vb);
     diag_tool_error(&g->c->diag, "tspc",
-                    "device %d needs more than its %d vectors of SRAM (sram_vectors) for this program",
-                    device, g->t->sram_vectors);
+                    "device %d: no room for %s: it needs %s, and %s of the device's %s of SRAM (sram_vectors %d) "
+                    "hold what lives at the same time",
+                    device, what, size, used, all, g->t->sram_vectors);
     g->failed = true;
   }
   return g->failed ? 0 : addr;
 }
 
+// "tensor 'h' (f16[64, 4096])", in the arena.
+static const char *tensor_what(Codegen *g, const Tensor *t) {
+  char type[IR_TYPE_STR_MAX];
+  ir_format_type(type, sizeof type, t->dtype, &t->shape);
+  return arena_printf(&g->c->arena, "tensor '%s' (%s)", t->name, type);
+}
+
 // A scratch buffer on device for [from, until): a free one big enough, or new.
-static int64_t scratch(Codegen *g, int device, int64_t vectors, int64_t from, int64_t until) {
+static int64_t scratch(Codegen *g, int device, int64_t vectors, int64_t from, int64_t until, const char *what) {
   DeviceCode *d = &g->dev[device];
   for (int i = 0; i < d->scratch.len; i++) {
     Block *b = &d->scratch.data[i];
@@ -93,7 +122,7 @@ static int64_t scratch(Codegen *g, int device, int64_t vectors, int64_t from, in
       return b->addr;
     }
   }
-  Block b = {(uint32_t)alloc(g, device, vectors), vectors, until};
+  Block b = {(uint32_t)alloc(g, device, vectors, what), vectors, until};
   VEC_PUSH(&g->c->arena, &d->scratch, b);
   return b.addr;
 }
@@ -103,10 +132,17 @@ static int64_t *table_row(Codegen *g, int64_t **table, int index) {
   return table[index];
 }
 
-// The home of tensor t's copy on device, made on first use.
+// The home of tensor t's copy on device, made on first use: for the
+// lifetime compute_lifetimes found, or for good.
 static int64_t home(Codegen *g, const Tensor *t, int device) {
   int64_t *row = table_row(g, g->home, t->id);
-  if (!row[device]) row[device] = alloc(g, device, vectors_of(g, ir_tensor_bytes(t))) + 1;
+  if (row[device]) return row[device] - 1;
+  int64_t vectors = layout_vectors(g->c, t);
+  const int64_t *live = g->live[t->id];
+  if (live && live[2 * device + 1] > live[2 * device])
+    row[device] = scratch(g, device, vectors, live[2 * device], live[2 * device + 1], tensor_what(g, t)) + 1;
+  else
+    row[device] = alloc(g, device, vectors, tensor_what(g, t)) + 1;
   return row[device] - 1;
 }
 
@@ -114,7 +150,7 @@ static int64_t home(Codegen *g, const Tensor *t, int device) {
 static int64_t read_at(Codegen *g, const Tensor *t, int device) {
   if (ir_place_has(&t->place, device)) return home(g, t, device);
   int64_t *row = table_row(g, g->replica, t->id);
-  if (!row[device]) row[device] = alloc(g, device, vectors_of(g, ir_tensor_bytes(t))) + 1;
+  if (!row[device]) row[device] = alloc(g, device, layout_vectors(g->c, t), tensor_what(g, t)) + 1;
   return row[device] - 1;
 }
 
@@ -130,7 +166,7 @@ static int64_t work(Codegen *g, const Op *op, int device) {
   else if (lower_in_place(g->c->graph, op))
     w = read_at(g, x, device);
   else
-    w = alloc(g, device, vectors_of(g, ir_tensor_bytes(x)));
+    w = alloc(g, device, vectors_of(g, ir_tensor_bytes(x)), arena_printf(&g->c->arena, "the buffer of %s", ir_op_info[op->kind].name));
   row[device] = w + 1;
   if (op->kind != OP_ALL_GATHER) {
     int64_t shard = 0;
@@ -176,9 +212,10 @@ static void put_runs(Codegen *g, const DagNode *n, int device, Opcode op, DType 
   int64_t v = 0;
   for (int r = 0; r < n->nruns; r++) {
     const UnitRun *run = &n->runs[r];
-    Instr in = op == OPC_VMOV    ? instr(op, 0, 0, dst + v, x + v, run->count, 0)
-               : op == OPC_VRELU ? instr(op, 0, dt, dst + v, x + v, run->count, 0)
-                                 : instr(op, 0, dt, dst + v, x + v, y + v, run->count);
+    bool binary = strchr(isa_opcodes[op].operands, 'd') != NULL;
+    Instr in = op == OPC_VMOV ? instr(op, 0, 0, dst + v, x + v, run->count, 0)
+               : !binary      ? instr(op, 0, dt, dst + v, x + v, run->count, 0)
+                              : instr(op, 0, dt, dst + v, x + v, y + v, run->count);
     put(g, &g->dev[device].vxm, run->start, in);
     note_event(g, run->start + run->count - 1 + ISA_VXM_LATENCY);
     v += run->count;
@@ -199,7 +236,7 @@ static void gen_route(Codegen *g, const Route *rt, int64_t from, int64_t to) {
       put_recv(g, hop->to, hop->in_port, take, to + rt->first, rt->count, rt->every);
     } else {
       int64_t end = take + rt->count * rt->every;
-      int64_t buf = scratch(g, hop->to, rt->count, take, end);
+      int64_t buf = scratch(g, hop->to, rt->count, take, end, "a forwarding buffer");
       put_recv(g, hop->to, hop->in_port, take, buf, rt->count, rt->every);
       put_send(g, hop->to, rt->path.hops[h + 1].out_port, take, buf, rt->count, rt->every);
     }
@@ -221,7 +258,7 @@ static void gen_transfer(Codegen *g, const DagNode *n) {
     to = read_at(g, n->tensor, n->dst);
   }
   int64_t land = to;
-  if (n->reduce) land = scratch(g, n->dst, n->vectors, n->start, n->finish);
+  if (n->reduce) land = scratch(g, n->dst, n->vectors, n->start, n->finish, "a receive buffer");
   for (int r = 0; r < n->nroutes; r++) gen_route(g, &n->routes[r], from, land);
   if (n->reduce)
     put_runs(g, n, n->dst, op->reduce == REDUCE_MAX ? OPC_VMAX : OPC_VADD, n->tensor->dtype, to, to, land);
@@ -232,21 +269,105 @@ static void gen_stage(Codegen *g, const DagNode *n) {
   put_runs(g, n, n->device, OPC_VMOV, 0, w, read_at(g, n->op->args[0], n->device), -1);
 }
 
+// The vector of every lane `value` as dt on device (one per value, for good).
+static int64_t const_vector(Codegen *g, int device, DType dt, double value) {
+  DeviceCode *d = &g->dev[device];
+  for (int i = 0; i < d->consts.len; i++)
+    if (d->consts.data[i].dtype == dt && d->consts.data[i].value == value) return d->consts.data[i].addr;
+  ConstVec cv = {dt, value, (uint32_t)alloc(g, device, 1, "a constant vector")};
+  VEC_PUSH(&g->c->arena, &d->consts, cv);
+  return cv.addr;
+}
+
+// The address of each buffer a program's instructions name (ir.h REF_*).
+static int64_t *program_bases(Codegen *g, const DagNode *n) {
+  int d = n->device;
+  int64_t *base = ARENA_ARRAY(&g->c->arena, int64_t, REF_SCRATCH + n->nscratch);
+  for (int a = 0; a < n->op->nargs; a++) base[REF_ARG0 + a] = read_at(g, compute_storage_of(g->c, n->op->args[a]), d);
+  base[REF_RESULT] = home(g, n->op->result, d);
+  for (int k = 0; k < n->nscratch; k++) {
+    const ScratchBuf *b = &n->scratch[k];
+    base[REF_SCRATCH + k] = b->is_const ? const_vector(g, d, b->dtype, b->value)
+                                        : scratch(g, d, b->vectors, n->start, n->finish, "a compute scratch buffer");
+  }
+  return base;
+}
+
+static UnitCode *unit_code(Codegen *g, int device, const Instr *in) {
+  unsigned units = isa_opcodes[in->op].units;
+  DeviceCode *d = &g->dev[device];
+  return units & U_MXM ? &d->mxm : units & U_SXM ? &d->sxm : &d->vxm;
+}
+
+// A compute program as compute.c placed it, its buffers resolved.
+static void gen_program(Codegen *g, const DagNode *n) {
+  if (!n->ncode) return;
+  int64_t *base = program_bases(g, n);
+  for (int i = 0; i < n->ncode; i++) {
+    const UnitInstr *ui = &n->code[i];
+    Instr in = ui->in;
+    uint32_t *field[4] = {&in.a, &in.b, &in.c, &in.d};
+    for (int f = 0; f < 4; f++)
+      if (ui->ref[f] != REF_NONE) *field[f] += (uint32_t)base[ui->ref[f]];
+    put(g, unit_code(g, n->device, &in), ui->at, in);
+  }
+  note_event(g, n->finish);
+}
+
 static void gen_compute(Codegen *g, const DagNode *n) {
   const Op *op = n->op;
   int d = n->device;
-  switch (op->kind) {
-  case OP_COPY:  // the operand is already here: the result is the same bytes
+  Opcode pass = compute_pass_opcode(g->c, op);
+  if (op->kind == OP_COPY) {  // the operand is already here: the result is the same bytes
     table_row(g, g->home, op->result->id)[d] = read_at(g, op->args[0], d) + 1;
-    return;
-  case OP_ADD:
-    put_runs(g, n, d, OPC_VADD, op->result->dtype, home(g, op->result, d), read_at(g, op->args[0], d),
-             read_at(g, op->args[1], d));
-    return;
-  case OP_RELU:
-    put_runs(g, n, d, OPC_VRELU, op->result->dtype, home(g, op->result, d), read_at(g, op->args[0], d), -1);
-    return;
-  default: unreachable();  // ops_fit refused it
+  } else if (pass == OPC_COUNT) {
+    gen_program(g, n);
+  } else {
+    int64_t y = op->nargs == 2 ? read_at(g, op->args[1], d) : -1;
+    put_runs(g, n, d, pass, op->result->dtype, home(g, op->result, d), read_at(g, op->args[0], d), y);
+  }
+}
+
+// When each compute value lives on each device: from its producer's start
+// to its last reader's finish (the rest: for good, live row NULL).  A value
+// qualifies when it is no output and only compute ops (not copies or
+// collectives) read it; a transposed view's readers read its operand.
+static void compute_lifetimes(Codegen *g) {
+  const Graph *gr = g->c->graph;
+  int nd = g->t->ndevices;
+  bool *forever = ARENA_ARRAY(&g->c->arena, bool, gr->tensors.len + 1);
+  for (int i = 0; i < gr->tensors.len; i++) {
+    const Tensor *t = gr->tensors.data[i];
+    forever[i] = t->kind != TENSOR_VALUE || t->is_output || !t->def || t->def->kind == OP_COPY ||
+                 ir_op_is_collective(t->def->kind);
+  }
+  for (int i = 0; i < gr->ops.len; i++) {
+    const Op *op = gr->ops.data[i];
+    if (op->kind == OP_COPY || ir_op_is_collective(op->kind))
+      for (int a = 0; a < op->nargs; a++) forever[op->args[a]->id] = true;
+  }
+  for (int i = 0; i < g->c->dag->nodes.len; i++) {
+    const DagNode *n = g->c->dag->nodes.data[i];
+    if (n->kind == NODE_TRANSFER) forever[n->tensor->id] = true;
+  }
+  for (int i = 0; i < g->c->dag->nodes.len; i++) {
+    const DagNode *n = g->c->dag->nodes.data[i];
+    if (n->kind != NODE_COMPUTE) continue;
+    const Tensor *ts[IR_MAX_OPERANDS + 1];
+    int count = 0;
+    ts[count++] = n->op->result;
+    for (int a = 0; a < n->op->nargs; a++) ts[count++] = compute_storage_of(g->c, n->op->args[a]);
+    for (int k = 0; k < count; k++) {
+      const Tensor *t = ts[k];
+      if (forever[t->id]) continue;
+      if (!g->live[t->id]) {
+        g->live[t->id] = ARENA_ARRAY(&g->c->arena, int64_t, 2 * nd);
+        for (int v = 0; v < nd; v++) g->live[t->id][2 * v] = INT64_MAX;
+      }
+      int64_t *span = &g->live[t->id][2 * n->device];
+      span[0] = MIN(span[0], n->start);
+      span[1] = MAX(span[1], n->finish);
+    }
   }
 }
 
@@ -263,23 +384,12 @@ static void refuse(Codegen *g, const Op *op, const char *why) {
   diag_error(&g->c->diag, op->loc, "cannot generate code for %s: %s", ir_op_info[op->kind].name, why);
 }
 
-// Every compute op must be one the vector unit runs as a whole-tensor pass.
+// Every compute op must be one compute.c compiles.
 static bool ops_fit(Codegen *g) {
+  char why[256];
   for (int i = 0; i < g->c->graph->ops.len; i++) {
     const Op *op = g->c->graph->ops.data[i];
-    switch (op->kind) {
-    case OP_ALLREDUCE:
-    case OP_REDUCE_SCATTER:
-    case OP_ALL_GATHER:
-    case OP_COPY:
-    case OP_RELU: break;
-    case OP_ADD:
-      if (!ir_shape_equal(&op->args[0]->shape, &op->args[1]->shape))
-        refuse(g, op, "a broadcast add (one VADD a row) is not generated yet");
-      break;
-    case OP_MATMUL: refuse(g, op, "the MXM tiling of a matmul is not generated yet"); break;
-    default: refuse(g, op, "the ISA has no instruction for it (VADD, VMAX, VRELU, VMOV, MXM)"); break;
-    }
+    if (!compute_supported(g->c, op, why, sizeof why)) refuse(g, op, why);
   }
   return !g->failed;
 }
@@ -338,16 +448,8 @@ static int compare_timed(const void *x, const void *y) {
 
 // Cycles after issuing in before the unit issues again.
 static int64_t issue_cycles(const Codegen *g, const Instr *in) {
-  switch ((Opcode)in->op) {
-  case OPC_VADD:
-  case OPC_VMAX: return in->d;
-  case OPC_VRELU:
-  case OPC_VMOV: return in->c;
-  case OPC_WAIT:
-  case OPC_RUNTIME_DESKEW: return in->a;
-  case OPC_SYNC: return g->c->sync.window;
-  default: return 1;
-  }
+  if (in->op == OPC_SYNC) return g->c->sync.window;
+  return isa_issue_cycles(in, g->vb);
 }
 
 // Resyncs on one device: a SYNC on every unit with work after the window,
@@ -355,11 +457,13 @@ static int64_t issue_cycles(const Codegen *g, const Instr *in) {
 static void add_resyncs(Codegen *g, DeviceCode *d, int nports) {
   const SyncPlan *s = &g->c->sync;
   if (!s->interval) return;
-  UnitCode **units = ARENA_ARRAY(&g->c->arena, UnitCode *, nports + 1);
-  int64_t *last = ARENA_ARRAY(&g->c->arena, int64_t, nports + 1), busy = 0;
+  UnitCode **units = ARENA_ARRAY(&g->c->arena, UnitCode *, nports + 3);
+  int64_t *last = ARENA_ARRAY(&g->c->arena, int64_t, nports + 3), busy = 0;
   int nu = 0;
   for (int p = 0; p < nports; p++) units[nu++] = &d->c2c[p];
   units[nu++] = &d->vxm;
+  units[nu++] = &d->mxm;
+  units[nu++] = &d->sxm;
   for (int i = 0; i < nu; i++) {  // the unit's last issue (its code is in no order yet)
     last[i] = -1;
     for (int j = 0; j < units[i]->code.len; j++) last[i] = MAX(last[i], units[i]->code.data[j].at);
@@ -402,7 +506,16 @@ static UnitProgram *add_unit(Codegen *g, DeviceProgram *dp, UnitKind kind, int p
   return &dp->units.data[dp->units.len - 1];
 }
 
-// The program: units in port order, vxm, ctl; the preamble; the streams.
+// The constant vectors as .init records: every element `value`.
+static void add_const_records(Codegen *g, const DeviceCode *d, DeviceProgram *dp) {
+  for (int i = 0; i < d->consts.len; i++) {
+    const ConstVec *cv = &d->consts.data[i];
+    DataRecord r = {.kind = REC_INIT, .dtype = cv->dtype, .addr = cv->addr, .nvec = 1, .a = 0, .b = cv->value};
+    VEC_PUSH(&g->c->arena, &dp->records, r);
+  }
+}
+
+// The program: units in port order, vxm, mxm, sxm, ctl; the preamble; the streams.
 static bool assemble(Codegen *g) {
   Program *p = ARENA_NEW(&g->c->arena, Program);
   p->ndevices = g->t->ndevices;
@@ -415,6 +528,9 @@ static bool assemble(Codegen *g) {
     for (int q = 0; q < nports; q++)
       if (d->c2c[q].code.len) add_unit(g, &p->devices[v], UNIT_C2C, q);
     if (d->vxm.code.len) add_unit(g, &p->devices[v], UNIT_VXM, -1);
+    if (d->mxm.code.len) add_unit(g, &p->devices[v], UNIT_MXM, -1);
+    if (d->sxm.code.len) add_unit(g, &p->devices[v], UNIT_SXM, -1);
+    add_const_records(g, d, &p->devices[v]);
   }
   int64_t notify = align_emit(&g->c->arena, &g->c->sync.align, g->t, p);
   for (int v = 0; v < p->ndevices; v++) {
@@ -422,7 +538,11 @@ static bool assemble(Codegen *g) {
     DeviceProgram *dp = &p->devices[v];
     for (int i = 0; i < dp->units.len; i++) {
       UnitProgram *up = &dp->units.data[i];
-      UnitCode *u = up->kind == UNIT_C2C ? &d->c2c[up->port] : up->kind == UNIT_VXM ? &d->vxm : &d->ctl;
+      UnitCode *u = up->kind == UNIT_C2C ? &d->c2c[up->port]
+                    : up->kind == UNIT_VXM ? &d->vxm
+                    : up->kind == UNIT_MXM ? &d->mxm
+                    : up->kind == UNIT_SXM ? &d->sxm
+                                           : &d->ctl;
       emit_unit(g, v, u, up);
     }
   }
@@ -440,7 +560,7 @@ static void record_homes(Codegen *g) {
     for (int d = 0; d < g->t->ndevices; d++) {
       if (!ir_place_has(&t->place, d) || !g->home[t->id] || !g->home[t->id][d]) continue;
       TensorHome th = {.name = t->name, .device = d, .addr = (uint32_t)(g->home[t->id][d] - 1),
-                       .dtype = t->dtype, .shape = t->shape};
+                       .dtype = t->dtype, .shape = t->shape, .pitch = layout_manifest_pitch(g->c, t)};
       VEC_PUSH(&g->c->arena, &p->tensors, th);
     }
   }
@@ -455,11 +575,14 @@ bool pass_codegen(Compilation *c) {
   g.work = ARENA_ARRAY(&c->arena, int64_t *, nops + 1);
   g.dev = ARENA_ARRAY(&c->arena, DeviceCode, t->ndevices);
   for (int v = 0; v < t->ndevices; v++) {
-    g.dev[v] = (DeviceCode){.vxm = {.kind = UNIT_VXM, .port = -1}, .ctl = {.kind = UNIT_CTL, .port = -1}};
+    g.dev[v] = (DeviceCode){.vxm = {.kind = UNIT_VXM, .port = -1}, .mxm = {.kind = UNIT_MXM, .port = -1},
+                            .sxm = {.kind = UNIT_SXM, .port = -1}, .ctl = {.kind = UNIT_CTL, .port = -1}};
     g.dev[v].c2c = ARENA_ARRAY(&c->arena, UnitCode, t->devices[v].nports);
     for (int q = 0; q < t->devices[v].nports; q++) g.dev[v].c2c[q] = (UnitCode){.kind = UNIT_C2C, .port = q};
   }
   if (!ops_fit(&g) || !shards_fit(&g)) return false;
+  g.live = ARENA_ARRAY(&c->arena, int64_t *, ntensors + 1);
+  compute_lifetimes(&g);
   place_interface(&g);
   for (int i = 0; i < c->dag->nodes.len && !g.failed; i++) {
     const DagNode *n = c->dag->nodes.data[i];

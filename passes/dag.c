@@ -63,13 +63,20 @@ static DagNode *new_node(Builder *b, DagNodeKind kind, const Op *op) {
   return n;
 }
 
+// Bytes a transfer of t moves: its row-padded vectors when its rows are
+// padded (layout.c), else its bytes.
+static int64_t transfer_bytes(Builder *b, const Tensor *t) {
+  if (!layout_manifest_pitch(b->c, t)) return ir_tensor_bytes(t);
+  return layout_vectors(b->c, t) * b->c->topo->link.vector_bytes;
+}
+
 static DagNode *new_transfer(Builder *b, const Op *op, const Tensor *t, int src, int dst) {
   add_dep(b, available_at(b, t, src));
   DagNode *n = new_node(b, NODE_TRANSFER, op);
   n->tensor = t;
   n->src = src;
   n->dst = dst;
-  n->bytes = ir_tensor_bytes(t);
+  n->bytes = transfer_bytes(b, t);
   return n;
 }
 

@@ -90,6 +90,7 @@ typedef struct Compilation {
   SyncPlan sync;                  // after sync
   AlgoKind *algos;                // after lower: by op id, the algorithm each collective got
   Program *program;               // after codegen
+  int64_t *pitch;                 // layout.c, made on first use: by tensor id, vectors per row
 } Compilation;
 
 typedef struct Pass {
@@ -115,6 +116,86 @@ bool sync_overlaps_window(const SyncPlan *s, int64_t t, int64_t len);
 void sync_dump(const Compilation *c, FILE *out);
 // The generated program as assembly, every device (--dump-after=codegen).
 void codegen_dump(const Compilation *c, FILE *out);
+
+// ---- reserve.c: reservation tables (for the schedulers) ----
+//
+// When one resource (a link direction, a functional unit) is busy: sorted,
+// disjoint, half-open intervals [start, end) of cycles.  A run of vectors is
+// one interval, never one entry per vector, so a schedule's cost grows with
+// the number of transfers, not with their bytes.  Adjacent intervals merge.
+typedef struct Interval {
+  int64_t start, end;
+} Interval;
+
+typedef struct Reservations {
+  Interval *iv;  // malloc'd, sorted by start, disjoint, non-adjacent
+  int len, cap;
+} Reservations;
+
+// Whether [start, start + len) is free.
+bool resv_is_free(const Reservations *r, int64_t start, int64_t len);
+// The earliest t >= from with [t, t + len) free.
+int64_t resv_earliest(const Reservations *r, int64_t from, int64_t len);
+// Marks [start, start + len) busy; it must be free (an internal error if not).
+void resv_take(Reservations *r, int64_t start, int64_t len);
+// The cycles reserved in [from, to): for utilisation figures.
+int64_t resv_busy(const Reservations *r, int64_t from, int64_t to);
+void resv_free(Reservations *r);
+
+// ---- layout.c: where a tensor's elements sit in its vectors ----
+//
+// A tensor is rows of its last dimension.  Row-padded (the default): each
+// row starts on a vector, `pitch` = ceil(last / per) vectors apart, so the
+// matrix and vector units address rows directly.  Packed: the elements back
+// to back, as the collectives cut them; a tensor an allreduce, reduce_scatter
+// or all_gather reads or writes is packed, and so is everything joined to
+// it by a copy or a same-shape element-wise op.  When the last dimension is
+// a whole number of vectors the two are the same.
+// Vectors per row (0: packed with rows that are not whole vectors, so no
+// row addressing), the rows, and the vectors of one copy.
+int64_t layout_pitch(Compilation *c, const Tensor *t);
+int64_t layout_rows(const Tensor *t);
+int64_t layout_vectors(Compilation *c, const Tensor *t);
+// The pitch the manifest records: nonzero only when it differs from packed.
+uint32_t layout_manifest_pitch(Compilation *c, const Tensor *t);
+
+// ---- compute.c: the compiler's op table for compute ops ----
+//
+// Each compute op either runs as one vector-unit pass over its result (an
+// element-wise op whose operands share its shape: compute_pass_opcode says
+// which instruction; the scheduler places it with the reductions' vxm_pass)
+// or is a program of instructions on the vector, matrix and switch units
+// (matmul tiles, per-row softmax and layernorm, transposes, ...), which
+// compute_emit places instruction by instruction on the device's
+// reservation tables, exactly as code generation will write them.
+typedef struct UnitTables {
+  Reservations *vxm, *mxm, *mxw, *sxm;  // vector unit, matrix unit (multiply, install path), switch unit
+} UnitTables;
+
+typedef struct Emitter {
+  Compilation *c;
+  const SyncPlan *sync;
+  UnitTables u;     // the node's device's tables
+  DagNode *n;
+  int vb;           // vector bytes
+  VEC(UnitInstr) code;
+  VEC(ScratchBuf) scratch;
+  int64_t last;     // the latest landing of anything placed
+} Emitter;
+
+// OPC_COUNT when op is not a single pass; else the instruction of the pass.
+Opcode compute_pass_opcode(Compilation *c, const Op *op);
+// Whether code generation can compile op; if not, why (for the refusal).
+bool compute_supported(Compilation *c, const Op *op, char *why, size_t whylen);
+// Places the node's instructions from `ready` on; sets n->code, n->scratch,
+// n->start and n->finish.
+void compute_emit(Emitter *e, int64_t ready);
+// Whether transpose op feeds only matmuls as their second operand: then it
+// is not computed, and those matmuls install its operand's rows directly
+// (MXLWT: seed 002 s5.5's A B^T).
+bool compute_transpose_is_view(Compilation *c, const Op *op);
+// The tensor whose memory an operand is read from (a view's operand).
+const Tensor *compute_storage_of(Compilation *c, const Tensor *t);
 
 // ---- lower.c: the collective lowering interface ----
 //
@@ -291,30 +372,6 @@ int64_t route_finish(const Route *routes, int nroutes);
 // one that finishes first on an empty network).
 void route_choose(DagNode *n, RouteMode mode);
 
-// ---- reserve.c: reservation tables (for the schedulers) ----
-//
-// When one resource (a link direction, a functional unit) is busy: sorted,
-// disjoint, half-open intervals [start, end) of cycles.  A run of vectors is
-// one interval, never one entry per vector, so a schedule's cost grows with
-// the number of transfers, not with their bytes.  Adjacent intervals merge.
-typedef struct Interval {
-  int64_t start, end;
-} Interval;
-
-typedef struct Reservations {
-  Interval *iv;  // malloc'd, sorted by start, disjoint, non-adjacent
-  int len, cap;
-} Reservations;
-
-// Whether [start, start + len) is free.
-bool resv_is_free(const Reservations *r, int64_t start, int64_t len);
-// The earliest t >= from with [t, t + len) free.
-int64_t resv_earliest(const Reservations *r, int64_t from, int64_t len);
-// Marks [start, start + len) busy; it must be free (an internal error if not).
-void resv_take(Reservations *r, int64_t start, int64_t len);
-// The cycles reserved in [from, to): for utilisation figures.
-int64_t resv_busy(const Reservations *r, int64_t from, int64_t to);
-void resv_free(Reservations *r);
 
 // ---- paths.c: routes between devices (for the router) ----
 //

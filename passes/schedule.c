@@ -37,7 +37,7 @@ typedef struct Scheduler {
   Reservations *link_dir;  // by link * 2 + direction (0: a -> b)
   Reservations *c2c;       // issue slots, by port_base[device] + port
   int *port_base;
-  Reservations *vxm, *mxm;  // by device
+  Reservations *vxm, *mxm, *mxw, *sxm;  // by device: vector, matrix (multiply, install path), switch units
 } Scheduler;
 
 static Reservations *link_dir(Scheduler *s, const Hop *h) {
@@ -108,14 +108,6 @@ static void route_take(Scheduler *s, Route *rt, int64_t t) {
 static int64_t device_vectors(const Scheduler *s, int64_t bytes) {
   int vb = s->t->link.vector_bytes;
   return (bytes + vb - 1) / vb;
-}
-
-// Runs `cycles` of unit u from the earliest free cycle >= ready; returns
-// the cycle it starts.  (The matrix unit: no resync window applies.)
-static int64_t unit_take(Reservations *u, int64_t ready, int64_t cycles) {
-  int64_t t = resv_earliest(u, ready, cycles);
-  resv_take(u, t, cycles);
-  return t;
 }
 
 // A pass of device d's vector unit over `vectors` vectors from `ready` on,
@@ -197,37 +189,26 @@ static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
   if (n->reduce && !reduction_waits(n)) reduce_now(s, n);
 }
 
-// Matrix unit time of x [.., M, K] times w [K, N]: one MXM of M rows per
-// tile of the weights a vector wide and a vector tall.
-// An MXM takes at most UINT32_MAX rows; more are several MXMs.
-static int64_t matmul_cycles(const Scheduler *s, const Op *op) {
-  const Tensor *x = op->args[0], *w = op->args[1];
-  int vb = s->t->link.vector_bytes;
-  int64_t per = isa_elems_per_vector(x->dtype, vb);
-  int64_t k = w->shape.dim[0], ncols = w->shape.dim[1];
-  int64_t rows = ir_shape_elems(&x->shape) / k;
-  int64_t tiles = ((k + per - 1) / per) * ((ncols + per - 1) / per);
-  int64_t full = rows / UINT32_MAX, rest = rows % UINT32_MAX;
-  int64_t per_tile = full * isa_mxm_cycles(x->dtype, UINT32_MAX) + (rest ? isa_mxm_cycles(x->dtype, (uint32_t)rest) : 0);
-  return tiles * per_tile;
-}
-
+// A compute op: a local copy is the same bytes; an element-wise op whose
+// operands share its shape is one pass of the vector unit; anything else
+// is a program of instructions placed by compute.c.
 static void schedule_compute(Scheduler *s, DagNode *n, int64_t ready) {
   const Op *op = n->op;
+  int d = n->device;
   n->start = ready;
   n->nruns = 0;
   if (n->kind == NODE_STAGE) {  // one VMOV pass over the staged bytes
-    n->finish = vxm_pass(s, n, n->device, ready, device_vectors(s, n->bytes));
+    n->finish = vxm_pass(s, n, d, ready, device_vectors(s, n->bytes));
     n->start = n->runs[0].start;
   } else if (op->kind == OP_COPY) {  // the local copy of an @ each tensor is the same bytes
     n->finish = ready;
-  } else if (op->kind == OP_MATMUL) {
-    int64_t cycles = matmul_cycles(s, op);
-    n->start = unit_take(&s->mxm[n->device], ready, cycles);
-    n->finish = n->start + cycles + ISA_MXM_LATENCY;
-  } else {  // one pass of the vector unit over the result
-    n->finish = vxm_pass(s, n, n->device, ready, device_vectors(s, ir_tensor_bytes(op->result)));
+  } else if (compute_pass_opcode(s->c, op) != OPC_COUNT) {
+    n->finish = vxm_pass(s, n, d, ready, layout_vectors(s->c, op->result));
     n->start = n->runs[0].start;
+  } else {
+    Emitter e = {.c = s->c, .sync = s->sync, .n = n, .vb = s->t->link.vector_bytes,
+                 .u = {.vxm = &s->vxm[d], .mxm = &s->mxm[d], .mxw = &s->mxw[d], .sxm = &s->sxm[d]}};
+    compute_emit(&e, ready);
   }
 }
 
@@ -244,6 +225,8 @@ static void scheduler_init(Scheduler *s, Compilation *c) {
   s->c2c = xcalloc((size_t)ports + 1, sizeof(Reservations));
   s->vxm = xcalloc((size_t)t->ndevices, sizeof(Reservations));
   s->mxm = xcalloc((size_t)t->ndevices, sizeof(Reservations));
+  s->mxw = xcalloc((size_t)t->ndevices, sizeof(Reservations));
+  s->sxm = xcalloc((size_t)t->ndevices, sizeof(Reservations));
 }
 
 static void free_tables(Reservations *r, int n) {
@@ -257,6 +240,8 @@ static void scheduler_free(Scheduler *s) {
   free_tables(s->c2c, ports);
   free_tables(s->vxm, s->t->ndevices);
   free_tables(s->mxm, s->t->ndevices);
+  free_tables(s->mxw, s->t->ndevices);
+  free_tables(s->sxm, s->t->ndevices);
   free(s->port_base);
 }
 

@@ -52,7 +52,9 @@ bool pass_sync(Compilation *c) {
   const Topology *t = c->topo;
   SyncPlan *s = &c->sync;
   *s = (SyncPlan){.drift_ppm = c->drift_ppm >= 0 ? c->drift_ppm : MAX(t->drift_ppm, SYNC_DEFAULT_DRIFT_PPM),
-                  .launch_window = c->launch_window >= 0 ? c->launch_window : SYNC_DEFAULT_LAUNCH_WINDOW};
+                  .launch_window = c->launch_window >= 0 ? c->launch_window
+                                   : t->ndevices == 1      ? 0  // nobody else to wait for
+                                                           : SYNC_DEFAULT_LAUNCH_WINDOW};
   int every;
   link_budget(t, &s->tolerance, &every);
   if (s->tolerance < 0) {

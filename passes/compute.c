@@ -1,0 +1,701 @@
+// compute.c: the compiler's op table for compute ops: what each op costs on
+// which unit and which instructions compute it.  Part of passes/: the
+// scheduler (schedule.c) calls compute_emit for a compute node, which places
+// every instruction on the device's reservation tables at the earliest cycle
+// its data and its unit allow; code generation (codegen.c) then writes them
+// as placed, with the SRAM addresses it allocates.
+//
+// The units (seed 002 s5.2, s5.5; docs/isa.md):
+//   matrix unit  matmul as [1 x K] x [K x 320] sub-operations: MXLW/MXLWT
+//                installs a K x 320 tile into one of two buffers while MXM
+//                streams activation rows through the other, accumulating in
+//                f32 (i32) rows of scratch; a transpose feeding a matmul is
+//                read as B of A B^T (MXLWT), never computed;
+//   vector unit  element-wise arithmetic and transcendentals, row sums and
+//                maxima, conversions: softmax and layernorm are per-row
+//                programs in f32;
+//   switch unit  transposes tiles (TRANS) and moves element ranges (SXMOV)
+//                for reshape, slice and concat.
+// Tensors are row-padded (layout.c): row r of a tensor lives at its base +
+// r x pitch.  Instructions name their operands as offsets into the node's
+// buffers (UnitInstr.ref); codegen adds the bases.
+#include "passes.h"
+
+#include <math.h>
+#include <string.h>
+
+// The most activation rows one MXM streams (more are several MXMs on the
+// same installed tile), and the f32 vectors one element-wise chunk of gelu
+// works on: named limits that keep every instruction short next to the
+// resync interval and scratch small.
+#define COMPUTE_MXM_MAX_ROWS 4096
+#define COMPUTE_CHUNK_VECTORS 1024
+// layernorm's epsilon (docs/dsl.md), and scratch sets a per-row program
+// cycles through, so row r + 1 can start while row r finishes.
+#define LAYERNORM_EPSILON 1e-5
+#define ROW_SETS 2
+
+// ---- placing instructions --------------------------------------------------------
+
+static int latency_of(UnitKind u) {
+  return u == UNIT_MXM ? ISA_MXM_LATENCY : u == UNIT_SXM ? ISA_SXM_LATENCY : ISA_VXM_LATENCY;
+}
+
+static UnitKind unit_of(const Instr *in) {
+  unsigned units = isa_opcodes[in->op].units;
+  return units & U_MXM ? UNIT_MXM : units & U_SXM ? UNIT_SXM : UNIT_VXM;
+}
+
+static Reservations *table_of(Emitter *e, UnitKind u) {
+  return u == UNIT_MXM ? e->u.mxm : u == UNIT_SXM ? e->u.sxm : e->u.vxm;
+}
+
+static bool is_install(const Instr *in) { return in->op == OPC_MXLW || in->op == OPC_MXLWT; }
+
+// Cycles from issue to the last thing the instruction does (its last result
+// landing, or an install's last read): no resync window may fall in them.
+static int64_t span_of(const Emitter *e, const Instr *in) {
+  if (is_install(in)) return isa_mxm_install_cycles(in, e->vb);
+  return isa_issue_cycles(in, e->vb) + latency_of(unit_of(in));
+}
+
+// The first cycle >= t outside every resync window, for an activity of len.
+static int64_t clear_of_windows(const Emitter *e, int64_t t, int64_t len) {
+  while (sync_overlaps_window(e->sync, t, len))
+    t = sync_window_after(e->sync, t) * e->sync->interval + e->sync->window;
+  return t;
+}
+
+// Places `in` at the earliest cycle >= ready at which its unit (and for an
+// install, the install path) is free; returns that cycle.
+static int64_t place(Emitter *e, Instr in, const int8_t ref[4], int64_t ready) {
+  UnitKind u = unit_of(&in);
+  Reservations *table = table_of(e, u);
+  int64_t hold = isa_issue_cycles(&in, e->vb), span = span_of(e, &in), t = ready;
+  for (;;) {
+    t = clear_of_windows(e, resv_earliest(table, t, hold), span);
+    if (!resv_is_free(table, t, hold)) continue;
+    if (is_install(&in) && !resv_is_free(e->u.mxw, t, span)) {
+      t = resv_earliest(e->u.mxw, t, span);
+      continue;
+    }
+    break;
+  }
+  resv_take(table, t, hold);
+  if (is_install(&in)) resv_take(e->u.mxw, t, span);
+  UnitInstr ui = {.at = t, .in = in};
+  memcpy(ui.ref, ref, sizeof ui.ref);
+  VEC_PUSH(&e->c->arena, &e->code, ui);
+  e->last = MAX(e->last, t + span);
+  return t;
+}
+
+// The cycle every result of an instruction placed at t has landed.
+static int64_t landed(const Emitter *e, Instr in, int64_t t) { return t + span_of(e, &in) - 1; }
+
+static Instr make(Opcode op, DType dt, int port, int64_t a, int64_t b, int64_t c, int64_t d) {
+  return (Instr){.op = (uint8_t)op, .dtype = (uint8_t)dt, .port = (uint16_t)port, .a = (uint32_t)a,
+                 .b = (uint32_t)b, .c = (uint32_t)c, .d = (uint32_t)d};
+}
+
+static int8_t scratch_ref(int k) { return (int8_t)(REF_SCRATCH + k); }
+
+// A new scratch buffer of the node; returns its index.
+static int new_scratch(Emitter *e, int64_t vectors) {
+  ScratchBuf b = {.vectors = vectors};
+  VEC_PUSH(&e->c->arena, &e->scratch, b);
+  return e->scratch.len - 1;
+}
+
+// A constant vector (every lane `value` as dt); returns its scratch index.
+static int new_const(Emitter *e, DType dt, double value) {
+  ScratchBuf b = {.vectors = 1, .is_const = true, .dtype = dt, .value = value};
+  VEC_PUSH(&e->c->arena, &e->scratch, b);
+  return e->scratch.len - 1;
+}
+
+// Places an instruction whose fields a, b, c name (ra, rb, rc) buffers.
+static int64_t place3(Emitter *e, Instr in, int ra, int rb, int rc, int64_t ready) {
+  int8_t ref[4] = {(int8_t)ra, (int8_t)rb, (int8_t)rc, REF_NONE};
+  return place(e, in, ref, ready);
+}
+
+// ---- geometry ------------------------------------------------------------------------
+
+typedef struct Geom {
+  int64_t rows, cols, pitch;  // rows of the last dimension, its length, vectors a row
+  int per;                    // elements a vector
+} Geom;
+
+static Geom geom(Emitter *e, const Tensor *t) {
+  return (Geom){.rows = layout_rows(t), .cols = t->shape.dim[t->shape.rank - 1],
+                .pitch = layout_pitch(e->c, t), .per = isa_elems_per_vector(t->dtype, e->vb)};
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// f32 vectors a row of `cols` elements fills.
+static int64_t f32_vectors(const Emitter *e, int64_t cols) {
+  return ceil_div(cols, isa_elems_per_vector(DT_F32, e->vb));
+}
+
+// ---- matmul --------------------------------------------------------------------------
+
+// Columns of one weight tile: ISA_MXM_COLS, cut to whole vectors.
+static int64_t tile_cols(int per) { return ISA_MXM_COLS % per == 0 ? ISA_MXM_COLS : (ISA_MXM_COLS / per) * per; }
+
+typedef struct Matmul {
+  Geom x, y;
+  int64_t k, n, wpitch, tc, kt, nt, row_vecs, chunks;
+  bool bt;         // the weights are rows of [N, K] (a transposed view)
+  DType dt, acc;
+  int q;           // rows a cycle
+  int acc_buf[2];  // scratch: accumulator rows, by column tile parity
+} Matmul;
+
+static Instr install_of(const Matmul *m, int64_t jt, int64_t kt, int buf) {
+  int per = m->x.per;
+  int64_t kk = MIN(per, m->k - kt * per), nn = MIN(m->tc, m->n - jt * m->tc);
+  if (m->bt) return make(OPC_MXLWT, m->dt, buf, jt * m->tc * m->wpitch + kt, m->wpitch, nn, kk);
+  return make(OPC_MXLW, m->dt, buf, kt * per * m->wpitch + jt * (m->tc / per), m->wpitch, kk, nn);
+}
+
+// Rows [r0, r0 + count) of chunk ch.
+static void chunk_rows(const Matmul *m, int64_t ch, int64_t *r0, int64_t *count) {
+  *r0 = ch * COMPUTE_MXM_MAX_ROWS;
+  *count = MIN(COMPUTE_MXM_MAX_ROWS, m->x.rows - *r0);
+}
+
+// One column tile: every K tile installed and multiplied into the
+// accumulator; returns when the last multiply releases its buffer, and sets
+// start[] to each row chunk's last multiply.
+static void column_tile(Emitter *e, Matmul *m, int64_t jt, int64_t ready, int64_t *buf_free, int64_t acc_free,
+                        int64_t *tile, int64_t *start) {
+  int acc = m->acc_buf[jt % 2];
+  for (int64_t kt = 0; kt < m->kt; kt++, (*tile)++) {
+    int buf = (int)(*tile % ISA_MXM_BUFFERS);
+    Instr inst = install_of(m, jt, kt, buf);
+    int8_t wref[4] = {REF_ARG0 + 1, REF_NONE, REF_NONE, REF_NONE};
+    int64_t at = place(e, inst, wref, MAX(ready, buf_free[buf]));
+    int64_t installed = at + isa_mxm_install_cycles(&inst, e->vb);
+    for (int64_t ch = 0; ch < m->chunks; ch++) {
+      int64_t r0, count;
+      chunk_rows(m, ch, &r0, &count);
+      Instr mul = make(kt ? OPC_MXMA : OPC_MXM, m->dt, buf, r0 * m->row_vecs, r0 * m->x.pitch + kt, m->x.pitch, count);
+      int64_t after = kt ? start[ch] + ISA_MXM_LATENCY : acc_free;
+      start[ch] = place3(e, mul, scratch_ref(acc), REF_ARG0, REF_NONE, MAX(installed, after));
+      buf_free[buf] = start[ch] + isa_mxm_cycles(m->dt, (uint32_t)count);
+    }
+  }
+}
+
+// Converts column tile jt's accumulator rows into the result, a row each;
+// returns the cycle after the last conversion's last read.
+static int64_t convert_tile(Emitter *e, Matmul *m, int64_t jt, const int64_t *start) {
+  int acc = m->acc_buf[jt % 2];
+  int64_t nn = MIN(m->tc, m->n - jt * m->tc), done = 0;
+  for (int64_t r = 0; r < m->x.rows; r++) {
+    int64_t ch = r / COMPUTE_MXM_MAX_ROWS, in_chunk = r % COMPUTE_MXM_MAX_ROWS;
+    int64_t land = start[ch] + in_chunk / m->q + ISA_MXM_LATENCY;
+    Instr cvt = make(OPC_VCVT, m->dt, m->acc, r * m->y.pitch + jt * (m->tc / m->y.per), r * m->row_vecs, nn, 0);
+    int64_t at = place3(e, cvt, REF_RESULT, scratch_ref(acc), REF_NONE, land);
+    done = MAX(done, at + isa_issue_cycles(&cvt, e->vb));
+  }
+  return done;
+}
+
+static void emit_matmul(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  const Tensor *x = op->args[0], *w = op->args[1];
+  Matmul m = {.x = geom(e, x), .y = geom(e, op->result), .dt = x->dtype, .acc = isa_mxm_acc_dtype(x->dtype),
+              .q = isa_mxm_rows_per_cycle(x->dtype)};
+  m.bt = w->def && w->def->kind == OP_TRANSPOSE && compute_transpose_is_view(e->c, w->def);
+  m.k = m.x.cols;
+  m.n = m.y.cols;
+  m.wpitch = layout_pitch(e->c, compute_storage_of(e->c, w));
+  m.tc = tile_cols(m.x.per);
+  m.kt = ceil_div(m.k, m.x.per);
+  m.nt = ceil_div(m.n, m.tc);
+  m.row_vecs = isa_mxm_row_vectors(m.dt, e->vb);
+  m.chunks = ceil_div(m.x.rows, COMPUTE_MXM_MAX_ROWS);
+  m.acc_buf[0] = new_scratch(e, m.x.rows * m.row_vecs);
+  m.acc_buf[1] = m.nt > 1 ? new_scratch(e, m.x.rows * m.row_vecs) : m.acc_buf[0];
+  int64_t buf_free[ISA_MXM_BUFFERS], acc_free[2] = {ready, ready}, tile = 0;
+  int64_t *start = ARENA_ARRAY(&e->c->arena, int64_t, m.chunks);
+  for (int b = 0; b < ISA_MXM_BUFFERS; b++) buf_free[b] = ready;
+  for (int64_t jt = 0; jt < m.nt; jt++) {
+    column_tile(e, &m, jt, ready, buf_free, acc_free[jt % 2], &tile, start);
+    acc_free[jt % 2] = convert_tile(e, &m, jt, start);
+  }
+}
+
+// ---- element-wise programs ------------------------------------------------------------
+
+// add, sub, mul, div with a bias [N]: one instruction a row.
+static void emit_bias(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  Geom y = geom(e, op->result);
+  static const Opcode by_kind[OP_COUNT] = {[OP_ADD] = OPC_VADD, [OP_SUB] = OPC_VSUB, [OP_MUL] = OPC_VMUL,
+                                           [OP_DIV] = OPC_VDIV};
+  for (int64_t r = 0; r < y.rows; r++) {
+    Instr in = make(by_kind[op->kind], op->result->dtype, 0, r * y.pitch, r * y.pitch, 0, y.pitch);
+    place3(e, in, REF_RESULT, REF_ARG0, REF_ARG0 + 1, ready);
+  }
+}
+
+// gelu(x) = x (1 + erf(x / sqrt 2)) / 2 over the tensor's vectors as one
+// flat run, COMPUTE_CHUNK_VECTORS f32 vectors at a time, in f32.
+static void emit_gelu(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  DType dt = op->result->dtype;
+  int per = isa_elems_per_vector(dt, e->vb), per32 = isa_elems_per_vector(DT_F32, e->vb);
+  int64_t total = layout_vectors(e->c, op->result) * per;  // elements, pads included
+  int64_t chunk = COMPUTE_CHUNK_VECTORS * (int64_t)per32;
+  chunk -= chunk % per;
+  int s[ROW_SETS], t[ROW_SETS];
+  for (int k = 0; k < ROW_SETS; k++) s[k] = new_scratch(e, COMPUTE_CHUNK_VECTORS), t[k] = new_scratch(e, COMPUTE_CHUNK_VECTORS);
+  int inv_sqrt2 = new_const(e, DT_F32, 1 / sqrt(2.0)), one = new_const(e, DT_F32, 1), half = new_const(e, DT_F32, 0.5);
+  int64_t set_free[ROW_SETS] = {ready, ready};
+  for (int64_t e0 = 0, i = 0; e0 < total; e0 += chunk, i++) {
+    int k = (int)(i % ROW_SETS);
+    int64_t n = MIN(chunk, total - e0), v = ceil_div(n, per32), off = e0 / per;
+    Instr cvt = make(OPC_VCVT, DT_F32, dt, 0, off, n, 0);
+    int64_t at = place3(e, cvt, scratch_ref(s[k]), REF_ARG0, REF_NONE, MAX(ready, set_free[k]));
+    int64_t rdy = landed(e, cvt, at);
+    at = place3(e, make(OPC_VMULS, DT_F32, 0, 0, 0, 0, v), scratch_ref(t[k]), scratch_ref(s[k]), scratch_ref(inv_sqrt2), rdy);
+    at = place3(e, make(OPC_VERF, DT_F32, 0, 0, 0, v, 0), scratch_ref(t[k]), scratch_ref(t[k]), REF_NONE, at + ISA_VXM_LATENCY);
+    at = place3(e, make(OPC_VADDS, DT_F32, 0, 0, 0, 0, v), scratch_ref(t[k]), scratch_ref(t[k]), scratch_ref(one), at + ISA_VXM_LATENCY);
+    at = place3(e, make(OPC_VMUL, DT_F32, 0, 0, 0, 0, v), scratch_ref(t[k]), scratch_ref(t[k]), scratch_ref(s[k]), at + ISA_VXM_LATENCY);
+    Instr last = make(OPC_VMULS, DT_F32, 0, 0, 0, 0, v);
+    at = place3(e, last, scratch_ref(t[k]), scratch_ref(t[k]), scratch_ref(half), at + ISA_VXM_LATENCY);
+    Instr back = make(OPC_VCVT, dt, DT_F32, off, 0, n, 0);
+    at = place3(e, back, REF_RESULT, scratch_ref(t[k]), REF_NONE, landed(e, last, at));
+    set_free[k] = at + isa_issue_cycles(&back, e->vb);
+  }
+}
+
+// ---- per-row programs: softmax, layernorm --------------------------------------------
+
+typedef struct RowSet {
+  int s, q, m, z;   // scratch: the row in f32, its squares, two scalars
+  int64_t free;     // when the last reader of the set is done
+} RowSet;
+
+static void row_sets(Emitter *e, RowSet *sets, int64_t f32_row, int64_t ready) {
+  for (int k = 0; k < ROW_SETS; k++)
+    sets[k] = (RowSet){.s = new_scratch(e, f32_row), .q = new_scratch(e, f32_row), .m = new_scratch(e, 1),
+                       .z = new_scratch(e, 1), .free = ready};
+}
+
+// Row r of x into the set's f32 row; returns when it has landed.
+static int64_t load_row(Emitter *e, const RowSet *rs, const Geom *x, DType dt, int64_t r, int arg, int64_t ready) {
+  Instr cvt = make(OPC_VCVT, DT_F32, dt, 0, r * x->pitch, x->cols, 0);
+  return landed(e, cvt, place3(e, cvt, scratch_ref(rs->s), REF_ARG0 + arg, REF_NONE, ready));
+}
+
+// The set's f32 row out into row r of the result; returns when it is read.
+static int64_t store_row(Emitter *e, const RowSet *rs, const Geom *y, DType dt, int64_t r, int64_t ready) {
+  Instr cvt = make(OPC_VCVT, dt, DT_F32, r * y->pitch, 0, y->cols, 0);
+  return place3(e, cvt, REF_RESULT, scratch_ref(rs->s), REF_NONE, ready) + isa_issue_cycles(&cvt, e->vb);
+}
+
+// A one-source element op over the set's row (s = f(s) or s = s op scalar).
+static int64_t row_op(Emitter *e, Opcode opc, int dst, int src, int other, int64_t v, int64_t ready) {
+  Instr in = other < 0 ? make(opc, DT_F32, 0, 0, 0, v, 0) : make(opc, DT_F32, 0, 0, 0, 0, v);
+  return place3(e, in, scratch_ref(dst), scratch_ref(src), other < 0 ? REF_NONE : scratch_ref(other), ready);
+}
+
+// A reduction of the row's first cols elements into scalar z; returns when it lands.
+static int64_t row_reduce(Emitter *e, Opcode opc, int z, int src, int64_t cols, int64_t ready) {
+  Instr in = make(opc, DT_F32, 0, 0, 0, cols, 0);
+  return landed(e, in, place3(e, in, scratch_ref(z), scratch_ref(src), REF_NONE, ready));
+}
+
+// softmax over the last axis, a row at a time in f32:
+// s = x; m = max s; s = exp(s - m); z = 1 / sum s; y = s z.
+static void emit_softmax(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  Geom x = geom(e, op->args[0]), y = geom(e, op->result);
+  DType dt = op->result->dtype;
+  int64_t v = f32_vectors(e, x.cols);
+  RowSet sets[ROW_SETS];
+  row_sets(e, sets, v, ready);
+  for (int64_t r = 0; r < x.rows; r++) {
+    RowSet *rs = &sets[r % ROW_SETS];
+    int64_t s_in = load_row(e, rs, &x, dt, r, 0, MAX(ready, rs->free));
+    int64_t m = row_reduce(e, OPC_VRMAX, rs->m, rs->s, x.cols, s_in);
+    int64_t at = row_op(e, OPC_VSUBS, rs->s, rs->s, rs->m, v, MAX(m, s_in));
+    at = row_op(e, OPC_VEXP, rs->s, rs->s, -1, v, at + ISA_VXM_LATENCY);
+    int64_t exp_done = at + v - 1 + ISA_VXM_LATENCY;
+    int64_t z = row_reduce(e, OPC_VRSUM, rs->z, rs->s, x.cols, at + ISA_VXM_LATENCY);
+    z = landed(e, make(OPC_VRECIP, DT_F32, 0, 0, 0, 1, 0), row_op(e, OPC_VRECIP, rs->z, rs->z, -1, 1, z));
+    at = row_op(e, OPC_VMULS, rs->s, rs->s, rs->z, v, MAX(z, exp_done));
+    rs->free = store_row(e, rs, &y, dt, r, at + v - 1 + ISA_VXM_LATENCY);
+  }
+}
+
+// gamma and beta in f32, once for every row (scratch indices out).
+static int64_t load_affine(Emitter *e, const Op *op, int64_t v, int *g, int *b, int64_t ready) {
+  int64_t done = ready;
+  int *dst[2] = {g, b};
+  for (int i = 0; i < 2; i++) {
+    *dst[i] = new_scratch(e, v);
+    Instr cvt = make(OPC_VCVT, DT_F32, op->args[1 + i]->dtype, 0, 0, op->args[1 + i]->shape.dim[0], 0);
+    done = MAX(done, landed(e, cvt, place3(e, cvt, scratch_ref(*dst[i]), REF_ARG0 + 1 + i, REF_NONE, ready)));
+  }
+  return done;
+}
+
+// layernorm over the last axis, a row at a time in f32: s = x; s -= mean;
+// var = mean(s^2); s *= rsqrt(var + eps); then s = s gamma + beta.
+static void emit_layernorm(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  Geom x = geom(e, op->args[0]), y = geom(e, op->result);
+  DType dt = op->result->dtype;
+  int64_t v = f32_vectors(e, x.cols);
+  RowSet sets[ROW_SETS];
+  row_sets(e, sets, v, ready);
+  int inv_n = new_const(e, DT_F32, 1.0 / (double)x.cols), eps = new_const(e, DT_F32, LAYERNORM_EPSILON);
+  int g = -1, b = -1;
+  int64_t affine = op->nargs == 3 ? load_affine(e, op, v, &g, &b, ready) : ready;
+  for (int64_t r = 0; r < x.rows; r++) {
+    RowSet *rs = &sets[r % ROW_SETS];
+    int64_t s_in = load_row(e, rs, &x, dt, r, 0, MAX(ready, rs->free));
+    int64_t m = row_reduce(e, OPC_VRSUM, rs->m, rs->s, x.cols, s_in);
+    m = landed(e, make(OPC_VMULS, DT_F32, 0, 0, 0, 0, 1), row_op(e, OPC_VMULS, rs->m, rs->m, inv_n, 1, m));
+    int64_t at = row_op(e, OPC_VSUBS, rs->s, rs->s, rs->m, v, m);
+    Instr sq = make(OPC_VMUL, DT_F32, 0, 0, 0, 0, v);
+    int64_t q = place3(e, sq, scratch_ref(rs->q), scratch_ref(rs->s), scratch_ref(rs->s), at + ISA_VXM_LATENCY);
+    int64_t centred = at + v - 1 + ISA_VXM_LATENCY;
+    int64_t z = row_reduce(e, OPC_VRSUM, rs->z, rs->q, x.cols, q + ISA_VXM_LATENCY);
+    Instr one = make(OPC_VMULS, DT_F32, 0, 0, 0, 0, 1);
+    z = landed(e, one, row_op(e, OPC_VMULS, rs->z, rs->z, inv_n, 1, z));
+    z = landed(e, one, row_op(e, OPC_VADDS, rs->z, rs->z, eps, 1, z));
+    z = landed(e, one, row_op(e, OPC_VRSQRT, rs->z, rs->z, -1, 1, z));
+    at = row_op(e, OPC_VMULS, rs->s, rs->s, rs->z, v, MAX(z, centred));
+    if (g >= 0) {
+      at = row_op(e, OPC_VMUL, rs->s, rs->s, g, v, MAX(at + ISA_VXM_LATENCY, affine));
+      at = row_op(e, OPC_VADD, rs->s, rs->s, b, v, at + ISA_VXM_LATENCY);
+    }
+    rs->free = store_row(e, rs, &y, dt, r, at + v - 1 + ISA_VXM_LATENCY);
+  }
+}
+
+// ---- reductions along an axis ---------------------------------------------------------
+
+// Rows of x before the reduced axis, along it, and after it (excluding the
+// last dimension): x's rows are [outer][along][inner].
+static void axis_split(const Tensor *x, int axis, int64_t *outer, int64_t *along, int64_t *inner) {
+  *outer = *inner = 1;
+  for (int d = 0; d < axis; d++) *outer *= x->shape.dim[d];
+  for (int d = axis + 1; d < x->shape.rank - 1; d++) *inner *= x->shape.dim[d];
+  *along = x->shape.dim[axis];
+}
+
+// reduce along the last axis: each row's sum (in f32) or max goes into one
+// element of the result, by SXMOV into its lane.
+static void emit_reduce_last(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  Geom x = geom(e, op->args[0]), y = geom(e, op->result);
+  DType dt = op->result->dtype;
+  bool sum = op->kind == OP_REDUCE_SUM, wide = sum && (dt == DT_F16 || dt == DT_BF16);
+  RowSet sets[ROW_SETS];
+  row_sets(e, sets, f32_vectors(e, x.cols), ready);
+  for (int64_t r = 0; r < x.rows; r++) {
+    RowSet *rs = &sets[r % ROW_SETS];
+    int64_t at = MAX(ready, rs->free), m;
+    if (wide) {
+      at = load_row(e, rs, &x, dt, r, 0, at);
+      m = row_reduce(e, OPC_VRSUM, rs->m, rs->s, x.cols, at);
+      Instr back = make(OPC_VCVT, dt, DT_F32, 0, 0, 1, 0);
+      m = landed(e, back, place3(e, back, scratch_ref(rs->z), scratch_ref(rs->m), REF_NONE, m));
+    } else {
+      Instr red = make(sum ? OPC_VRSUM : OPC_VRMAX, dt, 0, 0, r * x.pitch, x.cols, 0);
+      m = landed(e, red, place3(e, red, scratch_ref(rs->z), REF_ARG0, REF_NONE, at));
+    }
+    int64_t row = r / y.cols, col = r % y.cols;
+    Instr mov = make(OPC_SXMOV, dt, (int)(col % y.per), row * y.pitch + col / y.per, 0, 0, 1);
+    rs->free = place3(e, mov, REF_RESULT, scratch_ref(rs->z), REF_NONE, m) + 1;
+  }
+}
+
+// reduce along another axis: the result's row (o, i) combines x's rows
+// (o, k, i) for every k, a vector-unit op a row (sums in f32).
+static void emit_reduce_rows(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  const Tensor *xt = op->args[0];
+  Geom x = geom(e, xt), y = geom(e, op->result);
+  DType dt = op->result->dtype;
+  bool sum = op->kind == OP_REDUCE_SUM, wide = sum && dt != DT_F32 && dt != DT_I32 && dt != DT_I8;
+  int64_t outer, along, inner;
+  axis_split(xt, op->axis, &outer, &along, &inner);
+  int64_t v = wide ? f32_vectors(e, x.pitch * x.per) : x.pitch;
+  int acc = new_scratch(e, v), tmp = new_scratch(e, v);
+  int64_t free_at = ready;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      int64_t yrow = o * inner + i, at = free_at, acc_ready = ready;
+      for (int64_t k = 0; k < along; k++) {
+        int64_t xrow = (o * along + k) * inner + i;
+        int target = k == 0 ? acc : tmp;
+        Instr load = wide ? make(OPC_VCVT, DT_F32, dt, 0, xrow * x.pitch, x.pitch * x.per, 0)
+                          : make(OPC_VMOV, 0, 0, 0, xrow * x.pitch, x.pitch, 0);
+        int64_t l = landed(e, load, place3(e, load, scratch_ref(target), REF_ARG0, REF_NONE, at));
+        if (k == 0) {
+          acc_ready = l;
+          continue;
+        }
+        Instr comb = make(sum ? OPC_VADD : OPC_VMAX, wide ? DT_F32 : dt, 0, 0, 0, 0, v);
+        int64_t c = place3(e, comb, scratch_ref(acc), scratch_ref(acc), scratch_ref(tmp), MAX(l, acc_ready));
+        acc_ready = landed(e, comb, c);
+        at = c + v;  // tmp is read by then
+      }
+      Instr out = wide ? make(OPC_VCVT, dt, DT_F32, yrow * y.pitch, 0, y.pitch * y.per, 0)
+                       : make(OPC_VMOV, 0, 0, yrow * y.pitch, 0, y.pitch, 0);
+      free_at = place3(e, out, REF_RESULT, scratch_ref(acc), REF_NONE, acc_ready) + isa_issue_cycles(&out, e->vb);
+    }
+}
+
+static void emit_reduce(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  if (op->axis == op->args[0]->shape.rank - 1)
+    emit_reduce_last(e, ready);
+  else
+    emit_reduce_rows(e, ready);
+}
+
+// ---- moving elements: transpose, reshape, slice, concat -------------------------------
+
+// VMOVs of count vectors, in runs short enough to sit between resyncs;
+// returns when the last copy has landed.
+static int64_t vmov_block(Emitter *e, int dst_ref, int64_t dst, int src_ref, int64_t src, int64_t count,
+                          int64_t ready) {
+  int64_t done = ready;
+  for (int64_t v = 0; v < count; v += COMPUTE_CHUNK_VECTORS) {
+    Instr mov = make(OPC_VMOV, 0, 0, dst + v, src + v, MIN(COMPUTE_CHUNK_VECTORS, count - v), 0);
+    done = MAX(done, landed(e, mov, place3(e, mov, dst_ref, src_ref, REF_NONE, ready)));
+  }
+  return done;
+}
+
+// An SXMOV of `count` elements from element `from` (counted from vector
+// src) to lane-exact element `to` of the result (counted from vector dst
+// row start); returns when it has landed.
+static int64_t sxmov(Emitter *e, DType dt, int per, int src_ref, int64_t src, int64_t from, int64_t dst, int64_t to,
+                     int64_t count, int64_t ready) {
+  Instr mov = make(OPC_SXMOV, dt, (int)(to % per), dst + to / per, src + from / per, from % per, count);
+  return landed(e, mov, place3(e, mov, REF_RESULT, src_ref, REF_NONE, ready));
+}
+
+// transpose: each [per x per] tile by TRANS; a tile with fewer real result
+// rows (the last column vector) goes through scratch and its real rows are
+// copied out, so nothing is written past the result.
+static void emit_transpose(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  const Tensor *xt = op->args[0];
+  Geom x = geom(e, xt), y = geom(e, op->result);
+  DType dt = xt->dtype;
+  int per = x.per, tile = new_scratch(e, per);
+  int64_t rows = xt->shape.dim[xt->shape.rank - 2], cols = x.cols, batches = x.rows / rows, tile_free = ready;
+  for (int64_t b = 0; b < batches; b++)
+    for (int64_t i0 = 0; i0 < rows; i0 += per)
+      for (int64_t cv = 0; cv * per < cols; cv++) {
+        int64_t r = MIN(per, rows - i0), out = MIN(per, cols - cv * per), src = (b * rows + i0) * x.pitch + cv;
+        int64_t dst = (b * cols + cv * per) * y.pitch + i0 / per;
+        if (out == per) {
+          place3(e, make(OPC_TRANS, dt, (int)r, dst, src, x.pitch, y.pitch), REF_RESULT, REF_ARG0, REF_NONE, ready);
+          continue;
+        }
+        Instr tr = make(OPC_TRANS, dt, (int)r, 0, src, x.pitch, 1);
+        int64_t land = landed(e, tr, place3(e, tr, scratch_ref(tile), REF_ARG0, REF_NONE, MAX(ready, tile_free)));
+        for (int64_t j = 0; j < out; j++) {
+          Instr mov = make(OPC_VMOV, 0, 0, dst + j * y.pitch, j, 1, 0);
+          tile_free = place3(e, mov, REF_RESULT, scratch_ref(tile), REF_NONE, land) + 1;
+        }
+      }
+}
+
+// reshape: the same rows (one block copy), or element runs moved where the
+// rows of the operand and the result meet, one SXMOV each.
+static void emit_reshape(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  Geom x = geom(e, op->args[0]), y = geom(e, op->result);
+  DType dt = op->result->dtype;
+  if (x.cols == y.cols) {
+    vmov_block(e, REF_RESULT, 0, REF_ARG0, 0, x.rows * x.pitch, ready);
+    return;
+  }
+  int64_t total = x.rows * x.cols, last_land = ready, last_vec = -1;
+  for (int64_t el = 0; el < total;) {
+    int64_t r1 = el / x.cols, c1 = el % x.cols, r2 = el / y.cols, c2 = el % y.cols;
+    int64_t n = MIN(x.cols - c1, y.cols - c2), vec = r2 * y.pitch + c2 / y.per;
+    // Runs that share a result vector merge into it one after the other.
+    int64_t after = vec == last_vec ? last_land : ready;
+    last_land = sxmov(e, dt, y.per, REF_ARG0, r1 * x.pitch, c1, r2 * y.pitch, c2, n, after);
+    last_vec = r2 * y.pitch + (c2 + n - 1) / y.per;
+    el += n;
+  }
+}
+
+// slice along the last axis: one SXMOV a row; along another: block copies.
+static void emit_slice(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  const Tensor *xt = op->args[0];
+  Geom x = geom(e, xt), y = geom(e, op->result);
+  if (op->axis == xt->shape.rank - 1) {
+    for (int64_t r = 0; r < x.rows; r++)
+      sxmov(e, xt->dtype, y.per, REF_ARG0, r * x.pitch, op->start, r * y.pitch, 0, op->end - op->start, ready);
+    return;
+  }
+  int64_t outer, along, inner;
+  axis_split(xt, op->axis, &outer, &along, &inner);
+  int64_t keep = (op->end - op->start) * inner * x.pitch;
+  for (int64_t o = 0; o < outer; o++)
+    vmov_block(e, REF_RESULT, o * keep, REF_ARG0, (o * along + op->start) * inner * x.pitch, keep, ready);
+}
+
+// concat along the last axis: each operand's row into its place in the
+// result's row (runs meeting in one vector one after the other); along
+// another axis: block copies.
+static void emit_concat(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  Geom y = geom(e, op->result);
+  if (op->axis == op->result->shape.rank - 1) {
+    for (int64_t r = 0; r < y.rows; r++) {
+      int64_t at = 0, land = ready;
+      for (int k = 0; k < op->nargs; k++) {
+        Geom x = geom(e, op->args[k]);
+        land = sxmov(e, op->result->dtype, y.per, REF_ARG0 + k, r * x.pitch, 0, r * y.pitch, at, x.cols,
+                     at % y.per ? land : ready);
+        at += x.cols;
+      }
+    }
+    return;
+  }
+  int64_t outer, along, inner, dst = 0;
+  axis_split(op->result, op->axis, &outer, &along, &inner);
+  for (int64_t o = 0; o < outer; o++)
+    for (int k = 0; k < op->nargs; k++) {
+      int64_t part = op->args[k]->shape.dim[op->axis] * inner * y.pitch;
+      vmov_block(e, REF_RESULT, dst, REF_ARG0 + k, o * part, part, ready);
+      dst += part;
+    }
+}
+
+// ---- the table ------------------------------------------------------------------------
+
+typedef void EmitFn(Emitter *e, int64_t ready);
+
+// op -> the vector-unit instruction of its single pass (OPC_COUNT: none),
+// and the program it runs otherwise.
+typedef struct ComputeRule {
+  Opcode pass;
+  EmitFn *emit;
+} ComputeRule;
+
+static const ComputeRule rules[OP_COUNT] = {
+    [OP_MATMUL] = {OPC_COUNT, emit_matmul},       [OP_ADD] = {OPC_VADD, emit_bias},
+    [OP_SUB] = {OPC_VSUB, emit_bias},             [OP_MUL] = {OPC_VMUL, emit_bias},
+    [OP_DIV] = {OPC_VDIV, emit_bias},             [OP_RELU] = {OPC_VRELU, NULL},
+    [OP_EXP] = {OPC_VEXP, NULL},                  [OP_RSQRT] = {OPC_VRSQRT, NULL},
+    [OP_GELU] = {OPC_COUNT, emit_gelu},           [OP_SOFTMAX] = {OPC_COUNT, emit_softmax},
+    [OP_LAYERNORM] = {OPC_COUNT, emit_layernorm}, [OP_TRANSPOSE] = {OPC_COUNT, emit_transpose},
+    [OP_REDUCE_SUM] = {OPC_COUNT, emit_reduce},   [OP_REDUCE_MAX] = {OPC_COUNT, emit_reduce},
+    [OP_RESHAPE] = {OPC_COUNT, emit_reshape},     [OP_SLICE] = {OPC_COUNT, emit_slice},
+    [OP_CONCAT] = {OPC_COUNT, emit_concat},
+};
+
+Opcode compute_pass_opcode(Compilation *c, const Op *op) {
+  (void)c;
+  const ComputeRule *r = &rules[op->kind];
+  if (r->pass == OPC_COUNT) return OPC_COUNT;
+  if (op->nargs == 2 && !ir_shape_equal(&op->args[0]->shape, &op->args[1]->shape)) return OPC_COUNT;
+  return r->pass;
+}
+
+static bool uses_graph_op(const Graph *g, const Tensor *t, const Op **user, int *nusers) {
+  *nusers = 0;
+  for (int i = 0; i < g->ops.len; i++) {
+    const Op *op = g->ops.data[i];
+    for (int a = 0; a < op->nargs; a++)
+      if (op->args[a] == t) {
+        if (*nusers == 0) *user = op;
+        (*nusers)++;
+        if (op->kind != OP_MATMUL || a != 1 || op->args[0] == t) return false;
+      }
+  }
+  return *nusers > 0;
+}
+
+bool compute_transpose_is_view(Compilation *c, const Op *op) {
+  const Tensor *y = op->result, *x = op->args[0];
+  const Op *user;
+  int nusers;
+  if (op->kind != OP_TRANSPOSE || y->is_output || x->shape.rank != 2 || !layout_pitch(c, x)) return false;
+  if (isa_elems_per_vector(x->dtype, c->topo->link.vector_bytes) > ISA_MXM_COLS) return false;
+  return uses_graph_op(c->graph, y, &user, &nusers);
+}
+
+const Tensor *compute_storage_of(Compilation *c, const Tensor *t) {
+  return t->def && compute_transpose_is_view(c, t->def) ? t->def->args[0] : t;
+}
+
+static bool is_float(DType dt) { return dt == DT_F32 || dt == DT_F16 || dt == DT_BF16; }
+
+// Why op's tensors cannot be addressed a row at a time, or NULL.
+static const char *unaddressable(Compilation *c, const Op *op, char *why, size_t n) {
+  const Tensor *ts[IR_MAX_OPERANDS + 1];
+  int count = 0;
+  for (int a = 0; a < op->nargs; a++) ts[count++] = op->args[a];
+  ts[count++] = op->result;
+  for (int i = 0; i < count; i++)
+    if (!layout_pitch(c, ts[i])) {
+      snprintf(why, n,
+               "'%s' is stored packed (a collective reads or writes it) and its rows of %lld elements are not whole "
+               "vectors, so they cannot be addressed a row at a time",
+               ts[i]->name, (long long)ts[i]->shape.dim[ts[i]->shape.rank - 1]);
+      return why;
+    }
+  return NULL;
+}
+
+bool compute_supported(Compilation *c, const Op *op, char *why, size_t n) {
+  if (ir_op_is_collective(op->kind) || op->kind == OP_COPY) return true;
+  DType dt = op->result->dtype;
+  int per = isa_elems_per_vector(dt, c->topo->link.vector_bytes);
+  if (compute_pass_opcode(c, op) != OPC_COUNT) {
+    if ((op->kind == OP_EXP || op->kind == OP_RSQRT) && !is_float(dt))
+      return snprintf(why, n, "the vector unit computes it on f32, f16 or bf16 only"), false;
+    return true;
+  }
+  if (unaddressable(c, op, why, n)) return false;
+  switch (op->kind) {
+  case OP_MATMUL:
+    if (!isa_mxm_dtype_ok(dt)) return snprintf(why, n, "the matrix unit multiplies f16, bf16, i8 or f32, not %s", ir_dtype_names[dt]), false;
+    if (per > ISA_MXM_COLS) return snprintf(why, n, "a vector holds more %s elements than a weight tile's %d columns", ir_dtype_names[dt], ISA_MXM_COLS), false;
+    return true;
+  case OP_GELU:
+  case OP_SOFTMAX:
+  case OP_LAYERNORM:
+    if (!is_float(dt)) return snprintf(why, n, "the vector unit computes it on f32, f16 or bf16 only"), false;
+    if (op->kind != OP_GELU && op->axis != op->result->shape.rank - 1)
+      return snprintf(why, n, "only along the last axis (axis %d of a rank-%d tensor is not generated; transpose first)",
+                      op->axis, op->result->shape.rank), false;
+    return true;
+  default: return rules[op->kind].emit != NULL;
+  }
+}
+
+void compute_emit(Emitter *e, int64_t ready) {
+  DagNode *n = e->n;
+  n->start = n->finish = ready;
+  if (n->op->kind == OP_TRANSPOSE && compute_transpose_is_view(e->c, n->op)) return;  // read in place
+  e->last = ready;
+  rules[n->op->kind].emit(e, ready);
+  n->ncode = e->code.len;
+  n->code = e->code.data;
+  n->nscratch = e->scratch.len;
+  n->scratch = e->scratch.data;
+  for (int i = 0; i < n->ncode; i++) n->start = i ? MIN(n->start, n->code[i].at) : n->code[i].at;
+  n->finish = e->last;
+}
