@@ -6,6 +6,7 @@
 //   outdir.c     a whole output directory: topology copy, binaries, manifest
 //   report.c     each collective's cycles against its lower bounds (--stats)
 //   dot.c        each collective's rings or trees as a Graphviz picture (--emit=dot)
+//   units.c      each device's busy cycles per unit, the matrix unit's utilisation (--stats)
 //
 // Instruction selection joins this layer with the schedule compiler.
 #ifndef TSPC_BACKEND_H
@@ -82,6 +83,12 @@ int be_collective_reports(const Topology *t, const Dag *d, const SyncPlan *s, co
 // One line: "collective NAME: KIND algo=A N=.. bytes=.. cycles=.. bound=.. (KIND) volume=.. cut=.. (CUT)
 // latency=.. diameter=.. efficiency=.. busbw_gbps=.. link_util=.. timesteps=..".
 void be_print_collective_report(const CollectiveReport *r, FILE *out);
+
+// ---- units.c ----
+// One line per device that computes: the cycles its matrix unit (and install
+// path), vector unit, switch unit and ports are busy, and the matrix unit's
+// utilisation (useful MACs over peak MACs a cycle x the program's cycles).
+void be_print_unit_report(const Graph *g, const Topology *t, const Program *p, FILE *out);
 
 // ---- dot.c ----
 // Writes op's picture (op a collective of the scheduled DAG d on t):

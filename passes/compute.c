@@ -166,27 +166,32 @@ static void chunk_rows(const Matmul *m, int64_t ch, int64_t *r0, int64_t *count)
   *count = MIN(COMPUTE_MXM_MAX_ROWS, m->x.rows - *r0);
 }
 
-// One column tile: every K tile installed and multiplied into the
-// accumulator; returns when the last multiply releases its buffer, and sets
-// start[] to each row chunk's last multiply.
-static void column_tile(Emitter *e, Matmul *m, int64_t jt, int64_t ready, int64_t *buf_free, int64_t acc_free,
-                        int64_t *tile, int64_t *start) {
-  int acc = m->acc_buf[jt % 2];
-  for (int64_t kt = 0; kt < m->kt; kt++, (*tile)++) {
-    int buf = (int)(*tile % ISA_MXM_BUFFERS);
-    Instr inst = install_of(m, jt, kt, buf);
-    int8_t wref[4] = {REF_ARG0 + 1, REF_NONE, REF_NONE, REF_NONE};
-    int64_t at = place(e, inst, wref, MAX(ready, buf_free[buf]));
-    int64_t installed = at + isa_mxm_install_cycles(&inst, e->vb);
-    for (int64_t ch = 0; ch < m->chunks; ch++) {
-      int64_t r0, count;
-      chunk_rows(m, ch, &r0, &count);
-      Instr mul = make(kt ? OPC_MXMA : OPC_MXM, m->dt, buf, r0 * m->row_vecs, r0 * m->x.pitch + kt, m->x.pitch, count);
-      int64_t after = kt ? start[ch] + ISA_MXM_LATENCY : acc_free;
-      start[ch] = place3(e, mul, scratch_ref(acc), REF_ARG0, REF_NONE, MAX(installed, after));
-      buf_free[buf] = start[ch] + isa_mxm_cycles(m->dt, (uint32_t)count);
-    }
+// Installs tile i (column tile i / kt, K tile i % kt) into buffer i mod 2
+// once that buffer's last multiply is done; returns when it is installed.
+static int64_t install_tile(Emitter *e, const Matmul *m, int64_t i, int64_t ready, const int64_t *buf_free) {
+  int buf = (int)(i % ISA_MXM_BUFFERS);
+  Instr inst = install_of(m, i / m->kt, i % m->kt, buf);
+  int8_t wref[4] = {REF_ARG0 + 1, REF_NONE, REF_NONE, REF_NONE};
+  int64_t at = place(e, inst, wref, MAX(ready, buf_free[buf]));
+  return at + isa_mxm_install_cycles(&inst, e->vb);
+}
+
+// Multiplies every row chunk by tile i into its column tile's accumulator
+// (the first K tile overwrites, the others add); start[] holds each chunk's
+// last multiply; returns when the last releases the buffer.
+static int64_t multiply_tile(Emitter *e, const Matmul *m, int64_t i, int64_t installed, int64_t acc_free,
+                             int64_t *start) {
+  int64_t jt = i / m->kt, kt = i % m->kt, done = installed;
+  int buf = (int)(i % ISA_MXM_BUFFERS), acc = m->acc_buf[jt % 2];
+  for (int64_t ch = 0; ch < m->chunks; ch++) {
+    int64_t r0, count;
+    chunk_rows(m, ch, &r0, &count);
+    Instr mul = make(kt ? OPC_MXMA : OPC_MXM, m->dt, buf, r0 * m->row_vecs, r0 * m->x.pitch + kt, m->x.pitch, count);
+    int64_t after = kt ? start[ch] + ISA_MXM_LATENCY : acc_free;
+    start[ch] = place3(e, mul, scratch_ref(acc), REF_ARG0, REF_NONE, MAX(installed, after));
+    done = start[ch] + isa_mxm_cycles(m->dt, (uint32_t)count);
   }
+  return done;
 }
 
 // Converts column tile jt's accumulator rows into the result, a row each;
@@ -220,12 +225,18 @@ static void emit_matmul(Emitter *e, int64_t ready) {
   m.chunks = ceil_div(m.x.rows, COMPUTE_MXM_MAX_ROWS);
   m.acc_buf[0] = new_scratch(e, m.x.rows * m.row_vecs);
   m.acc_buf[1] = m.nt > 1 ? new_scratch(e, m.x.rows * m.row_vecs) : m.acc_buf[0];
-  int64_t buf_free[ISA_MXM_BUFFERS], acc_free[2] = {ready, ready}, tile = 0;
+  // Software-pipelined: tile i + 1 is installed (its MXLW issued first, so
+  // it streams in the background) before tile i is multiplied.
+  int64_t buf_free[ISA_MXM_BUFFERS], acc_free[2] = {ready, ready}, tiles = m.nt * m.kt;
   int64_t *start = ARENA_ARRAY(&e->c->arena, int64_t, m.chunks);
+  int64_t *installed = ARENA_ARRAY(&e->c->arena, int64_t, tiles);
   for (int b = 0; b < ISA_MXM_BUFFERS; b++) buf_free[b] = ready;
-  for (int64_t jt = 0; jt < m.nt; jt++) {
-    column_tile(e, &m, jt, ready, buf_free, acc_free[jt % 2], &tile, start);
-    acc_free[jt % 2] = convert_tile(e, &m, jt, start);
+  installed[0] = install_tile(e, &m, 0, ready, buf_free);
+  for (int64_t i = 0; i < tiles; i++) {
+    if (i + 1 < tiles) installed[i + 1] = install_tile(e, &m, i + 1, ready, buf_free);
+    int64_t jt = i / m.kt;
+    buf_free[i % ISA_MXM_BUFFERS] = multiply_tile(e, &m, i, installed[i], acc_free[jt % 2], start);
+    if (i % m.kt == m.kt - 1) acc_free[jt % 2] = convert_tile(e, &m, jt, start);
   }
 }
 
