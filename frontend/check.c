@@ -13,6 +13,7 @@
 //     first iteration only) and checking goes on after it.
 #include "frontend.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -328,19 +329,49 @@ typedef struct Call {
   int nargs;
   Tensor *args[IR_MAX_OPERANDS];
   const AstArg *arg_ast[IR_MAX_OPERANDS];
-  const AstArg *kw_op, *kw_algo, *kw_axis;
+  const AstArg *kw_op, *kw_algo, *kw_axis, *kw_shape, *kw_start, *kw_end;  // NULL: not given
 } Call;
 
-static const char *const keyword_names[] = {"op", "algo", "axis"};
+// Every keyword, its OpKeyword bit, and the Call field that holds its argument.
+static const struct KeywordSlot {
+  const char *name;
+  OpKeyword bit;
+  size_t field;  // offsetof(Call, kw_...)
+} keyword_slots[] = {
+    {"op", KW_OP, offsetof(Call, kw_op)},          {"algo", KW_ALGO, offsetof(Call, kw_algo)},
+    {"axis", KW_AXIS, offsetof(Call, kw_axis)},    {"shape", KW_SHAPE, offsetof(Call, kw_shape)},
+    {"start", KW_START, offsetof(Call, kw_start)}, {"end", KW_END, offsetof(Call, kw_end)},
+};
+_Static_assert(KW_END == 1u << (ARRAY_LEN(keyword_slots) - 1), "one keyword_slots row per OpKeyword bit");
 
+// Where a keyword's argument is kept in the call.
+static const AstArg **keyword_field(Call *call, const struct KeywordSlot *k) {
+  return (const AstArg **)(void *)((char *)call + k->field);
+}
+
+// Reports a keyword the op does not know, with a hint when one it takes is close.
+static void unknown_keyword(Checker *c, const Call *call, const AstArg *a) {
+  const char *hint = NULL;
+  for (size_t k = 0; k < ARRAY_LEN(keyword_slots); k++)
+    if ((call->info->keywords & keyword_slots[k].bit) && str_edit_distance(a->key, keyword_slots[k].name) <= 2)
+      hint = keyword_slots[k].name;
+  if (hint)
+    diag_error(c->d, a->key_loc, "unknown keyword '%s' for %s; did you mean '%s'?", a->key,
+               call->info->name, hint);
+  else
+    diag_error(c->d, a->key_loc, "unknown keyword '%s' for %s", a->key, call->info->name);
+}
+
+// Files a `key=value` argument in its Call field; its value is checked by the
+// op's shape rule.  Reports keywords the op does not take, and repeats.
 static bool read_keyword(Checker *c, Call *call, const AstArg *a) {
-  for (int k = 0; k < 3; k++) {
-    if (strcmp(a->key, keyword_names[k])) continue;
-    if (!(call->info->keywords & (1u << k))) {
+  for (size_t k = 0; k < ARRAY_LEN(keyword_slots); k++) {
+    if (strcmp(a->key, keyword_slots[k].name)) continue;
+    if (!(call->info->keywords & keyword_slots[k].bit)) {
       diag_error(c->d, a->key_loc, "%s takes no '%s' keyword", call->info->name, a->key);
       return false;
     }
-    const AstArg **slot = k == 0 ? &call->kw_op : k == 1 ? &call->kw_algo : &call->kw_axis;
+    const AstArg **slot = keyword_field(call, &keyword_slots[k]);
     if (*slot) {
       diag_error(c->d, a->key_loc, "keyword '%s' is given twice", a->key);
       return false;
@@ -348,16 +379,36 @@ static bool read_keyword(Checker *c, Call *call, const AstArg *a) {
     *slot = a;
     return true;
   }
-  const char *hint = NULL;
-  for (int k = 0; k < 3; k++)
-    if ((call->info->keywords & (1u << k)) && str_edit_distance(a->key, keyword_names[k]) <= 2)
-      hint = keyword_names[k];
-  if (hint)
-    diag_error(c->d, a->key_loc, "unknown keyword '%s' for %s; did you mean '%s'?", a->key,
-               call->info->name, hint);
-  else
-    diag_error(c->d, a->key_loc, "unknown keyword '%s' for %s", a->key, call->info->name);
+  unknown_keyword(c, call, a);
   return false;
+}
+
+// A keyword's value as a message quotes it: 'last', 7, [4, 256].
+static const char *value_text(Checker *c, const AstArg *a) {
+  switch (a->kind) {
+  case ARG_INT: return arena_printf(c->a, "%lld", (long long)a->num);
+  case ARG_TENSOR:
+  case ARG_IDENT: return arena_printf(c->a, "'%s'", a->name);
+  case ARG_LIST: break;
+  }
+  Buf b = {0};
+  buf_printf(&b, "[");
+  for (const AstDim *d = a->items; d; d = d->next)
+    buf_printf(&b, "%s%lld", d == a->items ? "" : ", ", (long long)d->value);
+  buf_printf(&b, "]");
+  const char *text = arena_strdup(c->a, b.data);
+  buf_free(&b);
+  return text;
+}
+
+// Reads an integer keyword's value (axis, start, end); reports any other kind.
+static bool int_keyword(Checker *c, const AstArg *a, int64_t *out) {
+  if (a->kind != ARG_INT) {
+    diag_error(c->d, a->loc, "%s must be an integer, got %s", a->key, value_text(c, a));
+    return false;
+  }
+  *out = a->num;
+  return true;
 }
 
 // "relu expects 1 operand", "matmul expects 2 operands", "layernorm expects 1 or 3 operands"
@@ -433,10 +484,7 @@ static bool collective_keywords(Checker *c, const Call *call, Op *op) {
     bool is_sum = a->kind == ARG_IDENT && !strcmp(a->name, "sum");
     bool is_max = a->kind == ARG_IDENT && !strcmp(a->name, "max");
     if (!is_sum && !is_max) {
-      if (a->kind == ARG_INT)
-        diag_error(c->d, a->loc, "op must be sum or max, got %lld", (long long)a->num);
-      else
-        diag_error(c->d, a->loc, "op must be sum or max, got '%s'", a->name);
+      diag_error(c->d, a->loc, "op must be sum or max, got %s", value_text(c, a));
       return false;
     }
     op->reduce = is_max ? REDUCE_MAX : REDUCE_SUM;
@@ -458,20 +506,20 @@ static bool collective_keywords(Checker *c, const Call *call, Op *op) {
   return true;
 }
 
+// Reads axis=I (default -1, the last) for an operand of shape s into
+// op->axis, counted from 0.
 static bool axis_keyword(Checker *c, const Call *call, Op *op, const Shape *s) {
   op->axis = s->rank - 1;
   if (!call->kw_axis) return true;
   const AstArg *a = call->kw_axis;
-  if (a->kind != ARG_INT) {
-    diag_error(c->d, a->loc, "axis must be an integer, got '%s'", a->name);
-    return false;
-  }
-  if (a->num < -s->rank || a->num >= s->rank) {
-    diag_error(c->d, a->loc, "axis %lld is out of range for a rank-%d tensor", (long long)a->num,
+  int64_t axis;
+  if (!int_keyword(c, a, &axis)) return false;
+  if (axis < -s->rank || axis >= s->rank) {
+    diag_error(c->d, a->loc, "axis %lld is out of range for a rank-%d tensor", (long long)axis,
                s->rank);
     return false;
   }
-  op->axis = (int)(a->num < 0 ? a->num + s->rank : a->num);
+  op->axis = (int)(axis < 0 ? axis + s->rank : axis);
   return true;
 }
 
