@@ -359,9 +359,10 @@ static const AstArg **keyword_field(Call *call, const struct KeywordSlot *k) {
 // Reports a keyword the op does not know, with a hint when one it takes is close.
 static void unknown_keyword(Checker *c, const Call *call, const AstArg *a) {
   const char *hint = NULL;
-  for (size_t k = 0; k < ARRAY_LEN(keyword_slots); k++)
-    if ((call->info->keywords & keyword_slots[k].bit) && str_edit_distance(a->key, keyword_slots[k].name) <= 2)
-      hint = keyword_slots[k].name;
+  for (size_t k = 0; k < ARRAY_LEN(keyword_slots); k++) {
+    bool taken = call->info->keywords & keyword_slots[k].bit;
+    if (taken && str_edit_distance(a->key, keyword_slots[k].name) <= 2) hint = keyword_slots[k].name;
+  }
   if (hint)
     diag_error(c->d, a->key_loc, "unknown keyword '%s' for %s; did you mean '%s'?", a->key,
                call->info->name, hint);
@@ -765,7 +766,8 @@ static bool shape_slice(Checker *c, const Call *call, Op *op, Tensor *r) {
   bool end_ok = slice_bound_ok(c, call, call->kw_end, op->end, 1, dim, op->axis);  // report both
   if (!start_ok || !end_ok) return false;
   if (op->start >= op->end) {
-    diag_error(c->d, call->kw_start->loc, "slice start %lld is not before end %lld: a slice keeps at least one element",
+    diag_error(c->d, call->kw_start->loc,
+               "slice start %lld is not before end %lld: a slice keeps at least one element",
                (long long)op->start, (long long)op->end);
     return false;
   }
