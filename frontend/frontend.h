@@ -43,16 +43,18 @@ typedef struct AstPlace {
   SrcLoc index_loc;
 } AstPlace;
 
-typedef enum { ARG_TENSOR, ARG_IDENT, ARG_INT } AstArgKind;
+typedef enum { ARG_TENSOR, ARG_IDENT, ARG_INT, ARG_LIST } AstArgKind;
 
-// One argument of an op call: `x` (a tensor), or `key=value`.
+// One argument of an op call: `x` (a tensor), or `key=value` where the value
+// is a name, an integer, or a list of integers (`shape=[4, 256]`).
 typedef struct AstArg {
   const char *key;     // NULL for a positional operand
   SrcLoc key_loc;
   AstArgKind kind;     // positional operands are ARG_TENSOR
   const char *name;    // ARG_TENSOR, ARG_IDENT
   int64_t num;         // ARG_INT
-  SrcLoc loc;          // of the value
+  AstDim *items;       // ARG_LIST: its integers in order, each with its place; NULL for []
+  SrcLoc loc;          // of the value (a list: from '[' to ']')
   struct AstArg *next;
 } AstArg;
 

@@ -50,12 +50,22 @@ static void dump_type(const AstType *t, FILE *out) {
   fprintf(out, "]");
 }
 
+// A keyword's list value as written: "[4, 256]".
+static void dump_list(const AstDim *items, FILE *out) {
+  fprintf(out, "[");
+  for (const AstDim *d = items; d; d = d->next)
+    fprintf(out, "%s%lld", d == items ? "" : ", ", (long long)d->value);
+  fprintf(out, "]");
+}
+
 static void dump_args(const AstArg *args, FILE *out) {
   for (const AstArg *a = args; a; a = a->next) {
     if (a != args) fprintf(out, ", ");
     if (a->key) fprintf(out, "%s=", a->key);
     if (a->kind == ARG_INT)
       fprintf(out, "%lld", (long long)a->num);
+    else if (a->kind == ARG_LIST)
+      dump_list(a->items, out);
     else
       fprintf(out, "%s", a->name);
   }

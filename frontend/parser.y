@@ -81,7 +81,8 @@ static AstArg *new_arg(ParseCtx *c, const char *key, TGLTYPE key_loc, AstArgKind
 %type <stmts> stmts block
 %type <arg> arg
 %type <args> args args_opt
-%type <dims> dims
+%type <dims> dims list items
+%type <dim> item
 %type <type> type
 %type <place> place placement
 %type <devs> devices
@@ -200,7 +201,7 @@ args:
 | args ',' arg  { $$ = $1; $$.tail->next = $3; $$.tail = $3; }
 ;
 
-/* arg = IDENT | IDENT "=" (IDENT | "-"? INT) */
+/* arg = IDENT | IDENT "=" (IDENT | "-"? INT | list) */
 arg:
   IDENT                 { $$ = new_arg(ctx, NULL, @1, ARG_TENSOR, @1); $$->name = $1; }
 | IDENT '=' IDENT       { $$ = new_arg(ctx, $1, @1, ARG_IDENT, @3); $$->name = $3; }
@@ -209,6 +210,29 @@ arg:
     TGLTYPE span = @3;
     span.last_line = @4.last_line; span.last_column = @4.last_column;
     $$ = new_arg(ctx, $1, @1, ARG_INT, span); $$->num = -$4;
+  }
+| IDENT '=' list        { $$ = new_arg(ctx, $1, @1, ARG_LIST, @3); $$->items = $3.head; }
+;
+
+/* list = "[" [ item { "," item } ] "]"   (an empty list is the checker's to reject) */
+list:
+  '[' ']'               { $$.head = $$.tail = NULL; }
+| '[' items ']'         { $$ = $2; }
+;
+
+items:
+  item                  { $$.head = $$.tail = $1; }
+| items ',' item        { $$ = $1; $$.tail->next = $3; $$.tail = $3; }
+;
+
+/* item = "-"? INT   (a negative one parses, so the checker can name it) */
+item:
+  INT                   { $$ = ARENA_NEW(ctx->arena, AstDim); $$->value = $1; $$->loc = L(ctx, @1); }
+| '-' INT               {
+    $$ = ARENA_NEW(ctx->arena, AstDim); $$->value = -$2;
+    TGLTYPE span = @1;
+    span.last_line = @2.last_line; span.last_column = @2.last_column;
+    $$->loc = L(ctx, span);
   }
 ;
 

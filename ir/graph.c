@@ -115,6 +115,15 @@ bool ir_place_equal(const Placement *a, const Placement *b) {
   return true;
 }
 
+// reshape's shape keyword as the DSL spells it: ", shape=[4, 256]".
+static void dump_shape_keyword(const Shape *s, FILE *out) {
+  fprintf(out, ", shape=[");
+  for (int i = 0; i < s->rank; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)s->dim[i]);
+  fprintf(out, "]");
+}
+
+// "slice(x, axis=1, start=0, end=4)": operands, then every keyword the op
+// takes, defaults filled in, in the order of the OpKeyword bits.
 static void dump_op_call(const Op *op, FILE *out) {
   fprintf(out, "%s(", ir_op_info[op->kind].name);
   for (int i = 0; i < op->nargs; i++) fprintf(out, "%s%s", i ? ", " : "", op->args[i]->name);
@@ -122,6 +131,9 @@ static void dump_op_call(const Op *op, FILE *out) {
   if (kws & KW_OP) fprintf(out, ", op=%s", op->reduce == REDUCE_MAX ? "max" : "sum");
   if (kws & KW_ALGO) fprintf(out, ", algo=%s", ir_algo_names[op->algo]);
   if (kws & KW_AXIS) fprintf(out, ", axis=%d", op->axis);
+  if (kws & KW_SHAPE) dump_shape_keyword(&op->shape, out);
+  if (kws & KW_START) fprintf(out, ", start=%lld", (long long)op->start);
+  if (kws & KW_END) fprintf(out, ", end=%lld", (long long)op->end);
   fprintf(out, ")");
 }
 

@@ -7,6 +7,9 @@
 // defined earlier (definition order is a topological order); operand counts
 // and keywords fit the op table; shapes are within IR_MAX_RANK with
 // positive dimensions; placements name existing devices; outputs are marked.
+// The ops from mul to concat also keep their results consistent with their
+// operands (docs/dsl.md): one dtype, the shape their rule makes, an axis of
+// the operand, slice bounds inside it, reshape's element count.
 #include "ir.h"
 
 #include <stdarg.h>
@@ -54,6 +57,113 @@ static bool tensor_ok(Verifier *v, const Tensor *t, int index) {
   return place_ok(v, t);
 }
 
+// The ops from mul on: every operand has the result's dtype.
+static bool same_dtype_ok(Verifier *v, const Op *op, int index) {
+  for (int i = 0; i < op->nargs; i++)
+    if (op->args[i]->dtype != op->result->dtype)
+      return fail(v, "op %d (%s): operand %d is %s, its result %s", index, ir_op_info[op->kind].name,
+                  i, ir_dtype_names[op->args[i]->dtype], ir_dtype_names[op->result->dtype]);
+  return true;
+}
+
+// op->axis counts from 0 and names a dimension of a rank-`rank` operand.
+static bool axis_ok(Verifier *v, const Op *op, int index, int rank) {
+  if (op->axis >= 0 && op->axis < rank) return true;
+  return fail(v, "op %d (%s) has axis %d for a rank-%d operand", index, ir_op_info[op->kind].name,
+              op->axis, rank);
+}
+
+// mul, sub, div: the second operand has the first's shape, or is a vector
+// of its last dimension.
+static bool bias_ok(Verifier *v, const Op *op, int index) {
+  const Shape *a = &op->args[0]->shape, *b = &op->args[1]->shape;
+  if (ir_shape_equal(a, b) || (b->rank == 1 && b->dim[0] == a->dim[a->rank - 1])) return true;
+  return fail(v, "op %d (%s): operand 1 is neither operand 0's shape nor a vector of its last dimension",
+              index, ir_op_info[op->kind].name);
+}
+
+// reduce_sum, reduce_max: the operand without the axis; rank 1 gives [1].
+static bool reduced_shape(Verifier *v, const Op *op, int index, Shape *want) {
+  if (!axis_ok(v, op, index, want->rank)) return false;
+  if (want->rank == 1) {
+    want->dim[0] = 1;
+    return true;
+  }
+  for (int i = op->axis; i + 1 < want->rank; i++) want->dim[i] = want->dim[i + 1];
+  want->rank--;
+  return true;
+}
+
+// reshape: the shape asked for holds as many elements as the operand.
+static bool reshaped_shape(Verifier *v, const Op *op, int index, Shape *want) {
+  int64_t have = ir_shape_elems(&op->args[0]->shape);
+  if (!ir_shape_fits(&op->shape, 1, IR_MAX_TENSOR_BYTES) || ir_shape_elems(&op->shape) != have)
+    return fail(v, "op %d (reshape) does not keep the %lld elements of its operand", index, (long long)have);
+  *want = op->shape;
+  return true;
+}
+
+// slice: 0 <= start < end <= the dimension along the axis, which keeps end - start.
+static bool sliced_shape(Verifier *v, const Op *op, int index, Shape *want) {
+  if (!axis_ok(v, op, index, want->rank)) return false;
+  int64_t dim = want->dim[op->axis];
+  if (op->start < 0 || op->start >= op->end || op->end > dim)
+    return fail(v, "op %d (slice) keeps [%lld, %lld) of a dimension of %lld", index,
+                (long long)op->start, (long long)op->end, (long long)dim);
+  want->dim[op->axis] = op->end - op->start;
+  return true;
+}
+
+// concat: the operands agree outside the axis; the result adds them along it.
+static bool joined_shape(Verifier *v, const Op *op, int index, Shape *want) {
+  if (!axis_ok(v, op, index, want->rank)) return false;
+  for (int i = 1; i < op->nargs; i++) {
+    Shape part = op->args[i]->shape;
+    part.dim[op->axis] = want->dim[op->axis];
+    if (!ir_shape_equal(&part, want))
+      return fail(v, "op %d (concat): operand %d differs from operand 0 outside axis %d", index, i, op->axis);
+  }
+  for (int i = 1; i < op->nargs; i++) want->dim[op->axis] += op->args[i]->shape.dim[op->axis];
+  return true;
+}
+
+// The result shape of an op from mul on, from its operands and keywords;
+// *checked is false for the older ops (their rules live in check.c alone).
+static bool derived_shape(Verifier *v, const Op *op, int index, Shape *want, bool *checked) {
+  *want = op->args[0]->shape;
+  *checked = true;
+  switch (op->kind) {
+  case OP_MUL:
+  case OP_SUB:
+  case OP_DIV: return bias_ok(v, op, index);
+  case OP_EXP:
+  case OP_RSQRT: return true;
+  case OP_REDUCE_SUM:
+  case OP_REDUCE_MAX: return reduced_shape(v, op, index, want);
+  case OP_RESHAPE: return reshaped_shape(v, op, index, want);
+  case OP_SLICE: return sliced_shape(v, op, index, want);
+  case OP_CONCAT: return joined_shape(v, op, index, want);
+  default: *checked = false; return true;
+  }
+}
+
+// The ops from mul on: the result has the dtype and shape their rule makes.
+static bool result_ok(Verifier *v, const Op *op, int index) {
+  Shape want;
+  bool checked;
+  if (!derived_shape(v, op, index, &want, &checked)) return false;
+  if (!checked) return true;
+  if (!same_dtype_ok(v, op, index)) return false;
+  if (ir_shape_equal(&want, &op->result->shape)) return true;
+  char made[IR_TYPE_STR_MAX], is[IR_TYPE_STR_MAX];
+  ir_format_type(made, sizeof made, op->result->dtype, &want);
+  ir_format_type(is, sizeof is, op->result->dtype, &op->result->shape);
+  return fail(v, "op %d (%s): its operands make %s, its result is %s", index, ir_op_info[op->kind].name,
+              made, is);
+}
+
+// One op: its id, operand count, operands defined before it, its result and
+// keywords, and for the ops from mul on, its result type.
 static bool op_ok(Verifier *v, const Op *op, int index, const bool *defined) {
   const OpInfo *info = &ir_op_info[op->kind];
   if (op->id != index) return fail(v, "op %d has id %d", index, op->id);
@@ -65,7 +175,7 @@ static bool op_ok(Verifier *v, const Op *op, int index, const bool *defined) {
   if (!op->result || op->result->def != op) return fail(v, "op %d (%s) has no result", index, info->name);
   if ((info->keywords & KW_ALGO) && (op->algo < 0 || op->algo >= ALGO_COUNT))
     return fail(v, "op %d (%s) names no algorithm", index, info->name);
-  return true;
+  return result_ok(v, op, index);
 }
 
 bool ir_graph_verify(const Graph *g, int ndevices, char *err, size_t errlen) {

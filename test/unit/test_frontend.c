@@ -273,6 +273,119 @@ static void verifier_catches_broken_graphs(void **state) {
   compiled_free(&c);
 }
 
+// The ops from mul on: result types, and the keywords filed in the Op.
+static void new_ops_get_their_result_shape(void **state) {
+  (void)state;
+  Compiled c;
+  Graph *g = graph_ok(&c, "graph g {\n"
+                          "  input x : f32[2, 3, 4] @ device(1);\n"
+                          "  param v : f32[4] @ device(1);\n"
+                          "  m = mul(x, v);\n"
+                          "  d = div(x, x);\n"
+                          "  e = rsqrt(m);\n"
+                          "  rs = reduce_sum(x, axis=1);\n"
+                          "  rv = reduce_max(v);\n"
+                          "  y = reshape(x, shape=[6, 4]);\n"
+                          "  sl = slice(x, axis=-3, start=1, end=2);\n"
+                          "  cc = concat(x, x, x, axis=1);\n"
+                          "  output cc;\n"
+                          "}\n");
+  assert_type(tensor(g, "m"), "f32[2, 3, 4]");
+  assert_type(tensor(g, "d"), "f32[2, 3, 4]");
+  assert_type(tensor(g, "e"), "f32[2, 3, 4]");
+  assert_type(tensor(g, "rs"), "f32[2, 4]");
+  assert_int_equal(tensor(g, "rs")->def->axis, 1);
+  assert_type(tensor(g, "rv"), "f32[1]");
+  Op *reshape = tensor(g, "y")->def;
+  assert_type(tensor(g, "y"), "f32[6, 4]");
+  assert_int_equal(reshape->shape.rank, 2);
+  assert_int_equal(reshape->shape.dim[0], 6);
+  Op *slice = tensor(g, "sl")->def;
+  assert_type(tensor(g, "sl"), "f32[1, 3, 4]");
+  assert_int_equal(slice->axis, 0);
+  assert_int_equal(slice->start, 1);
+  assert_int_equal(slice->end, 2);
+  assert_type(tensor(g, "cc"), "f32[2, 9, 4]");
+  assert_int_equal(tensor(g, "cc")->def->nargs, 3);
+  assert_place(tensor(g, "cc"), "device(1)");
+  char err[256];
+  assert_true(ir_graph_verify(g, 16, err, sizeof err));
+  compiled_free(&c);
+}
+
+// A list value keeps its integers and their places, and the whole list's span.
+static void parser_reads_list_values(void **state) {
+  (void)state;
+  Compiled c;
+  compile_text(&c, "graph g {\n"
+                   "  input x : f16[4, 6];\n"
+                   "  y = reshape(x, shape=[2, -3, 4]);\n"
+                   "  z = reshape(x, shape=[]);\n"
+                   "}\n");
+  assert_non_null(c.ast);
+  const AstArg *shape = c.ast->body->next->args->next;
+  assert_int_equal(shape->kind, ARG_LIST);
+  assert_string_equal(shape->key, "shape");
+  assert_int_equal(shape->loc.col, 24);
+  assert_int_equal(shape->loc.len, 10);  // "[2, -3, 4]"
+  assert_int_equal(shape->items->value, 2);
+  assert_int_equal(shape->items->next->value, -3);
+  assert_int_equal(shape->items->next->loc.col, 28);
+  assert_int_equal(shape->items->next->loc.len, 2);
+  assert_int_equal(shape->items->next->next->value, 4);
+  assert_null(shape->items->next->next->next);
+  const AstArg *empty = c.ast->body->next->next->args->next;
+  assert_int_equal(empty->kind, ARG_LIST);
+  assert_null(empty->items);
+  assert_null(c.graph);  // -3 and [] are the checker's to reject
+  assert_int_equal(c.cap.diag.nerrors, 2);
+  compiled_free(&c);
+}
+
+// The verifier names a broken invariant of each new op: a pass that left a
+// slice past its dimension, a reshape that loses elements, concat parts that
+// disagree, or a result whose type its operands do not make.
+static void verifier_checks_the_new_ops(void **state) {
+  (void)state;
+  Compiled c;
+  Graph *g = graph_ok(&c, "graph g {\n"
+                          "  input x : f16[4, 6] @ device(0);\n"
+                          "  s = slice(x, start=1, end=3);\n"
+                          "  y = reshape(x, shape=[24]);\n"
+                          "  j = concat(x, x, axis=0);\n"
+                          "  r = reduce_sum(x);\n"
+                          "  output s;\n"
+                          "}\n");
+  char err[256];
+  assert_true(ir_graph_verify(g, 16, err, sizeof err));
+  Op *slice = tensor(g, "s")->def;
+  slice->end = 7;
+  assert_false(ir_graph_verify(g, 16, err, sizeof err));
+  assert_string_equal(err, "op 0 (slice) keeps [1, 7) of a dimension of 6");
+  slice->end = 3;
+  Op *reshape = tensor(g, "y")->def;
+  reshape->shape.dim[0] = 25;
+  assert_false(ir_graph_verify(g, 16, err, sizeof err));
+  assert_string_equal(err, "op 1 (reshape) does not keep the 24 elements of its operand");
+  reshape->shape.dim[0] = 24;
+  Tensor *x = tensor(g, "x");
+  Op *concat = tensor(g, "j")->def;
+  concat->args[1] = tensor(g, "s");  // f16[4, 2] after f16[4, 6], along axis 0
+  assert_false(ir_graph_verify(g, 16, err, sizeof err));
+  assert_string_equal(err, "op 2 (concat): operand 1 differs from operand 0 outside axis 0");
+  concat->args[1] = x;
+  tensor(g, "r")->shape.dim[0] = 6;
+  assert_false(ir_graph_verify(g, 16, err, sizeof err));
+  assert_string_equal(err, "op 3 (reduce_sum): its operands make f16[4], its result is f16[6]");
+  tensor(g, "r")->shape.dim[0] = 4;
+  tensor(g, "r")->dtype = DT_F32;
+  assert_false(ir_graph_verify(g, 16, err, sizeof err));
+  assert_string_equal(err, "op 3 (reduce_sum): operand 0 is f16, its result f32");
+  tensor(g, "r")->dtype = DT_F16;
+  assert_true(ir_graph_verify(g, 16, err, sizeof err));
+  compiled_free(&c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(parser_builds_the_statement_list),
@@ -284,6 +397,9 @@ int main(void) {
       cmocka_unit_test(syntax_errors_recover_at_the_next_statement),
       cmocka_unit_test(dtype_and_op_tables_agree),
       cmocka_unit_test(verifier_catches_broken_graphs),
+      cmocka_unit_test(new_ops_get_their_result_shape),
+      cmocka_unit_test(parser_reads_list_values),
+      cmocka_unit_test(verifier_checks_the_new_ops),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
