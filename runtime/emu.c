@@ -6,7 +6,12 @@
 // rules of docs/isa.md on the device's own drifting clock, every vector is
 // real bytes, and every read of SRAM is checked against the write that
 // produced it (seed 002 s3 for HAC, SAC, DESKEW, RUNTIME_DESKEW; s4.4 for
-// the absence of flow control that makes every check necessary).
+// the absence of flow control that makes every check necessary).  The
+// compute units stream their elements as events: the vector unit one
+// destination vector a cycle, the matrix unit (seed 002 s5.2, s5.5) its
+// weight installs in the background and its rows q a cycle, with every
+// row's product formed by OpenBLAS a chunk of rows at a time, and the
+// switch unit's TRANS and SXMOV.
 #include "emu_internal.h"
 
 #include <math.h>

@@ -1,9 +1,11 @@
 // numeric.c: the element arithmetic of the emulator's vector (VXM) and
 // matrix (MXM) units, and the f16 / bf16 conversions beneath it.
 //
-// The runtime layer (runtime/emu.h): emu.c calls num_vadd, num_vmax,
-// num_vrelu and num_mxm_row on vectors it holds in SRAM, and num_get /
-// num_set to place INIT data and check EXPECT data element by element.
+// The runtime layer (runtime/emu.h): emu.c calls num_vbinary, num_vscalar,
+// num_vunary, num_convert, the num_reduce_* functions and the matrix
+// unit's num_mxm_* on vectors it holds in SRAM, and num_get / num_set to
+// place INIT data and check EXPECT data element by element.  docs/isa.md
+// section 2 is the contract each function implements.
 //
 // Every element is stored little-endian whatever the host, and read and
 // written a byte at a time, so nothing here depends on host byte order or
@@ -19,8 +21,8 @@
 // Integers wrap in two's complement: results are computed exactly in
 // int64 (which cannot overflow for i32 and i8 operands) and reduced modulo
 // 2^32 or 2^8 by conversion to unsigned, which C defines, so no signed
-// overflow ever happens.  How MXM accumulates is said in the matrix unit
-// section at the end.
+// overflow ever happens.  How the MXM sums is said in the matrix unit
+// section at the end (seed 002 s5.2: a [1 x K] x [K x 320] sub-operation).
 #include <limits.h>
 #include <math.h>
 #include <string.h>
