@@ -206,7 +206,7 @@ static void directive_unit(AsmReader *r) {
   UnitKind kind;
   int port;
   if (!read_word(r, name, sizeof name, &col) || !isa_unit_parse(name, &kind, &port)) {
-    diag_error(r->d, here(r, col, 1), "expected a unit: c2c.PORT, vxm, mxm or ctl");
+    diag_error(r->d, here(r, col, 1), "expected a unit: c2c.PORT, vxm, mxm, sxm or ctl");
     return;
   }
   if (!expect_end(r)) return;
@@ -353,22 +353,36 @@ static void directive(AsmReader *r) {
 
 // ---- instructions ----------------------------------------------------------------------
 
+// A u16 operand kept in the port field: p (a port), w (a weight buffer),
+// n (a count).  `a_what` ("a port") and `what` ("port") name it in errors.
+static bool read_u16(AsmReader *r, const char *a_what, const char *what, Instr *in) {
+  uint32_t v;
+  if (!read_u32(r, a_what, &v)) return false;
+  if (v > UINT16_MAX) {
+    diag_error(r->d, here(r, r->num_col, r->num_len), "%s %u does not fit in 16 bits", what, v);
+    return false;
+  }
+  in->port = (uint16_t)v;
+  return true;
+}
+
+// One operand of the letter `slot` (ir/ir.h): t and s are dtype names, the
+// rest numbers.
 static bool read_operand(AsmReader *r, char slot, Instr *in) {
   uint32_t v;
   DType dt;
   switch (slot) {
   case 't':
+  case 's':
     if (!read_dtype(r, &dt)) return false;
-    in->dtype = (uint8_t)dt;
+    if (slot == 't')
+      in->dtype = (uint8_t)dt;
+    else
+      in->port = (uint16_t)dt;
     return true;
-  case 'p':
-    if (!read_u32(r, "a port", &v)) return false;
-    if (v > UINT16_MAX) {
-      diag_error(r->d, here(r, r->num_col, r->num_len), "port %u does not fit in 16 bits", v);
-      return false;
-    }
-    in->port = (uint16_t)v;
-    return true;
+  case 'p': return read_u16(r, "a port", "port", in);
+  case 'w': return read_u16(r, "a weight buffer", "weight buffer", in);
+  case 'n': return read_u16(r, "a count", "count", in);
   default:
     if (!read_u32(r, "an operand", &v)) return false;
     *(slot == 'a' ? &in->a : slot == 'b' ? &in->b : slot == 'c' ? &in->c : &in->d) = v;

@@ -4,11 +4,13 @@
 // loader checks them again after reading (it never trusts a file), and the
 // disassembler prints them with isa_format.
 //
-// The matrix unit's cost follows seed 002 s5.2: one sub-op is a
-// [1 x K] x [K x 320] product, K = 160 for fp16 and 320 for int8, and the
-// unit completes 2 fp16 or 4 int8 sub-ops a cycle.  That is 102,400 fp16 or
-// 409,600 int8 multiply-accumulates a cycle.  bf16 runs at the fp16 rate;
-// f32 (not in the seed) is taken to run at a quarter of it.
+// The matrix unit follows seed 002 s5.2: one sub-op is a [1 x K] x
+// [K x 320] product, K = 160 for fp16 and 320 for int8, and the unit
+// completes 2 fp16 or 4 int8 sub-ops a cycle (isa_mxm_rows_per_cycle).
+// bf16 runs at the fp16 rate; f32 (not in the seed) is taken to run a
+// quarter of its multiply-accumulates: one row of 80 a cycle.  The weight tile is installed once (MXLW, or
+// MXLWT for the B of A B^T, seed s5.5) into one of ISA_MXM_BUFFERS buffers
+// and then multiplies any number of activation rows (MXM, MXMA).
 #include "ir.h"
 
 #include <string.h>
@@ -131,8 +133,139 @@ IsaTarget isa_target(const Topology *t, int device) {
                      .vector_bytes = t->link.vector_bytes};
 }
 
-static bool check_operands(const Instr *in, int nports, uint32_t sram, char *err, size_t n) {
+// Whether `count` rows of `width` vectors each, `pitch` vectors apart from
+// vector `at` on, lie inside an SRAM of `sram` vectors (count >= 1).  In
+// 64 bits: (2^32 - 1)^2 + 2^32 cannot overflow.
+static bool strided_ok(uint32_t at, uint64_t count, uint64_t pitch, uint64_t width, uint32_t sram) {
+  return range_ok(at, (count - 1) * pitch + width, sram);
+}
+
+static bool past_sram(char *err, size_t n, const char *name, uint64_t count, const char *what, uint32_t sram) {
+  snprintf(err, n, "%s of %llu %s runs past the SRAM's %u vectors", name, (unsigned long long)count, what, sram);
+  return false;
+}
+
+// VADD VSUB VMUL VDIV VMAX: d vectors of a, b and c.  VADDS VSUBS VMULS:
+// d vectors of a and b, one of c (its element 0 is the scalar).
+static bool check_vector_binary(const Instr *in, uint32_t sram, bool scalar, char *err, size_t n) {
   const char *name = isa_opcodes[in->op].name;
+  if (in->d == 0) return snprintf(err, n, "%s of 0 vectors", name), false;
+  if (!range_ok(in->a, in->d, sram) || !range_ok(in->b, in->d, sram) || !range_ok(in->c, scalar ? 1 : in->d, sram))
+    return past_sram(err, n, name, in->d, "vectors", sram);
+  return true;
+}
+
+// VRELU VMOV VEXP VERF VRSQRT VRECIP: c vectors of a and b.  The
+// transcendental ones refuse integers.
+static bool check_vector_unary(const Instr *in, uint32_t sram, char *err, size_t n) {
+  const char *name = isa_opcodes[in->op].name;
+  bool float_only = in->op == OPC_VEXP || in->op == OPC_VERF || in->op == OPC_VRSQRT || in->op == OPC_VRECIP;
+  if (float_only && (in->dtype == DT_I32 || in->dtype == DT_I8))
+    return snprintf(err, n, "%s takes f32, f16 or bf16, not %s", name, ir_dtype_names[in->dtype]), false;
+  if (in->c == 0) return snprintf(err, n, "%s of 0 vectors", name), false;
+  if (!range_ok(in->a, in->c, sram) || !range_ok(in->b, in->c, sram)) return past_sram(err, n, name, in->c, "vectors", sram);
+  return true;
+}
+
+// VCVT t, s, a, b, c: c elements, ceil(c / per(t)) vectors at a and
+// ceil(c / per(s)) at b.
+static bool check_vcvt(const Instr *in, uint32_t sram, int vector_bytes, char *err, size_t n) {
+  if (in->c == 0) return snprintf(err, n, "VCVT of 0 elements"), false;
+  uint64_t per_t = (uint64_t)isa_elems_per_vector((DType)in->dtype, vector_bytes);
+  uint64_t per_s = (uint64_t)isa_elems_per_vector((DType)in->port, vector_bytes);
+  if (!range_ok(in->a, (in->c + per_t - 1) / per_t, sram) || !range_ok(in->b, (in->c + per_s - 1) / per_s, sram))
+    return past_sram(err, n, "VCVT", in->c, "elements", sram);
+  return true;
+}
+
+// VRSUM VRMAX t, a, b, c: c elements of ceil(c / per(t)) vectors at b, one
+// result vector at a.
+static bool check_reduce(const Instr *in, uint32_t sram, int vector_bytes, char *err, size_t n) {
+  const char *name = isa_opcodes[in->op].name;
+  if (in->c == 0) return snprintf(err, n, "%s of 0 elements", name), false;
+  uint64_t per = (uint64_t)isa_elems_per_vector((DType)in->dtype, vector_bytes);
+  if (!range_ok(in->a, 1, sram) || !range_ok(in->b, (in->c + per - 1) / per, sram))
+    return past_sram(err, n, name, in->c, "elements", sram);
+  return true;
+}
+
+// What every instruction of the matrix unit shares: a dtype it multiplies
+// and an existing weight buffer.
+static bool check_mxm_common(const Instr *in, char *err, size_t n) {
+  const char *name = isa_opcodes[in->op].name;
+  if (!isa_mxm_dtype_ok((DType)in->dtype))
+    return snprintf(err, n, "%s takes f16, bf16, i8 or f32, not %s", name, ir_dtype_names[in->dtype]), false;
+  if (in->port >= ISA_MXM_BUFFERS)
+    return snprintf(err, n, "%s weight buffer %u does not exist (the unit has %d)", name, in->port, ISA_MXM_BUFFERS), false;
+  return true;
+}
+
+// MXLW t, w, a, b, c, d: c = kk rows (1 .. per(t)) of d = nn columns
+// (1 .. ISA_MXM_COLS), row i at a + i b, ceil(nn / per(t)) vectors each.
+// MXLWT t, w, a, b, c, d: c = nn rows (1 .. ISA_MXM_COLS) of one vector,
+// row j at a + j b, its first d = kk (1 .. per(t)) elements used.
+static bool check_install(const Instr *in, uint32_t sram, int vector_bytes, char *err, size_t n) {
+  const char *name = isa_opcodes[in->op].name, *dt = ir_dtype_names[in->dtype];
+  uint32_t per = (uint32_t)isa_elems_per_vector((DType)in->dtype, vector_bytes);
+  bool transposed = in->op == OPC_MXLWT;
+  uint32_t kk = transposed ? in->d : in->c, nn = transposed ? in->c : in->d;
+  if (in->c == 0) return snprintf(err, n, "%s of 0 rows", name), false;
+  if (transposed && nn > ISA_MXM_COLS)
+    return snprintf(err, n, "%s of %u rows: a tile has %d columns", name, nn, ISA_MXM_COLS), false;
+  if (!transposed && kk > per) return snprintf(err, n, "%s of %u rows: a %s tile has %u", name, kk, dt, per), false;
+  if (transposed && kk == 0) return snprintf(err, n, "%s of 0 elements a row", name), false;
+  if (transposed && kk > per)
+    return snprintf(err, n, "%s of %u elements a row: a %s tile has %u rows", name, kk, dt, per), false;
+  if (!transposed && nn == 0) return snprintf(err, n, "%s of 0 columns", name), false;
+  if (!transposed && nn > ISA_MXM_COLS)
+    return snprintf(err, n, "%s of %u columns: a tile has %d", name, nn, ISA_MXM_COLS), false;
+  if (in->b == 0) return snprintf(err, n, "%s pitch 0: rows must be at least 1 vector apart", name), false;
+  uint64_t width = transposed ? 1 : (nn + per - 1) / per;
+  if (!strided_ok(in->a, in->c, in->b, width, sram)) return past_sram(err, n, name, in->c, "rows", sram);
+  return true;
+}
+
+// MXM MXMA t, w, a, b, c, d: d rows, row r's activation one vector at
+// b + r c, its result isa_mxm_row_vectors vectors at a + r R.
+static bool check_mxm(const Instr *in, uint32_t sram, int vector_bytes, char *err, size_t n) {
+  const char *name = isa_opcodes[in->op].name;
+  if (in->d == 0) return snprintf(err, n, "%s of 0 rows", name), false;
+  if (in->c == 0) return snprintf(err, n, "%s pitch 0: rows must be at least 1 vector apart", name), false;
+  uint64_t out = (uint64_t)in->d * (uint64_t)isa_mxm_row_vectors((DType)in->dtype, vector_bytes);
+  if (!range_ok(in->a, out, sram) || !strided_ok(in->b, in->d, in->c, 1, sram))
+    return past_sram(err, n, name, in->d, "rows", sram);
+  return true;
+}
+
+// TRANS t, n, a, b, c, d: n rows (1 .. per(t)) at b + i c; per(t) vectors
+// at a + j d.
+static bool check_trans(const Instr *in, uint32_t sram, int vector_bytes, char *err, size_t n) {
+  uint32_t per = (uint32_t)isa_elems_per_vector((DType)in->dtype, vector_bytes);
+  if (in->port == 0) return snprintf(err, n, "TRANS of 0 rows"), false;
+  if (in->port > per)
+    return snprintf(err, n, "TRANS of %u rows: a %s tile has %u", in->port, ir_dtype_names[in->dtype], per), false;
+  if (!strided_ok(in->b, in->port, in->c, 1, sram) || !strided_ok(in->a, per, in->d, 1, sram))
+    return past_sram(err, n, "TRANS", in->port, "rows", sram);
+  return true;
+}
+
+// SXMOV t, n, a, b, c, d: d elements from element c counted from vector b,
+// into vector a from lane n (n < per(t)).
+static bool check_sxmov(const Instr *in, uint32_t sram, int vector_bytes, char *err, size_t n) {
+  uint64_t per = (uint64_t)isa_elems_per_vector((DType)in->dtype, vector_bytes);
+  if (in->d == 0) return snprintf(err, n, "SXMOV of 0 elements"), false;
+  if (in->port >= per)
+    return snprintf(err, n, "SXMOV lane %u does not exist (a %s vector has %llu)", in->port, ir_dtype_names[in->dtype],
+                    (unsigned long long)per), false;
+  uint64_t src = ((uint64_t)in->c + in->d + per - 1) / per, dst = ((uint64_t)in->port + in->d + per - 1) / per;
+  if (!range_ok(in->b, src, sram) || !range_ok(in->a, dst, sram)) return past_sram(err, n, "SXMOV", in->d, "elements", sram);
+  return true;
+}
+
+static bool check_operands(const Instr *in, const IsaTarget *t, char *err, size_t n) {
+  const char *name = isa_opcodes[in->op].name;
+  int nports = t->nports, vb = t->vector_bytes;
+  uint32_t sram = t->sram;
   switch ((Opcode)in->op) {
   case OPC_WAIT:
     if (in->a == 0) return snprintf(err, n, "WAIT needs at least 1 cycle"), false;
@@ -144,18 +277,17 @@ static bool check_operands(const Instr *in, int nports, uint32_t sram, char *err
     if (!range_ok(in->a, in->b, sram))
       return snprintf(err, n, "%s of %u vectors at %u runs past the SRAM's %u vectors", name, in->b, in->a, sram), false;
     return true;
-  case OPC_VADD:
-  case OPC_VMAX:
-    if (in->d == 0) return snprintf(err, n, "%s of 0 vectors", name), false;
-    if (!range_ok(in->a, in->d, sram) || !range_ok(in->b, in->d, sram) || !range_ok(in->c, in->d, sram))
-      return snprintf(err, n, "%s of %u vectors runs past the SRAM's %u vectors", name, in->d, sram), false;
-    return true;
-  case OPC_VRELU:
-  case OPC_VMOV:
-    if (in->c == 0) return snprintf(err, n, "%s of 0 vectors", name), false;
-    if (!range_ok(in->a, in->c, sram) || !range_ok(in->b, in->c, sram))
-      return snprintf(err, n, "%s of %u vectors runs past the SRAM's %u vectors", name, in->c, sram), false;
-    return true;
+  case OPC_VADD: case OPC_VMAX: case OPC_VSUB: case OPC_VMUL: case OPC_VDIV:
+    return check_vector_binary(in, sram, false, err, n);
+  case OPC_VADDS: case OPC_VSUBS: case OPC_VMULS: return check_vector_binary(in, sram, true, err, n);
+  case OPC_VRELU: case OPC_VMOV: case OPC_VEXP: case OPC_VERF: case OPC_VRSQRT: case OPC_VRECIP:
+    return check_vector_unary(in, sram, err, n);
+  case OPC_VCVT: return check_vcvt(in, sram, vb, err, n);
+  case OPC_VRSUM: case OPC_VRMAX: return check_reduce(in, sram, vb, err, n);
+  case OPC_MXLW: case OPC_MXLWT: return check_mxm_common(in, err, n) && check_install(in, sram, vb, err, n);
+  case OPC_MXM: case OPC_MXMA: return check_mxm_common(in, err, n) && check_mxm(in, sram, vb, err, n);
+  case OPC_TRANS: return check_trans(in, sram, vb, err, n);
+  case OPC_SXMOV: return check_sxmov(in, sram, vb, err, n);
   case OPC_TRANSMIT:
   case OPC_POLL:
     if (in->port >= nports) return snprintf(err, n, "port %u does not exist (the device has %d)", in->port, nports), false;
@@ -164,15 +296,12 @@ static bool check_operands(const Instr *in, int nports, uint32_t sram, char *err
   }
 }
 
-static bool check_mxm(const Instr *in, uint32_t sram, int vector_bytes, char *err, size_t n) {
-  DType dt = (DType)in->dtype;
-  if (!isa_mxm_dtype_ok(dt))
-    return snprintf(err, n, "MXM multiplies f16, bf16, i8 or f32, not %s", ir_dtype_names[dt]), false;
-  if (in->d == 0) return snprintf(err, n, "MXM of 0 rows"), false;
-  uint64_t k = (uint64_t)isa_elems_per_vector(dt, vector_bytes);
-  uint64_t out = (uint64_t)in->d * (uint64_t)isa_mxm_row_vectors(dt, vector_bytes);
-  if (!range_ok(in->a, out, sram) || !range_ok(in->b, in->d, sram) || !range_ok(in->c, k, sram))
-    return snprintf(err, n, "MXM of %u rows runs past the SRAM's %u vectors", in->d, sram), false;
+// A dtype operand (t, or VCVT's source s in the port field): known, and
+// whole elements of it fill a vector.
+static bool check_dtype(unsigned dt, int vector_bytes, char *err, size_t errlen) {
+  if (dt >= DT_COUNT) return snprintf(err, errlen, "unknown dtype %u", dt), false;
+  if (vector_bytes % ir_dtype_bytes[dt])
+    return snprintf(err, errlen, "a %d-byte vector does not hold whole %s elements", vector_bytes, ir_dtype_names[dt]), false;
   return true;
 }
 
@@ -184,15 +313,11 @@ bool isa_check(const Instr *in, const IsaTarget *t, UnitKind kind, int port, cha
   isa_unit_format(unit, sizeof unit, kind, port);
   if (!(info->units & (1u << kind)))
     return snprintf(err, errlen, "%s cannot run on unit %s", info->name, unit), false;
-  if (strchr(info->operands, 't') && in->dtype >= DT_COUNT)
-    return snprintf(err, errlen, "unknown dtype %u", in->dtype), false;
-  if (strchr(info->operands, 't') && t->vector_bytes % ir_dtype_bytes[in->dtype])
-    return snprintf(err, errlen, "a %d-byte vector does not hold whole %s elements", t->vector_bytes,
-                    ir_dtype_names[in->dtype]), false;
+  if (strchr(info->operands, 't') && !check_dtype(in->dtype, t->vector_bytes, err, errlen)) return false;
+  if (strchr(info->operands, 's') && !check_dtype(in->port, t->vector_bytes, err, errlen)) return false;
   if (kind == UNIT_C2C && strchr(info->operands, 'p') && in->port != port)
     return snprintf(err, errlen, "%s names port %u, but runs on unit %s", info->name, in->port, unit), false;
-  if (in->op == OPC_MXM) return check_mxm(in, t->sram, t->vector_bytes, err, errlen);
-  return check_operands(in, t->nports, t->sram, err, errlen);
+  return check_operands(in, t, err, errlen);
 }
 
 bool isa_check_record(const DataRecord *r, const IsaTarget *t, char *err, size_t errlen) {
@@ -216,7 +341,10 @@ void isa_format(char *dst, size_t n, const Instr *in) {
   for (const char *f = info->operands; *f && at < n; f++) {
     const char *sep = f == info->operands ? " " : ", ";
     switch (*f) {
-    case 'p': at += (size_t)snprintf(dst + at, n - at, "%s%u", sep, in->port); break;
+    case 'p':
+    case 'w':
+    case 'n': at += (size_t)snprintf(dst + at, n - at, "%s%u", sep, in->port); break;
+    case 's': at += (size_t)snprintf(dst + at, n - at, "%s%s", sep, in->port < DT_COUNT ? ir_dtype_names[in->port] : "?"); break;
     case 't': at += (size_t)snprintf(dst + at, n - at, "%s%s", sep, in->dtype < DT_COUNT ? ir_dtype_names[in->dtype] : "?"); break;
     case 'a': at += (size_t)snprintf(dst + at, n - at, "%s%u", sep, in->a); break;
     case 'b': at += (size_t)snprintf(dst + at, n - at, "%s%u", sep, in->b); break;

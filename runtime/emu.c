@@ -6,7 +6,12 @@
 // rules of docs/isa.md on the device's own drifting clock, every vector is
 // real bytes, and every read of SRAM is checked against the write that
 // produced it (seed 002 s3 for HAC, SAC, DESKEW, RUNTIME_DESKEW; s4.4 for
-// the absence of flow control that makes every check necessary).
+// the absence of flow control that makes every check necessary).  The
+// compute units stream their elements as events: the vector unit one
+// destination vector a cycle, the matrix unit (seed 002 s5.2, s5.5) its
+// weight installs in the background and its rows q a cycle, with every
+// row's product formed by OpenBLAS a chunk of rows at a time, and the
+// switch unit's TRANS and SXMOV.
 #include "emu_internal.h"
 
 #include <math.h>
@@ -70,7 +75,7 @@ static uint64_t rng_for(uint64_t seed, uint64_t what, uint64_t index) {
 
 static const uint8_t event_class[EV_TYPE_COUNT] = {
     [EV_WAKE] = 0, [EV_UNIT] = 1, [EV_POLL] = 1, [EV_RECV] = 2,
-    [EV_SEND] = 3, [EV_VXM] = 3, [EV_MXM] = 3, [EV_LAND] = 4};
+    [EV_SEND] = 3, [EV_VXM] = 3, [EV_MXM] = 3, [EV_INSTALL] = 3, [EV_SXM] = 3, [EV_LAND] = 4};
 
 static bool before(const Event *x, const Event *y) {
   return x->t < y->t || (x->t == y->t && x->order < y->order);
@@ -146,12 +151,14 @@ void emu_push_write(Emu *e, Tick t, PendingWrite *w) {
 
 static size_t queued(const Emu *e) { return e->in_wheel + e->nheap; }
 
+static void stream_free(Stream *s);
+
 // The event's owned memory, for a run that stops early.
 static void event_free(Event *ev) {
   if (ev->type == EV_LAND)
     free(ev->write);
   else
-    free(ev->stream);
+    stream_free(ev->stream);
 }
 
 // Moves heap events that came within the wheel's reach into it.
@@ -296,66 +303,425 @@ static void land(Emu *e, PendingWrite *w) {
   free(w);
 }
 
-// VADD, VMAX, VRELU, VMOV: element k reads its sources at start + k and its
-// result lands EMU_VXM_LATENCY cycles later.  VMOV copies the bytes as they
-// are (it has no dtype).
+// A result vector computed at local cycle `local`, landing `latency`
+// cycles later (its write issues now, in class 4).
+static void push_result(Emu *e, const EDev *d, int unit, uint32_t addr, int64_t local, const uint8_t *data,
+                        int latency) {
+  PendingWrite *w = pending_write(e, d, unit, addr, 1, local, emu_global_at(d, local + latency));
+  memcpy(w->data, data, (size_t)e->vector_bytes);
+  emu_push_write(e, emu_global_at(d, local), w);
+}
+
+static void mxm_job_free(MxmJob *job);
+
+// A stream's memory, whatever its kind.
+static void stream_free(Stream *s) {
+  if (!s) return;
+  free(s->rows);
+  mxm_job_free(s->mxm);
+  free(s);
+}
+
+// Schedules the stream's next element, `every` cycles on, or ends it.
+static void stream_next(Emu *e, Stream *s, EventType type) {
+  const EDev *d = &e->devs[s->dev];
+  if (++s->k < s->n)
+    emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), type, s->dev, s->unit, s);
+  else
+    stream_free(s);
+}
+
+// ---- the vector unit (VXM) ------------------------------------------------------
+//
+// Every op streams its destination vectors, one a cycle: vector k reads
+// the sources it needs at L + k and lands at L + k + EMU_VXM_LATENCY.
+// VRSUM and VRMAX read one source vector a cycle and write one result.
+
+static NumBinaryOp binary_op(Opcode op) {
+  switch (op) {
+  case OPC_VADD: case OPC_VADDS: return NUM_ADD;
+  case OPC_VSUB: case OPC_VSUBS: return NUM_SUB;
+  case OPC_VMUL: case OPC_VMULS: return NUM_MUL;
+  case OPC_VDIV: return NUM_DIV;
+  case OPC_VMAX: return NUM_MAX;
+  default: unreachable();
+  }
+}
+
+static NumUnaryOp unary_op(Opcode op) {
+  switch (op) {
+  case OPC_VRELU: return NUM_RELU;
+  case OPC_VEXP: return NUM_EXP;
+  case OPC_VERF: return NUM_ERF;
+  case OPC_VRSQRT: return NUM_RSQRT;
+  case OPC_VRECIP: return NUM_RECIP;
+  default: unreachable();
+  }
+}
+
+static bool is_reduction(Opcode op) { return op == OPC_VRSUM || op == OPC_VRMAX; }
+
+// Destination vector k of an element-wise op (and VMOV, which copies the
+// bytes as they are: it has no dtype).  VADDS/VSUBS/VMULS read vector c at
+// every element, for its element 0.
+static void vxm_elementwise(Emu *e, EDev *d, const EUnit *u, const Instr *in, uint32_t k, int64_t local,
+                            uint8_t *out) {
+  DType dt = (DType)in->dtype;
+  int vb = e->vector_bytes;
+  const uint8_t *x = emu_sram_read(e, d, u, in->b + k, local);  // pages never move
+  switch ((Opcode)in->op) {
+  case OPC_VMOV: memcpy(out, x, (size_t)vb); return;
+  case OPC_VRELU: case OPC_VEXP: case OPC_VERF: case OPC_VRSQRT: case OPC_VRECIP:
+    num_vunary(unary_op((Opcode)in->op), dt, out, x, vb);
+    return;
+  case OPC_VADDS: case OPC_VSUBS: case OPC_VMULS:
+    num_vscalar(binary_op((Opcode)in->op), dt, out, x, emu_sram_read(e, d, u, in->c, local), vb);
+    return;
+  default: num_vbinary(binary_op((Opcode)in->op), dt, out, x, emu_sram_read(e, d, u, in->c + k, local), vb);
+  }
+}
+
+// VCVT destination vector k: elements [k per(t), min((k+1) per(t), c)),
+// read from exactly the source vectors that hold them; the lanes past c
+// are 0.
+static void vxm_convert(Emu *e, EDev *d, const EUnit *u, const Instr *in, uint32_t k, int64_t local, uint8_t *out) {
+  DType to = (DType)in->dtype, from = (DType)in->port;
+  int64_t per_to = isa_elems_per_vector(to, e->vector_bytes), per_from = isa_elems_per_vector(from, e->vector_bytes);
+  int64_t first = (int64_t)k * per_to, end = MIN(first + per_to, (int64_t)in->c);
+  memset(out, 0, (size_t)e->vector_bytes);
+  for (int64_t v = first / per_from; v <= (end - 1) / per_from; v++) {
+    const uint8_t *src = emu_sram_read(e, d, u, in->b + (uint32_t)v, local);
+    for (int64_t el = MAX(first, v * per_from); el < MIN(end, (v + 1) * per_from); el++)
+      num_convert(to, out, (int)(el - first), from, src, (int)(el - v * per_from));
+  }
+}
+
+// VRSUM / VRMAX step k: reads source vector k (its first elements up to c
+// in all); the last step writes the result into every lane of vector a.
+static void vxm_reduce_step(Emu *e, EDev *d, Stream *s, int64_t local) {
+  const Instr *in = &s->in;
+  int64_t per = isa_elems_per_vector((DType)in->dtype, e->vector_bytes);
+  int64_t count = MIN(per, (int64_t)in->c - (int64_t)s->k * per);
+  num_reduce_add(&s->acc, emu_sram_read(e, d, &d->units[s->unit], in->b + s->k, local), (int)count);
+  if (s->k + 1 < s->n) return;
+  uint8_t out[EMU_MAX_VECTOR_BYTES];
+  num_reduce_fill(&s->acc, out, e->vector_bytes);
+  push_result(e, d, s->unit, in->a, local, out, EMU_VXM_LATENCY);
+}
+
+// Class 3: one element of a vector-unit op.
 static void step_vxm(Emu *e, Stream *s) {
   EDev *d = &e->devs[s->dev];
   const EUnit *u = &d->units[s->unit];
   int64_t local = s->start + s->k;
-  DType dt = (DType)s->in.dtype;
   uint8_t out[EMU_MAX_VECTOR_BYTES];
-  const uint8_t *x = emu_sram_read(e, d, u, s->in.b + s->k, local);  // pages never move
-  if (s->in.op == OPC_VMOV) {
-    memcpy(out, x, (size_t)e->vector_bytes);
-  } else if (s->in.op == OPC_VRELU) {
-    num_vrelu(dt, out, x, e->vector_bytes);
+  if (is_reduction((Opcode)s->in.op)) {
+    vxm_reduce_step(e, d, s, local);
   } else {
-    const uint8_t *y = emu_sram_read(e, d, u, s->in.c + s->k, local);
-    if (s->in.op == OPC_VADD)
-      num_vadd(dt, out, x, y, e->vector_bytes);
+    if (s->in.op == OPC_VCVT)
+      vxm_convert(e, d, u, &s->in, s->k, local, out);
     else
-      num_vmax(dt, out, x, y, e->vector_bytes);
+      vxm_elementwise(e, d, u, &s->in, s->k, local, out);
+    push_result(e, d, s->unit, s->in.a + s->k, local, out, EMU_VXM_LATENCY);
   }
-  PendingWrite *w = pending_write(e, d, s->unit, s->in.a + s->k, 1, local, emu_global_at(d, local + EMU_VXM_LATENCY));
-  memcpy(w->data, out, (size_t)e->vector_bytes);
-  emu_push_write(e, emu_global_at(d, local), w);
-  if (++s->k < s->n)
-    emu_push(e, emu_global_at(d, s->start + s->k), EV_VXM, s->dev, s->unit, s);
-  else
-    free(s);
+  stream_next(e, s, EV_VXM);
 }
 
-// MXM: reads its rows and weights at issue (a class-3 event of the issue
-// cycle), holds the unit for isa_mxm_cycles, and its results land
-// EMU_MXM_LATENCY cycles after that.  Every operand is read before any
-// result is written, so a destination may overlap the rows.
+// Starts a vector-unit op at L; returns the cycles it holds the unit.
+static int64_t vxm_issue(Emu *e, EDev *d, int unit, const Instr *in, int64_t L) {
+  int64_t cycles = isa_issue_cycles(in, e->vector_bytes);
+  uint32_t steps = (uint32_t)(is_reduction((Opcode)in->op) ? cycles : isa_dst_vectors(in, e->vector_bytes));
+  Stream *s = emu_stream_new(in, d->id, unit, L, steps, 1);
+  if (is_reduction((Opcode)in->op)) num_reduce_start(&s->acc, (DType)in->dtype, in->op == OPC_VRMAX);
+  emu_push(e, emu_global_at(d, L), EV_VXM, d->id, unit, s);
+  return cycles;
+}
+
+// ---- the matrix unit (MXM): weight installs -------------------------------------
+//
+// Seed 002 s5.2: the unit multiplies activation rows by a K x 320 weight
+// tile it holds; s5.5: it can take the B of A B^T, which MXLWT installs.
+// An install reads its tile vectors in the background on the unit's
+// install path, ISA_MXM_INSTALL_VECTORS_PER_CYCLE a cycle from L on; the
+// unit issues again at L + 1.  The buffer holds each value from the cycle
+// its vector is read and is ready at L + isa_mxm_install_cycles.
+
+// Doubles in a weight buffer: the most rows any dtype's tile has (i8's
+// one element a byte) by ISA_MXM_COLS.
+static size_t tile_doubles(const Emu *e) { return (size_t)e->vector_bytes * ISA_MXM_COLS; }
+
+// The install checks of the weight-hazard kind: the path is free and no
+// MXM still reads the buffer.
+static void install_hazards(Emu *e, EDev *d, const EUnit *u, const Instr *in, int64_t L) {
+  const char *name = isa_opcodes[in->op].name;
+  const WeightBuffer *b = &d->wbuf[in->port];
+  if (L < d->install_busy_until)
+    emu_violate(e, VIOL_WEIGHT, d->id, u, -1, L, "%s while the install path is busy until cycle %lld", name,
+                (long long)d->install_busy_until);
+  if (L < b->read_until)
+    emu_violate(e, VIOL_WEIGHT, d->id, u, -1, L, "%s into buffer %u while an MXM reads it until cycle %lld", name,
+                in->port, (long long)b->read_until);
+}
+
+// MXLW / MXLWT at L: the buffer is cleared (entries no row fills are 0),
+// and the install stream reads the tile.
+static void install_issue(Emu *e, EDev *d, int unit, const Instr *in, int64_t L) {
+  install_hazards(e, d, &d->units[unit], in, L);
+  WeightBuffer *b = &d->wbuf[in->port];
+  int64_t cycles = isa_mxm_install_cycles(in, e->vector_bytes);
+  if (!b->w) b->w = xmalloc(tile_doubles(e) * sizeof *b->w);
+  memset(b->w, 0, tile_doubles(e) * sizeof *b->w);
+  bool transposed = in->op == OPC_MXLWT;
+  *b = (WeightBuffer){.w = b->w, .installed = true, .dtype = (DType)in->dtype, .kk = (int)(transposed ? in->d : in->c),
+                      .nn = (int)(transposed ? in->c : in->d), .ready = L + cycles, .read_until = b->read_until};
+  d->install_busy_until = L + cycles;
+  emu_trace_span(e, d, emu_trace_track(unit, 1), isa_opcodes[in->op].name, L, cycles);
+  emu_push(e, emu_global_at(d, L), EV_INSTALL, d->id, unit, emu_stream_new(in, d->id, unit, L, (uint32_t)cycles, 1));
+}
+
+// Tile vector v of an install, read at `local`, into its buffer.  MXLW: row
+// i = v / vpr holds ceil(nn / per) vectors, this one its elements from
+// (v % vpr) per on.  MXLWT: vector v is row v of the [N x K] matrix, which
+// goes into column v of the tile.
+static void install_vector(Emu *e, EDev *d, const EUnit *u, const Instr *in, uint32_t v, int64_t local) {
+  DType dt = (DType)in->dtype;
+  const WeightBuffer *b = &d->wbuf[in->port];
+  int per = isa_elems_per_vector(dt, e->vector_bytes);
+  if (in->op == OPC_MXLWT) {
+    const uint8_t *vec = emu_sram_read(e, d, u, (uint32_t)(in->a + (uint64_t)v * in->b), local);
+    for (int i = 0; i < (int)in->d; i++) b->w[(size_t)i * ISA_MXM_COLS + v] = num_get(dt, vec, i);
+    return;
+  }
+  uint32_t vpr = (in->d + (uint32_t)per - 1) / (uint32_t)per, row = v / vpr, part = v % vpr;
+  const uint8_t *vec = emu_sram_read(e, d, u, (uint32_t)(in->a + (uint64_t)row * in->b + part), local);
+  int first = (int)part * per, count = MIN(per, (int)in->d - first);
+  num_to_doubles(dt, vec, 0, count, b->w + (size_t)row * ISA_MXM_COLS + (size_t)first);
+}
+
+// Class 3: install cycle k reads its tile vectors.
+static void step_install(Emu *e, Stream *s) {
+  EDev *d = &e->devs[s->dev];
+  int64_t V = isa_mxm_install_vectors(&s->in, e->vector_bytes), local = s->start + s->k;
+  int64_t first = (int64_t)s->k * ISA_MXM_INSTALL_VECTORS_PER_CYCLE;
+  for (int64_t v = first; v < MIN(V, first + ISA_MXM_INSTALL_VECTORS_PER_CYCLE); v++)
+    install_vector(e, d, &d->units[s->unit], &s->in, (uint32_t)v, local);
+  stream_next(e, s, EV_INSTALL);
+}
+
+// ---- the matrix unit (MXM): products --------------------------------------------
+//
+// MXM / MXMA at L: q = isa_mxm_rows_per_cycle rows a cycle; row r's
+// activation (and MXMA's old accumulator) is read at L + floor(r / q) and
+// its result lands EMU_MXM_LATENCY later.  One event a cycle handles its q
+// rows.  The products come from cblas_dgemm over EMU_MXM_CHUNK_ROWS rows
+// at once, computed from the activation bytes in SRAM at the cycle the
+// chunk's first row is read; each row is then read again at its own cycle
+// (the checked read), and if its bytes changed since (a write that landed
+// in between) the row is multiplied again, so every result is what the
+// bytes at its read cycle give.  The weights are those in the buffer at L.
+
+// Rows whose products one cblas_dgemm forms: a multiple of every
+// rows-a-cycle (1, 2, 4), large enough for OpenBLAS's speed, small enough
+// that an MXM of millions of rows stays a few MB.
+#define EMU_MXM_CHUNK_ROWS 1024
+// The most bytes one result row fills: ISA_MXM_COLS values of 4 bytes (f32
+// or i32), rounded up to whole vectors.
+#define EMU_MXM_ROW_BYTES_MAX (ISA_MXM_COLS * 4 + EMU_MAX_VECTOR_BYTES)
+
+struct MxmJob {
+  int kk, nn;          // the tile's rows and columns used
+  int per;             // elements of the MXM's dtype a vector
+  double *w;           // the tile at L: kk x ISA_MXM_COLS
+  uint32_t chunk, nchunk;  // the chunk's first row and its rows
+  double *act;         // its activations: nchunk x kk
+  uint8_t *act_bytes;  // the bytes they came from: nchunk x kk elements
+  double *prod;        // its products: nchunk x ISA_MXM_COLS
+};
+
+static void mxm_job_free(MxmJob *job) {
+  if (!job) return;
+  free(job->w);
+  free(job->act);
+  free(job->act_bytes);
+  free(job->prod);
+  free(job);
+}
+
+// The weight-hazard checks of an MXM: its buffer was installed and is
+// ready.
+static void mxm_hazards(Emu *e, EDev *d, const EUnit *u, const Instr *in, int64_t L) {
+  const char *name = isa_opcodes[in->op].name;
+  const WeightBuffer *b = &d->wbuf[in->port];
+  if (!b->installed)
+    emu_violate(e, VIOL_WEIGHT, d->id, u, -1, L, "%s reads buffer %u, which nothing installed", name, in->port);
+  else if (L < b->ready)
+    emu_violate(e, VIOL_WEIGHT, d->id, u, -1, L, "%s reads buffer %u before its install completes at cycle %lld",
+                name, in->port, (long long)b->ready);
+}
+
+// Starts an MXM / MXMA at L; returns the cycles it holds the unit.
+static int64_t mxm_issue(Emu *e, EDev *d, int unit, const Instr *in, int64_t L) {
+  mxm_hazards(e, d, &d->units[unit], in, L);
+  int64_t cycles = isa_mxm_cycles((DType)in->dtype, in->d);
+  WeightBuffer *b = &d->wbuf[in->port];
+  b->read_until = MAX(b->read_until, L + cycles);
+  emu_push(e, emu_global_at(d, L), EV_MXM, d->id, unit, emu_stream_new(in, d->id, unit, L, (uint32_t)cycles, 1));
+  return cycles;
+}
+
+// The job at the MXM's first cycle: a copy of the tile it multiplies by.
+// A tile of another dtype is used as installed, its rows past per(t) left
+// out; an uninstalled buffer multiplies by nothing (every result 0).
+static MxmJob *mxm_job_new(Emu *e, const EDev *d, const Instr *in) {
+  const WeightBuffer *b = &d->wbuf[in->port];
+  MxmJob *job = xcalloc(1, sizeof *job);
+  job->per = isa_elems_per_vector((DType)in->dtype, e->vector_bytes);
+  job->kk = b->w ? MIN(b->kk, job->per) : 0;
+  job->nn = b->w ? b->nn : 0;
+  size_t tile = (size_t)job->kk * ISA_MXM_COLS;
+  job->w = xmalloc(MAX(tile, 1) * sizeof *job->w);
+  if (tile) memcpy(job->w, b->w, tile * sizeof *job->w);
+  job->act = xmalloc((size_t)EMU_MXM_CHUNK_ROWS * (size_t)MAX(job->kk, 1) * sizeof *job->act);
+  job->act_bytes = xmalloc((size_t)EMU_MXM_CHUNK_ROWS * (size_t)e->vector_bytes);
+  job->prod = xmalloc((size_t)EMU_MXM_CHUNK_ROWS * ISA_MXM_COLS * sizeof *job->prod);
+  return job;
+}
+
+// Bytes of the kk activation elements a row uses.
+static size_t act_bytes(const MxmJob *job, DType dt) { return (size_t)job->kk * (size_t)ir_dtype_bytes[dt]; }
+
+// Products of rows [job->chunk, + n) from activations already widened.
+static void mxm_multiply(MxmJob *job, uint32_t first, uint32_t n) {
+  double *out = job->prod + (size_t)first * ISA_MXM_COLS;
+  memset(out, 0, (size_t)n * ISA_MXM_COLS * sizeof *out);  // columns past nn are 0
+  if (job->kk > 0 && job->nn > 0)
+    num_mxm_product((int)n, job->kk, job->nn, job->act + (size_t)first * (size_t)job->kk, job->kk, job->w,
+                    ISA_MXM_COLS, out, ISA_MXM_COLS);
+}
+
+// Samples the activation bytes of the chunk of rows from `first` (a read
+// that is checked later, at each row's cycle) and forms their products.
+static void mxm_chunk(EDev *d, const Instr *in, MxmJob *job, uint32_t first) {
+  DType dt = (DType)in->dtype;
+  size_t nb = act_bytes(job, dt);
+  job->chunk = first;
+  job->nchunk = MIN((uint32_t)EMU_MXM_CHUNK_ROWS, in->d - first);
+  for (uint32_t i = 0; i < job->nchunk; i++) {
+    uint32_t addr = (uint32_t)(in->b + (uint64_t)(first + i) * in->c);
+    const uint8_t *v = sram_peek(&d->sram, addr, NULL, NULL);
+    uint8_t *copy = job->act_bytes + (size_t)i * nb;
+    if (v) memcpy(copy, v, nb); else memset(copy, 0, nb);
+    num_to_doubles(dt, copy, 0, job->kk, job->act + (size_t)i * (size_t)job->kk);
+  }
+  mxm_multiply(job, 0, job->nchunk);
+}
+
+// Row r's checked read at `local`: when its bytes differ from the sample,
+// the row is widened and multiplied again.
+static void mxm_read_row(Emu *e, EDev *d, const EUnit *u, const Instr *in, MxmJob *job, uint32_t r, int64_t local) {
+  DType dt = (DType)in->dtype;
+  size_t nb = act_bytes(job, dt);
+  uint32_t i = r - job->chunk;
+  const uint8_t *v = emu_sram_read(e, d, u, (uint32_t)(in->b + (uint64_t)r * in->c), local);
+  uint8_t *copy = job->act_bytes + (size_t)i * nb;
+  if (!memcmp(copy, v, nb)) return;
+  memcpy(copy, v, nb);
+  num_to_doubles(dt, copy, 0, job->kk, job->act + (size_t)i * (size_t)job->kk);
+  mxm_multiply(job, i, 1);
+}
+
+// Class 3: MXM cycle k reads rows [k q, (k+1) q) and writes their results,
+// landing EMU_MXM_LATENCY later.  MXMA reads each row's old accumulator
+// vectors at the same cycle and adds them.
 static void step_mxm(Emu *e, Stream *s) {
   EDev *d = &e->devs[s->dev];
   const EUnit *u = &d->units[s->unit];
   const Instr *in = &s->in;
-  int64_t local = s->start;
   DType dt = (DType)in->dtype;
-  int vb = e->vector_bytes, n = isa_elems_per_vector(dt, vb), rowvecs = isa_mxm_row_vectors(dt, vb);
-  int64_t cycles = isa_mxm_cycles(dt, in->d);
-  uint8_t *w = xmalloc((size_t)n * (size_t)vb), *act = xmalloc((size_t)in->d * (size_t)vb);
-  const uint8_t **rows = xmalloc(sizeof *rows * (size_t)n);
-  for (int k = 0; k < n; k++) {
-    memcpy(w + (size_t)k * (size_t)vb, emu_sram_read(e, d, u, in->c + (uint32_t)k, local), (size_t)vb);
-    rows[k] = w + (size_t)k * (size_t)vb;
+  int64_t local = s->start + s->k;
+  int q = isa_mxm_rows_per_cycle(dt), vb = e->vector_bytes, R = isa_mxm_row_vectors(dt, vb);
+  uint32_t first = s->k * (uint32_t)q, n = MIN((uint32_t)q, in->d - first);
+  if (!s->mxm) s->mxm = mxm_job_new(e, d, in);
+  MxmJob *job = s->mxm;
+  if (s->k == 0 || first >= job->chunk + job->nchunk) mxm_chunk(d, in, job, first);
+  PendingWrite *w = pending_write(e, d, s->unit, (uint32_t)(in->a + (uint64_t)first * (uint64_t)R), n * (uint32_t)R,
+                                  local, emu_global_at(d, local + EMU_MXM_LATENCY));
+  uint8_t old[EMU_MXM_ROW_BYTES_MAX];
+  for (uint32_t r = first; r < first + n; r++) {
+    mxm_read_row(e, d, u, in, job, r, local);
+    uint32_t out = (uint32_t)(in->a + (uint64_t)r * (uint64_t)R);
+    for (int v = 0; in->op == OPC_MXMA && v < R; v++)
+      memcpy(old + (size_t)v * (size_t)vb, emu_sram_read(e, d, u, out + (uint32_t)v, local), (size_t)vb);
+    num_mxm_store(dt, job->prod + (size_t)(r - job->chunk) * ISA_MXM_COLS, ISA_MXM_COLS,
+                  in->op == OPC_MXMA ? old : NULL, w->data + (size_t)(r - first) * (size_t)R * (size_t)vb, R * vb);
   }
-  for (uint32_t r = 0; r < in->d; r++)
-    memcpy(act + (size_t)r * (size_t)vb, emu_sram_read(e, d, u, in->b + r, local), (size_t)vb);
-  PendingWrite *out = pending_write(e, d, s->unit, in->a, in->d * (uint32_t)rowvecs, local,
-                                    emu_global_at(d, local + cycles + EMU_MXM_LATENCY));
-  memset(out->data, 0, (size_t)out->nvec * (size_t)vb);
-  for (uint32_t r = 0; r < in->d; r++)
-    num_mxm_row(dt, vb, act + (size_t)r * (size_t)vb, rows, out->data + (size_t)r * (size_t)rowvecs * (size_t)vb);
-  emu_push_write(e, emu_global_at(d, local), out);
-  free(w);
-  free(act);
-  free(rows);
-  free(s);
+  emu_push_write(e, emu_global_at(d, local), w);
+  stream_next(e, s, EV_MXM);
+}
+
+// ---- the switch unit (SXM) ------------------------------------------------------
+//
+// TRANS reads its n source rows one a cycle (L .. L+n-1), then writes the
+// per(t) transposed vectors one a cycle (L+n ..), each landing
+// EMU_SXM_LATENCY later.  SXMOV streams its destination vectors like a VXM
+// op.  Both move element bytes exactly.
+
+// TRANS step k: a source row into the stream's buffer, or transposed
+// vector j = k - n out: lane i holds element j of row i, lanes >= n are 0.
+static void trans_step(Emu *e, EDev *d, Stream *s, int64_t local) {
+  const Instr *in = &s->in;
+  size_t vb = (size_t)e->vector_bytes, es = (size_t)ir_dtype_bytes[in->dtype];
+  uint32_t rows = in->port;
+  if (!s->rows) s->rows = xmalloc(rows * vb);
+  if (s->k < rows) {
+    const uint8_t *src = emu_sram_read(e, d, &d->units[s->unit], (uint32_t)(in->b + (uint64_t)s->k * in->c), local);
+    memcpy(s->rows + s->k * vb, src, vb);
+    return;
+  }
+  uint32_t j = s->k - rows;
+  uint8_t out[EMU_MAX_VECTOR_BYTES] = {0};
+  for (uint32_t i = 0; i < rows; i++) memcpy(out + i * es, s->rows + i * vb + j * es, es);
+  push_result(e, d, s->unit, (uint32_t)(in->a + (uint64_t)j * in->d), local, out, EMU_SXM_LATENCY);
+}
+
+// SXMOV destination vector k: the lanes [lo, hi) of the copy that fall in
+// it, counted from lane 0 of vector a, come from element c + (lane - n)
+// counted from vector b.  A partly covered vector is read first and keeps
+// its other lanes.
+static void sxmov_step(Emu *e, EDev *d, Stream *s, int64_t local) {
+  const Instr *in = &s->in;
+  const EUnit *u = &d->units[s->unit];
+  int64_t per = isa_elems_per_vector((DType)in->dtype, e->vector_bytes), es = ir_dtype_bytes[in->dtype];
+  int64_t base = (int64_t)s->k * per, lo = MAX((int64_t)in->port, base);
+  int64_t hi = MIN((int64_t)in->port + in->d, base + per);
+  int64_t shift = (int64_t)in->c - in->port;  // source element = lane + shift
+  uint8_t out[EMU_MAX_VECTOR_BYTES] = {0};
+  if (lo > base || hi < base + per) memcpy(out, emu_sram_read(e, d, u, in->a + s->k, local), (size_t)e->vector_bytes);
+  for (int64_t v = (lo + shift) / per; v <= (hi - 1 + shift) / per; v++) {
+    const uint8_t *src = emu_sram_read(e, d, u, (uint32_t)(in->b + v), local);
+    int64_t from = MAX(lo, v * per - shift), to = MIN(hi, (v + 1) * per - shift);
+    memcpy(out + (from - base) * es, src + (from + shift - v * per) * es, (size_t)((to - from) * es));
+  }
+  push_result(e, d, s->unit, in->a + s->k, local, out, EMU_SXM_LATENCY);
+}
+
+// Class 3: one element of a switch-unit op.
+static void step_sxm(Emu *e, Stream *s) {
+  EDev *d = &e->devs[s->dev];
+  int64_t local = s->start + s->k;
+  if (s->in.op == OPC_TRANS)
+    trans_step(e, d, s, local);
+  else
+    sxmov_step(e, d, s, local);
+  stream_next(e, s, EV_SXM);
+}
+
+// Starts TRANS (n reads, then per(t) writes) or SXMOV at L; returns the
+// cycles it holds the unit.
+static int64_t sxm_issue(Emu *e, EDev *d, int unit, const Instr *in, int64_t L) {
+  int64_t cycles = isa_issue_cycles(in, e->vector_bytes);
+  emu_push(e, emu_global_at(d, L), EV_SXM, d->id, unit, emu_stream_new(in, d->id, unit, L, (uint32_t)cycles, 1));
+  return cycles;
 }
 
 // DESKEW: the next issue is at the first HAC epoch boundary after `local`.
@@ -409,19 +775,14 @@ static void issue(Emu *e, EDev *d, int unit) {
   case OPC_SEND: link_send(e, d, unit, in, L); break;
   case OPC_RECV: link_recv(e, d, unit, in, L); break;
   case OPC_TRANSMIT: link_transmit(e, d, unit, in, L); break;
-  case OPC_VADD:
-  case OPC_VMAX:
-  case OPC_VRELU:
-  case OPC_VMOV: {
-    uint32_t n = in->op == OPC_VADD || in->op == OPC_VMAX ? in->d : in->c;  // the last operand
-    emu_push(e, emu_global_at(d, L), EV_VXM, d->id, unit, emu_stream_new(in, d->id, unit, L, n, 1));
-    next = L + n;
+  case OPC_VADD: case OPC_VMAX: case OPC_VRELU: case OPC_VMOV: case OPC_VSUB: case OPC_VMUL:
+  case OPC_VDIV: case OPC_VADDS: case OPC_VSUBS: case OPC_VMULS: case OPC_VEXP: case OPC_VERF:
+  case OPC_VRSQRT: case OPC_VRECIP: case OPC_VCVT: case OPC_VRSUM: case OPC_VRMAX:
+    next = L + vxm_issue(e, d, unit, in, L);
     break;
-  }
-  case OPC_MXM:
-    emu_push(e, emu_global_at(d, L), EV_MXM, d->id, unit, emu_stream_new(in, d->id, unit, L, 1, 1));
-    next = L + isa_mxm_cycles((DType)in->dtype, in->d);
-    break;
+  case OPC_MXLW: case OPC_MXLWT: install_issue(e, d, unit, in, L); break;
+  case OPC_MXM: case OPC_MXMA: next = L + mxm_issue(e, d, unit, in, L); break;
+  case OPC_TRANS: case OPC_SXMOV: next = L + sxm_issue(e, d, unit, in, L); break;
   case OPC_NOTIFY: emu_push(e, emu_global_at(d, L + EMU_NOTIFY_LATENCY), EV_WAKE, d->id, -1, NULL); break;
   case OPC_DESKEW: next = next_boundary_local(e, d, L); break;
   case OPC_RUNTIME_DESKEW: next = L + runtime_deskew(e, d, u, in->a, L); break;
@@ -439,7 +800,7 @@ static void issue(Emu *e, EDev *d, int unit) {
     e->last_activity = MAX(e->last_activity, emu_global_at(d, L));
     trace_instr(e, d, unit, "HALT", L, 1);
     return;
-  default: unreachable();  // the compute opcodes: not executed yet
+  default: unreachable();
   }
   trace_instr(e, d, unit, isa_opcodes[in->op].name, L, next - L);
   emu_resume(e, d, unit, next);
@@ -524,9 +885,17 @@ static bool uses_port(const UnitProgram *up) {
   return false;
 }
 
+// Whether a matrix unit installs weights (its install path gets a track).
+static bool installs(const UnitProgram *up) {
+  for (int i = 0; i < up->code.len; i++)
+    if (up->code.data[i].op == OPC_MXLW || up->code.data[i].op == OPC_MXLWT) return true;
+  return false;
+}
+
 // Tracks: one per unit (its instructions), and for each unit with a port one for
 // what its port sends and one for what it receives (the streams run on
-// while the unit issues on), so every link arrow starts and ends in a slice.
+// while the unit issues on), so every link arrow starts and ends in a slice;
+// a matrix unit that installs weights, one for its install path.
 static void name_trace(Emu *e) {
   for (int i = 0; i < e->ndevs; i++) {
     char name[48];
@@ -535,6 +904,10 @@ static void name_trace(Emu *e) {
     for (int u = 0; u < e->devs[i].nunits; u++) {
       const EUnit *unit = &e->devs[i].units[u];
       trace_name_thread(e->trace, i, u, unit->name);
+      if (installs(unit->prog)) {
+        snprintf(name, sizeof name, "%s install", unit->name);
+        trace_name_thread(e->trace, i, emu_trace_track(u, 1), name);
+      }
       if (!uses_port(unit->prog)) continue;  // no empty tracks
       snprintf(name, sizeof name, "%s send", unit->name);
       trace_name_thread(e->trace, i, emu_trace_track(u, 1), name);
@@ -548,6 +921,7 @@ int emu_trace_track(int unit, int which) { return unit + which * EMU_TRACE_TRACK
 
 Emu *emu_new(Arena *a, const EmuInput *in, const EmuOptions *opt, char *err, size_t errlen) {
   if (!one_vector_size(in->topo, err, errlen)) return NULL;
+  num_mxm_init();
   Emu *e = xcalloc(1, sizeof *e);
   *e = (Emu){.a = a, .in = in, .opt = *opt, .topo = in->topo, .vector_bytes = in->topo->link.vector_bytes};
   if (opt->trace_path && !(e->trace = trace_open(opt->trace_path, in->topo->clock_mhz, err, errlen))) {
@@ -608,6 +982,8 @@ static void dispatch(Emu *e, const Event *ev) {
   case EV_SEND: link_step_send(e, ev->stream); break;
   case EV_VXM: step_vxm(e, ev->stream); break;
   case EV_MXM: step_mxm(e, ev->stream); break;
+  case EV_INSTALL: step_install(e, ev->stream); break;
+  case EV_SXM: step_sxm(e, ev->stream); break;
   case EV_LAND: land(e, ev->write); break;
   case EV_UNIT: issue(e, &e->devs[ev->dev], ev->unit); break;
   case EV_POLL: link_step_poll(e, &e->devs[ev->dev], ev->unit, ev->t); break;
@@ -670,6 +1046,7 @@ void emu_free(Emu *e) {
   link_free(e);
   for (int i = 0; i < e->ndevs; i++) {
     sram_free(&e->devs[i].sram);
+    for (int b = 0; b < ISA_MXM_BUFFERS; b++) free(e->devs[i].wbuf[b].w);
     free(e->devs[i].units);
     free(e->devs[i].ports);
   }

@@ -3,7 +3,7 @@
 //   loader.c    manifest.yaml and devNNNN.tsp -> Program (validated, never trusted)
 //   emu.c       the discrete-event emulator: units, links, SRAM, clocks
 //   sram.c      sparse SRAM: memory grows with what is touched
-//   numeric.c   element arithmetic of the vector and matrix units
+//   numeric.c   element arithmetic of the vector, matrix and switch units
 //   model.c     the model's inputs into SRAM before a run, its outputs checked after
 //   reference.c what a correct program computes, from the graph alone
 //   npy.c       NumPy .npy files in and out (--input, --dump)
@@ -62,6 +62,7 @@ bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in);
 // part of the ISA contract (ir/ir.h), which the schedulers plan with.
 #define EMU_VXM_LATENCY ISA_VXM_LATENCY
 #define EMU_MXM_LATENCY ISA_MXM_LATENCY
+#define EMU_SXM_LATENCY ISA_SXM_LATENCY
 // Cycles from NOTIFY to the parked units (and the notifier) issuing again.
 #define EMU_NOTIFY_LATENCY 1
 // The most vectors one port may hold (in flight to it or waiting): far past
@@ -97,7 +98,8 @@ typedef struct EmuOptions {
   X(HANG, "hang")              /* units never halted, SYNC never woken */ \
   X(DEAD_LINK, "dead-link")    /* a SEND over a failed link            */ \
   X(DATA, "wrong-data")        /* results differ from what was expected */ \
-  X(TIME, "wrong-time")        /* cycles differ from the prediction    */
+  X(TIME, "wrong-time")        /* cycles differ from the prediction    */ \
+  X(WEIGHT, "weight-hazard")   /* an MXM weight buffer used unready    */
 
 typedef enum {
 #define X(e, name) VIOL_##e,
@@ -216,7 +218,8 @@ void ref_free(Reference *r);
 //
 // Elements live in vectors as little-endian values of their dtype.  Floats
 // compute in float (f32) and round to nearest even into f16 and bf16;
-// integers wrap (two's complement).  NaN propagates through add and max.
+// integers wrap (two's complement).  NaN propagates.  docs/isa.md section 2
+// states every instruction's numerics; numeric.c says how each is done.
 
 float num_f16_to_f32(uint16_t h);
 uint16_t num_f32_to_f16(float f);
@@ -227,18 +230,48 @@ uint16_t num_f32_to_bf16(float f);
 double num_get(DType dt, const uint8_t *vec, int i);
 void num_set(DType dt, uint8_t *vec, int i, double v);
 
-// dst = a + b, max(a, b), max(a, 0), element by element over one vector of
-// vector_bytes (dst may alias a or b).
+// The vector unit's element operations.
+typedef enum { NUM_ADD, NUM_SUB, NUM_MUL, NUM_DIV, NUM_MAX } NumBinaryOp;
+typedef enum { NUM_RELU, NUM_EXP, NUM_ERF, NUM_RSQRT, NUM_RECIP } NumUnaryOp;
+
+// dst = a op b element by element over one vector of vector_bytes; with
+// num_vscalar, dst = a op s, s = element 0 of vector s.  dst may alias a or b.
+void num_vbinary(NumBinaryOp op, DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes);
+void num_vscalar(NumBinaryOp op, DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *s, int vector_bytes);
+// dst = f(a): relu on any dtype; exp, erf, 1/sqrt, 1/x on floats only.
+void num_vunary(NumUnaryOp op, DType dt, uint8_t *dst, const uint8_t *a, int vector_bytes);
+// The three of the first vector unit: num_vbinary ADD and MAX, num_vunary RELU.
 void num_vadd(DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes);
 void num_vmax(DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes);
 void num_vrelu(DType dt, uint8_t *dst, const uint8_t *a, int vector_bytes);
+// VCVT: element j of src (dtype from) into element i of dst (dtype to).
+void num_convert(DType to, uint8_t *dst, int i, DType from, const uint8_t *src, int j);
 
-// One MXM row: out[j] = sum_k act[k] * w[k][j], k, j < N = elements per
-// vector of dt.  act is one vector; w[k] is the weight row k (one vector);
-// out holds N elements of the accumulation dtype (f32 for f16, bf16 and
-// f32; i32 for i8), i.e. isa_mxm_row_vectors() vectors back to back.
-void num_mxm_row(DType dt, int vector_bytes, const uint8_t *act, const uint8_t *const *w,
-                 uint8_t *out);
+// VRSUM / VRMAX: start, add the first `count` elements of each vector in
+// order, then fill every element of a vector with the result.
+typedef struct NumReduction {
+  DType dt;
+  bool is_max;
+  float f;    // floats: the f32 accumulator
+  int64_t i;  // integers: the sum modulo 2^64, or the maximum
+} NumReduction;
+void num_reduce_start(NumReduction *r, DType dt, bool is_max);
+void num_reduce_add(NumReduction *r, const uint8_t *vec, int count);
+void num_reduce_fill(const NumReduction *r, uint8_t *dst, int vector_bytes);
+
+// The matrix unit.  num_mxm_init runs OpenBLAS on one thread (once, before
+// any product: results then never depend on the host).  num_to_doubles
+// widens elements first .. first + count - 1 of a vector exactly.
+// num_mxm_product: out[r][j] = sum_{i < kk} act[r][i] * w[i][j] for r < rows,
+// j < nn, row-major with the strides given (cblas_dgemm).  num_mxm_store
+// rounds one output row of `cols` values into the accumulation dtype (f32;
+// i32 for i8) in `nbytes` bytes of out, adding the old accumulator values
+// in `old` for MXMA (NULL for MXM).
+void num_mxm_init(void);
+void num_to_doubles(DType dt, const uint8_t *vec, int first, int count, double *out);
+void num_mxm_product(int rows, int kk, int nn, const double *act, int act_stride, const double *w,
+                     int w_stride, double *out, int out_stride);
+void num_mxm_store(DType dt, const double *product, int cols, const uint8_t *old, uint8_t *out, int nbytes);
 
 // ===== npy.c ================================================================
 //

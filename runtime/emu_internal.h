@@ -13,12 +13,15 @@ typedef int64_t Tick;  // global time, EMU_TICKS_PER_CYCLE a reference cycle
 //   0  NOTIFY wake-ups
 //   1  instruction issues and POLL checks (they only start streams)
 //   2  RECV takes: writes that land at once
-//   3  reads: SEND departures, vector-unit elements, MXM operands
+//   3  reads: SEND departures, vector-, matrix- and switch-unit elements,
+//      weight installs
 //   4  the writes vector and matrix ops issue (landing later)
 // So a unit woken at t issues at t, a vector taken at t can be sent on or
 // added at t, and a read at t of a vector an op writes at t gets the old
 // bytes, whatever the order of the units in the program.
-typedef enum { EV_WAKE, EV_UNIT, EV_POLL, EV_RECV, EV_SEND, EV_VXM, EV_MXM, EV_LAND, EV_TYPE_COUNT } EventType;
+typedef enum {
+  EV_WAKE, EV_UNIT, EV_POLL, EV_RECV, EV_SEND, EV_VXM, EV_MXM, EV_INSTALL, EV_SXM, EV_LAND, EV_TYPE_COUNT
+} EventType;
 
 // Results a vector or matrix op computed at one tick, written in class 4.
 typedef struct PendingWrite {
@@ -35,18 +38,26 @@ typedef struct Event {
   EventType type;
   int dev, unit;
   union {
-    struct Stream *stream;  // EV_RECV, EV_SEND, EV_VXM, EV_MXM
+    struct Stream *stream;  // EV_RECV, EV_SEND, EV_VXM, EV_MXM, EV_INSTALL, EV_SXM
     PendingWrite *write;    // EV_LAND
   };
 } Event;
 
-// A SEND, RECV or vector op in progress: one element every `every` cycles.
+// An MXM or MXMA in progress (emu.c): the products of all its rows, formed
+// at its first cycle from the activation bytes then in SRAM.
+typedef struct MxmJob MxmJob;
+
+// A SEND, RECV, compute op or weight install in progress: one element
+// (vector, row group, install cycle) every `every` cycles.
 typedef struct Stream {
   Instr in;
   int dev, unit;
   int64_t start;   // local cycle of element 0
   uint32_t k, n;   // the next element, the element count
   int every;       // cycles between elements
+  NumReduction acc;  // VRSUM, VRMAX: the reduction so far
+  uint8_t *rows;     // TRANS: the source rows read so far (owned)
+  MxmJob *mxm;       // MXM, MXMA (owned)
 } Stream;
 
 // A vector on its way to, or waiting in, a port's receive buffer.
@@ -91,6 +102,18 @@ typedef struct EUnit {
   char name[16];
 } EUnit;
 
+// One of the matrix unit's weight buffers (seed 002 s5.2): a K x
+// ISA_MXM_COLS tile of the installed values, kept as doubles (every f16,
+// bf16, f32 and i8 value is one), K = per(t) of the install's dtype.
+typedef struct WeightBuffer {
+  double *w;            // vector_bytes x ISA_MXM_COLS (i8's K rows, the most), row-major; NULL until installed
+  bool installed;       // an MXLW or MXLWT was issued into it
+  DType dtype;          // the install's dtype
+  int kk, nn;           // rows and columns the install filled (the rest is 0)
+  int64_t ready;        // local cycle the install completes
+  int64_t read_until;   // an MXM reads it during [issue, read_until)
+} WeightBuffer;
+
 typedef struct EDev {
   int id;
   Tick start, period;      // program start; ticks per local cycle
@@ -102,6 +125,8 @@ typedef struct EDev {
   int nports;
   Sram sram;
   const DeviceProgram *prog;
+  WeightBuffer wbuf[ISA_MXM_BUFFERS];
+  int64_t install_busy_until;  // the install path reads until this local cycle
 } EDev;
 
 typedef struct PayloadBlock {

@@ -115,7 +115,8 @@ static bool decode_records(Decoder *dc, uint32_t nunits, uint32_t nrecords, char
 // The fields an instruction's operand string leaves unused must be zero.
 static bool unused_fields_zero(const Instr *in) {
   const char *ops = isa_opcodes[in->op].operands;
-  return (strchr(ops, 't') || !in->dtype) && (strchr(ops, 'p') || !in->port) &&
+  bool uses_port_field = strpbrk(ops, "pwsn") != NULL;  // p, w, s and n all live there
+  return (strchr(ops, 't') || !in->dtype) && (uses_port_field || !in->port) &&
          (strchr(ops, 'a') || !in->a) && (strchr(ops, 'b') || !in->b) &&
          (strchr(ops, 'c') || !in->c) && (strchr(ops, 'd') || !in->d);
 }

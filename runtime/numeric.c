@@ -1,9 +1,11 @@
 // numeric.c: the element arithmetic of the emulator's vector (VXM) and
 // matrix (MXM) units, and the f16 / bf16 conversions beneath it.
 //
-// The runtime layer (runtime/emu.h): emu.c calls num_vadd, num_vmax,
-// num_vrelu and num_mxm_row on vectors it holds in SRAM, and num_get /
-// num_set to place INIT data and check EXPECT data element by element.
+// The runtime layer (runtime/emu.h): emu.c calls num_vbinary, num_vscalar,
+// num_vunary, num_convert, the num_reduce_* functions and the matrix
+// unit's num_mxm_* on vectors it holds in SRAM, and num_get / num_set to
+// place INIT data and check EXPECT data element by element.  docs/isa.md
+// section 2 is the contract each function implements.
 //
 // Every element is stored little-endian whatever the host, and read and
 // written a byte at a time, so nothing here depends on host byte order or
@@ -19,11 +21,13 @@
 // Integers wrap in two's complement: results are computed exactly in
 // int64 (which cannot overflow for i32 and i8 operands) and reduced modulo
 // 2^32 or 2^8 by conversion to unsigned, which C defines, so no signed
-// overflow ever happens.  How MXM accumulates is said in the matrix unit
-// section at the end.
+// overflow ever happens.  How the MXM sums is said in the matrix unit
+// section at the end (seed 002 s5.2: a [1 x K] x [K x 320] sub-operation).
 #include <limits.h>
 #include <math.h>
 #include <string.h>
+
+#include <cblas.h>
 
 #include "emu.h"
 
@@ -284,81 +288,193 @@ static float float_max(float a, float b) {
 
 static int64_t int_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
-typedef enum { VOP_ADD, VOP_MAX } VectorOp;
+// One f32 operation of the vector unit, IEEE, rounded to f32 (each
+// operation a separate expression: no contraction into an FMA).
+static float float_binary(NumBinaryOp op, float x, float y) {
+  switch (op) {
+  case NUM_ADD: return x + y;
+  case NUM_SUB: return x - y;
+  case NUM_MUL: return x * y;
+  case NUM_DIV: return x / y;
+  case NUM_MAX: return float_max(x, y);
+  }
+  unreachable();
+}
 
-// dst[i] = a[i] op b[i] over one vector.  Each element is read before it
-// is written, so dst may alias a or b.
-static void vector_binary(VectorOp op, DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b,
-                          int vector_bytes) {
+// One integer operation, exact in int64 (i32 operands cannot overflow it),
+// wrapped when stored.  Division truncates toward zero; x / 0 = 0, and
+// MIN / -1 = -MIN, which wraps back to MIN.
+static int64_t int_binary(NumBinaryOp op, int64_t x, int64_t y) {
+  switch (op) {
+  case NUM_ADD: return x + y;
+  case NUM_SUB: return x - y;
+  case NUM_MUL: return x * y;
+  case NUM_DIV: return y == 0 ? 0 : x / y;
+  case NUM_MAX: return int_max(x, y);
+  }
+  unreachable();
+}
+
+// dst[i] = a[i] op b[i] (or op s, s = element 0 of b, when `scalar`).
+// Each element is read before it is written, so dst may alias a or b.
+static void vector_binary(NumBinaryOp op, DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b,
+                          bool scalar, int vector_bytes) {
+  int n = vector_bytes / elem_bytes(dt);
+  if (is_float(dt)) {
+    float s = load_float(dt, b, 0);
+    for (int i = 0; i < n; i++)
+      store_float(dt, dst, i, float_binary(op, load_float(dt, a, i), scalar ? s : load_float(dt, b, i)));
+  } else {
+    int64_t s = load_int(dt, b, 0);
+    for (int i = 0; i < n; i++)
+      store_int_bits(dt, dst, i, (uint32_t)(uint64_t)int_binary(op, load_int(dt, a, i), scalar ? s : load_int(dt, b, i)));
+  }
+}
+
+void num_vbinary(NumBinaryOp op, DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes) {
+  vector_binary(op, dt, dst, a, b, false, vector_bytes);
+}
+
+void num_vscalar(NumBinaryOp op, DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *s, int vector_bytes) {
+  vector_binary(op, dt, dst, a, s, true, vector_bytes);
+}
+
+void num_vadd(DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes) {
+  vector_binary(NUM_ADD, dt, dst, a, b, false, vector_bytes);
+}
+
+void num_vmax(DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes) {
+  vector_binary(NUM_MAX, dt, dst, a, b, false, vector_bytes);
+}
+
+// exp, erf, 1/sqrt and 1/x of libm in double, from the f32 value.
+static double double_unary(NumUnaryOp op, double x) {
+  switch (op) {
+  case NUM_EXP: return exp(x);
+  case NUM_ERF: return erf(x);
+  case NUM_RSQRT: return 1.0 / sqrt(x);
+  case NUM_RECIP: return 1.0 / x;
+  case NUM_RELU: break;
+  }
+  unreachable();
+}
+
+// RELU: max(a, 0), negatives and -0 become +0, NaN stays NaN; integers too.
+// The others (floats only): computed in double, rounded once into dt.
+void num_vunary(NumUnaryOp op, DType dt, uint8_t *dst, const uint8_t *a, int vector_bytes) {
   int n = vector_bytes / elem_bytes(dt);
   for (int i = 0; i < n; i++) {
-    if (is_float(dt)) {
-      float x = load_float(dt, a, i), y = load_float(dt, b, i);
-      store_float(dt, dst, i, op == VOP_ADD ? x + y : float_max(x, y));
+    if (op == NUM_RELU && is_float(dt))
+      store_float(dt, dst, i, float_max(load_float(dt, a, i), 0.0f));
+    else if (op == NUM_RELU)
+      store_int_bits(dt, dst, i, (uint32_t)(uint64_t)int_max(load_int(dt, a, i), 0));
+    else if (is_float(dt))
+      num_set(dt, dst, i, double_unary(op, (double)load_float(dt, a, i)));
+    else
+      die("numeric: %s has no transcendental functions", ir_dtype_names[dt]);
+  }
+}
+
+void num_vrelu(DType dt, uint8_t *dst, const uint8_t *a, int vector_bytes) {
+  num_vunary(NUM_RELU, dt, dst, a, vector_bytes);
+}
+
+// ---- conversions (VCVT) ------------------------------------------------------
+
+#define I32_MIN_VALUE (-2147483648.0)
+#define I32_MAX_VALUE 2147483647.0
+#define I8_MIN_VALUE (-128.0)
+#define I8_MAX_VALUE 127.0
+
+// A float to an integer dtype: nearest, ties to even (nearbyint in the
+// default rounding mode), saturated to the dtype's range; NaN is 0.
+static double float_to_int_value(DType to, double v) {
+  if (isnan(v)) return 0;
+  double lo = to == DT_I32 ? I32_MIN_VALUE : I8_MIN_VALUE, hi = to == DT_I32 ? I32_MAX_VALUE : I8_MAX_VALUE;
+  return fmin(fmax(nearbyint(v), lo), hi);
+}
+
+// Element j of src (dtype from) into element i of dst (dtype to).  The
+// same dtype copies the bytes; float -> float and int -> float round once
+// to nearest even; float -> int rounds to nearest even and saturates; int
+// -> int wraps.
+void num_convert(DType to, uint8_t *dst, int i, DType from, const uint8_t *src, int j) {
+  if (to == from) {
+    memcpy(dst + elem_offset(to, i), src + elem_offset(from, j), (size_t)elem_bytes(to));
+    return;
+  }
+  double v = num_get(from, src, j);  // exact: every element is a double
+  if (is_float(from) && !is_float(to)) v = float_to_int_value(to, v);
+  num_set(to, dst, i, v);
+}
+
+// ---- reductions (VRSUM, VRMAX) ---------------------------------------------
+
+void num_reduce_start(NumReduction *r, DType dt, bool is_max) {
+  *r = (NumReduction){.dt = dt, .is_max = is_max, .f = is_max ? -INFINITY : 0.0f, .i = is_max ? INT64_MIN : 0};
+}
+
+// Floats: an f32 accumulator, element by element in order, each step
+// rounded to f32 (a sum) or the IEEE maximum.  Integers: the sum modulo
+// 2^64 (exact, then wrapped when stored), or the maximum.
+void num_reduce_add(NumReduction *r, const uint8_t *vec, int count) {
+  for (int i = 0; i < count; i++) {
+    if (is_float(r->dt)) {
+      float x = load_float(r->dt, vec, i);
+      r->f = r->is_max ? float_max(r->f, x) : r->f + x;
+    } else if (r->is_max) {
+      r->i = int_max(r->i, load_int(r->dt, vec, i));
     } else {
-      int64_t x = load_int(dt, a, i), y = load_int(dt, b, i);
-      // The sum of two i32 fits int64; its low bits are the wrapped sum.
-      store_int_bits(dt, dst, i, (uint32_t)(uint64_t)(op == VOP_ADD ? x + y : int_max(x, y)));
+      r->i = (int64_t)((uint64_t)r->i + (uint64_t)load_int(r->dt, vec, i));
     }
   }
 }
 
-void num_vadd(DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes) {
-  vector_binary(VOP_ADD, dt, dst, a, b, vector_bytes);
-}
-
-void num_vmax(DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes) {
-  vector_binary(VOP_MAX, dt, dst, a, b, vector_bytes);
-}
-
-// max(a, 0): negatives and -0 become +0, NaN stays NaN.
-void num_vrelu(DType dt, uint8_t *dst, const uint8_t *a, int vector_bytes) {
-  int n = vector_bytes / elem_bytes(dt);
+// Every element of dst is the result, rounded (or wrapped) into the dtype.
+void num_reduce_fill(const NumReduction *r, uint8_t *dst, int vector_bytes) {
+  int n = vector_bytes / elem_bytes(r->dt);
   for (int i = 0; i < n; i++) {
-    if (is_float(dt))
-      store_float(dt, dst, i, float_max(load_float(dt, a, i), 0.0f));
+    if (is_float(r->dt))
+      store_float(r->dt, dst, i, r->f);
     else
-      store_int_bits(dt, dst, i, (uint32_t)(uint64_t)int_max(load_int(dt, a, i), 0));
+      store_int_bits(r->dt, dst, i, (uint32_t)(uint64_t)r->i);
   }
 }
 
 // ---- matrix unit ---------------------------------------------------------------
+//
+// OpenBLAS forms the products (cblas_dgemm) in double: every product of two
+// f16, bf16, f32 or i8 values is exact there, and each output's sum is
+// formed in an order OpenBLAS chooses (the contract leaves it open), then
+// rounded once to f32.  i8 sums are exact in double (|sum| <= 320 * 2^14),
+// so they are the exact integers.  One thread, set once, keeps every run's
+// rounding the same.
 
-// Floats (f16, bf16, f32): for each j, a float accumulator starts at +0
-// and adds act[k] * w[k][j] for k = 0, 1, .. N-1 in that order; each
-// product is rounded to float (exact for f16 and bf16 inputs), then each
-// sum.  The product and the sum are separate statements so no compiler
-// fuses them into an FMA (ISO C mode also keeps -ffp-contract=off).  The
-// result is stored as f32.
-static void mxm_row_float(DType dt, int n, const uint8_t *act, const uint8_t *const *w,
-                          uint8_t *out) {
-  for (int j = 0; j < n; j++) {
-    float acc = 0.0f;
-    for (int k = 0; k < n; k++) {
-      float product = load_float(dt, act, k) * load_float(dt, w[k], j);
-      acc += product;
+void num_mxm_init(void) { openblas_set_num_threads(1); }
+
+void num_to_doubles(DType dt, const uint8_t *vec, int first, int count, double *out) {
+  for (int i = 0; i < count; i++) out[i] = num_get(dt, vec, first + i);
+}
+
+void num_mxm_product(int rows, int kk, int nn, const double *act, int act_stride, const double *w,
+                     int w_stride, double *out, int out_stride) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, nn, kk, 1.0, act, act_stride, w, w_stride,
+              0.0, out, out_stride);
+}
+
+// Floats: f32(product), then MXMA adds the old f32 in f32.  i8: the exact
+// integer wrapped to i32, MXMA adding with wrap.  The bytes past `cols`
+// accumulator values (a row's last vector may be longer) are zero.
+void num_mxm_store(DType dt, const double *product, int cols, const uint8_t *old, uint8_t *out, int nbytes) {
+  DType acc = dt == DT_I8 ? DT_I32 : DT_F32;
+  memset(out, 0, (size_t)nbytes);
+  for (int j = 0; j < cols; j++) {
+    if (acc == DT_F32) {
+      float f = (float)product[j];
+      store_float(DT_F32, out, j, old ? load_float(DT_F32, old, j) + f : f);
+    } else {
+      uint32_t v = wrap_integer(product[j], 32);
+      store_int_bits(DT_I32, out, j, old ? (uint32_t)load_int(DT_I32, old, j) + v : v);
     }
-    store_float(DT_F32, out, j, acc);
   }
-}
-
-// i8: the exact sum in int64 (|sum| <= N * 2^14, far inside), stored as
-// i32 wrapped modulo 2^32.
-static void mxm_row_i8(int n, const uint8_t *act, const uint8_t *const *w, uint8_t *out) {
-  for (int j = 0; j < n; j++) {
-    int64_t acc = 0;
-    for (int k = 0; k < n; k++) acc += load_int(DT_I8, act, k) * load_int(DT_I8, w[k], j);
-    store_int_bits(DT_I32, out, j, (uint32_t)(uint64_t)acc);
-  }
-}
-
-void num_mxm_row(DType dt, int vector_bytes, const uint8_t *act, const uint8_t *const *w,
-                 uint8_t *out) {
-  int n = vector_bytes / elem_bytes(dt);
-  if (is_float(dt))
-    mxm_row_float(dt, n, act, w, out);
-  else if (dt == DT_I8)
-    mxm_row_i8(n, act, w, out);
-  else
-    die("numeric: the matrix unit does not multiply %s", ir_dtype_names[dt]);
 }

@@ -1,8 +1,10 @@
 // test_numeric.c: unit tests of runtime/numeric.c: the f16 and bf16
 // conversions bit for bit (ties to even, subnormals, overflow, NaN, -0),
 // element access and its rounding and wrapping, the vector unit's add, max
-// and relu on every dtype, and MXM rows whose exact results are derived by
-// hand in the comments.
+// and relu on every dtype, the other element ops (sub, mul, integer
+// division's rules, scalars, exp/erf/rsqrt/recip rounded once), every kind
+// of VCVT conversion, VRSUM's f32 accumulation order, VRMAX, and MXM rows
+// whose exact results are derived by hand in the comments.
 #include "harness.h"
 
 #include <float.h>
@@ -296,30 +298,194 @@ static void vector_ops_allow_dst_to_alias_operands(void **state) {
   for (int i = 0; i < TEST_VECTOR_BYTES; i++) assert_true(num_get(DT_I8, a, i) >= 0);
 }
 
-// ---- matrix unit -----------------------------------------------------------
-
-// Runs one MXM row of dt over vector_bytes with act and the n x n weights
-// (row-major) and checks the n accumulator results.
-static void check_mxm(DType dt, int vector_bytes, const double *act, const double *w,
-                      const double *want) {
-  int n = vector_bytes / ir_dtype_bytes[dt];
-  DType acc = dt == DT_I8 ? DT_I32 : DT_F32;
-  uint8_t vact[VEC_MAX] = {0}, rows[VEC_MAX][VEC_MAX] = {{0}}, out[4 * VEC_MAX] = {0};
-  const uint8_t *wrows[VEC_MAX] = {0};
-  fill(dt, vact, act, n);
-  for (int k = 0; k < n; k++) {
-    fill(dt, rows[k], w + k * n, n);
-    wrows[k] = rows[k];
+// Compares n elements of a vector of dt with want: NaN matches NaN, zeros
+// match with their sign.
+static void expect_elements(const char *what, DType dt, const uint8_t *vec, const double *want, int n) {
+  for (int i = 0; i < n; i++) {
+    double got = num_get(dt, vec, i);
+    bool same = isnan(want[i]) ? isnan(got) : got == want[i] && !signbit(got) == !signbit(want[i]);
+    if (!same) fail_msg("%s %s element %d: got %.9g, want %.9g", what, ir_dtype_names[dt], i, got, want[i]);
   }
-  num_mxm_row(dt, vector_bytes, vact, wrows, out);
-  for (int j = 0; j < n; j++)
-    if (num_get(acc, out, j) != want[j])
-      fail_msg("%s column %d: got %.9g, want %.9g", ir_dtype_names[dt], j, num_get(acc, out, j),
-               want[j]);
 }
 
-// 8-byte vectors hold 8 i8 elements.  act = 1 -2 3 -4 5 -6 7 -8, and the
-// columns of w are chosen so each sum is easy to check:
+// num_vbinary (or num_vscalar) of a and b, n elements of dt in an 8-byte vector.
+static void check_binary(NumBinaryOp op, bool scalar, DType dt, const double *a, const double *b, const double *want) {
+  int n = TEST_VECTOR_BYTES / ir_dtype_bytes[dt];
+  uint8_t va[TEST_VECTOR_BYTES] = {0}, vb[TEST_VECTOR_BYTES] = {0}, dst[TEST_VECTOR_BYTES] = {0};
+  fill(dt, va, a, n);
+  fill(dt, vb, b, n);
+  if (scalar)
+    num_vscalar(op, dt, dst, va, vb, TEST_VECTOR_BYTES);
+  else
+    num_vbinary(op, dt, dst, va, vb, TEST_VECTOR_BYTES);
+  expect_elements(scalar ? "scalar op" : "binary op", dt, dst, want, n);
+}
+
+// f32 arithmetic rounded into the dtype; integers wrap.
+static void vsub_vmul_round_and_wrap(void **state) {
+  (void)state;
+  // f16: 2048 - (-1) = 2049, a tie: 2048.  2 * 65504 overflows to inf.
+  check_binary(NUM_SUB, false, DT_F16, (double[]){2048, 1, 0, -0.0}, (double[]){-1, 1, 0, 0},
+               (double[]){2048, 0, 0, -0.0});
+  check_binary(NUM_MUL, false, DT_F16, (double[]){65504, 3, -0.5, 1}, (double[]){2, 0.5, 4, -0.0},
+               (double[]){INFINITY, 1.5, -2, -0.0});
+  check_binary(NUM_MUL, false, DT_I8, (double[]){100, -128, 16, -1, 0, 1, 2, 3},
+               (double[]){2, -1, 16, -1, 5, 1, -64, -43}, (double[]){-56, -128, 0, 1, 0, 1, -128, 127});
+  check_binary(NUM_SUB, false, DT_I32, (double[]){-2147483648.0, 0}, (double[]){1, -2147483648.0},
+               (double[]){2147483647, -2147483648.0});
+}
+
+// Integer division truncates toward zero; x / 0 = 0; MIN / -1 wraps to MIN.
+static void vdiv_integer_rules(void **state) {
+  (void)state;
+  check_binary(NUM_DIV, false, DT_I8, (double[]){7, -7, 7, -7, 5, -128, 127, 0},
+               (double[]){2, 2, -2, -2, 0, -1, -1, 0}, (double[]){3, -3, -3, 3, 0, -128, -127, 0});
+  check_binary(NUM_DIV, false, DT_I32, (double[]){-2147483648.0, 9}, (double[]){-1, 0},
+               (double[]){-2147483648.0, 0});
+  // Floats: IEEE, 1 / 0 = inf, 0 / 0 = NaN; f32 1 / 3 rounded once to f32.
+  check_binary(NUM_DIV, false, DT_F32, (double[]){1, 0}, (double[]){3, 0}, (double[]){(float)(1.0 / 3), NAN});
+  check_binary(NUM_DIV, false, DT_F16, (double[]){1, -1, 6, 1}, (double[]){0, 0, 4, 3},
+               (double[]){INFINITY, -INFINITY, 1.5, 0.333251953125});
+}
+
+// The scalar is element 0 of the second vector; the others are ignored.
+static void vscalar_uses_element_zero(void **state) {
+  (void)state;
+  check_binary(NUM_ADD, true, DT_F16, (double[]){1, 2, 3, 4}, (double[]){10, 99, 99, 99},
+               (double[]){11, 12, 13, 14});
+  check_binary(NUM_SUB, true, DT_I32, (double[]){5, -2147483648.0}, (double[]){1, 7}, (double[]){4, 2147483647});
+  check_binary(NUM_MUL, true, DT_I8, (double[]){1, 2, 3, 4, 5, 6, 7, -1}, (double[]){-2, 0, 0, 0, 0, 0, 0, 0},
+               (double[]){-2, -4, -6, -8, -10, -12, -14, 2});
+}
+
+// num_vunary of a (floats): exp, erf, 1/sqrt, 1/x in double, rounded once.
+static void check_unary(NumUnaryOp op, DType dt, const double *a, const double *want) {
+  int n = TEST_VECTOR_BYTES / ir_dtype_bytes[dt];
+  uint8_t va[TEST_VECTOR_BYTES] = {0}, dst[TEST_VECTOR_BYTES] = {0};
+  fill(dt, va, a, n);
+  num_vunary(op, dt, dst, va, TEST_VECTOR_BYTES);
+  expect_elements("unary op", dt, dst, want, n);
+}
+
+// exp(0) = 1; exp(1) = 2.718281828..: f32 2.71828175 (0x402df854), f16
+// 2.71875 (the f16 neighbours are 2.716796875 and 2.71875, e is nearer the
+// second), bf16 2.71875 too (spacing 2^-6 at 2: 2.703125, 2.71875).
+static void transcendental_ops_round_once(void **state) {
+  (void)state;
+  check_unary(NUM_EXP, DT_F32, (double[]){0, 1}, (double[]){1, f32_from_bits(0x402df854)});
+  check_unary(NUM_EXP, DT_F16, (double[]){0, 1, -INFINITY, 12}, (double[]){1, 2.71875, 0, INFINITY});
+  check_unary(NUM_EXP, DT_BF16, (double[]){0, 1, NAN, 0}, (double[]){1, 2.71875, NAN, 1});
+  check_unary(NUM_ERF, DT_F16, (double[]){0, -0.0, INFINITY, -INFINITY}, (double[]){0, -0.0, 1, -1});
+  check_unary(NUM_RSQRT, DT_F16, (double[]){4, 0.25, 0, -1}, (double[]){0.5, 2, INFINITY, NAN});
+  check_unary(NUM_RECIP, DT_F32, (double[]){3, -0.0}, (double[]){(float)(1.0 / 3), -INFINITY});
+}
+
+// One element through num_convert, from a value stored in `from`.
+static double convert(DType to, DType from, double v) {
+  uint8_t src[TEST_VECTOR_BYTES] = {0}, dst[TEST_VECTOR_BYTES] = {0};
+  num_set(from, src, 0, v);
+  num_convert(to, dst, 0, from, src, 0);
+  return num_get(to, dst, 0);
+}
+
+// float -> float ties to even; float -> int ties to even, saturates, NaN
+// -> 0; int -> float ties to even; int -> int wraps.
+static void vcvt_rounds_saturates_and_wraps(void **state) {
+  (void)state;
+  assert_true(convert(DT_F16, DT_F32, 1 + ldexp(1, -11)) == 1.0);                   // tie: even
+  assert_true(convert(DT_F16, DT_F32, 1 + 3 * ldexp(1, -11)) == 1 + ldexp(1, -9));  // tie: even
+  assert_true(convert(DT_F16, DT_F32, 65520) == INFINITY);
+  assert_true(convert(DT_BF16, DT_F16, 257) == 256);  // bf16 spacing 2 at 256: tie, even
+  assert_true(convert(DT_I32, DT_F32, 2.5) == 2 && convert(DT_I32, DT_F32, 3.5) == 4);
+  assert_true(convert(DT_I32, DT_F32, -2.5) == -2 && convert(DT_I32, DT_F32, -0.5) == 0);
+  assert_true(convert(DT_I32, DT_F32, 1e10) == 2147483647 && convert(DT_I32, DT_F32, -INFINITY) == -2147483648.0);
+  assert_true(convert(DT_I32, DT_F32, NAN) == 0);
+  assert_true(convert(DT_I8, DT_F16, 300) == 127 && convert(DT_I8, DT_F16, -300) == -128);
+  assert_true(convert(DT_I8, DT_BF16, 126.5) == 126 && convert(DT_I8, DT_F16, 127.5) == 127);
+  assert_true(convert(DT_F32, DT_I32, 16777217) == 16777216);  // tie: even
+  assert_true(convert(DT_F16, DT_I32, 2049) == 2048 && convert(DT_F16, DT_I32, 65520) == INFINITY);
+  assert_true(convert(DT_I8, DT_I32, 300) == 44 && convert(DT_I8, DT_I32, -129) == 127);
+  assert_true(convert(DT_I32, DT_I8, -128) == -128);
+  // The same dtype copies the bytes: a signalling f16 NaN keeps its payload.
+  uint8_t src[2] = {0x01, 0x7c}, dst[2] = {0};
+  num_convert(DT_F16, dst, 0, DT_F16, src, 0);
+  assert_int_equal(dst[0] | dst[1] << 8, 0x7c01);
+}
+
+// A reduction over the first `count` elements of one vector of dt.
+static double reduce(DType dt, bool is_max, const double *vals, int count) {
+  uint8_t v[16] = {0}, out[16];
+  fill(dt, v, vals, count);
+  NumReduction r;
+  num_reduce_start(&r, dt, is_max);
+  num_reduce_add(&r, v, count);
+  num_reduce_fill(&r, out, 16);
+  int n = 16 / ir_dtype_bytes[dt];
+  for (int i = 1; i < n; i++) assert_memory_equal(out, out + i * ir_dtype_bytes[dt], ir_dtype_bytes[dt]);
+  return num_get(dt, out, 0);
+}
+
+// VRSUM adds in element order in an f32 accumulator, every sum rounded:
+// 2^24 + 1 ties back to 2^24 three times, while 1 + 1 + 1 + 2^24 =
+// 2^24 + 3, a tie between 2^24 + 2 and 2^24 + 4 that goes to the even
+// significand, 2^24 + 4.  f16's 2048 + 1 = 2049 is exact in f32 and rounds
+// to 2048 when stored.  Integers sum exactly and wrap.
+static void vrsum_accumulates_in_order_in_f32(void **state) {
+  (void)state;
+  double big = ldexp(1, 24);
+  assert_true(reduce(DT_F32, false, (double[]){big, 1, 1, 1}, 4) == big);
+  assert_true(reduce(DT_F32, false, (double[]){1, 1, 1, big}, 4) == big + 4);
+  assert_true(reduce(DT_F32, false, (double[]){1, 2, 3, 4}, 2) == 3);  // the first count only
+  assert_true(reduce(DT_F16, false, (double[]){2048, 1}, 2) == 2048);
+  double z = reduce(DT_F16, false, (double[]){-0.0, -0.0}, 2);  // +0 + -0 + -0 = +0
+  assert_true(z == 0 && !signbit(z));
+  assert_true(reduce(DT_I8, false, (double[]){127, 127, 127, 127}, 4) == -4);  // 508 mod 256
+  assert_true(reduce(DT_I32, false, (double[]){2147483647, 2147483647, 2, 0}, 3) == 0);
+}
+
+// VRMAX from -infinity, IEEE maximum: NaN wins, +0 above -0.
+static void vrmax_is_ieee_maximum(void **state) {
+  (void)state;
+  assert_true(reduce(DT_F32, true, (double[]){-INFINITY, -INFINITY}, 2) == -INFINITY);
+  assert_true(isnan(reduce(DT_F16, true, (double[]){1, NAN, 3, 2}, 4)));
+  double z = reduce(DT_BF16, true, (double[]){-0.0, 0.0, -0.0, -1}, 4);
+  assert_true(z == 0 && !signbit(z));
+  assert_true(reduce(DT_I8, true, (double[]){-128, -5, -7, 100}, 3) == -5);
+}
+
+// ---- matrix unit -----------------------------------------------------------
+
+#define TEST_MXM_K 8
+
+// One MXM row of dt: act (kk values) times w (kk x nn, row-major), each
+// value first stored in dt; the products through num_mxm_product, the row
+// through num_mxm_store (adding old, ISA_MXM_COLS accumulator values, for
+// MXMA).  Checks the nn results and that the columns past nn are 0.
+static void check_mxm(DType dt, int kk, int nn, const double *act, const double *w, const double *old,
+                      const double *want) {
+  DType acc = dt == DT_I8 ? DT_I32 : DT_F32;
+  uint8_t e[TEST_VECTOR_BYTES];
+  double a[TEST_MXM_K], wd[TEST_MXM_K * TEST_MXM_K], prod[ISA_MXM_COLS] = {0};
+  for (int i = 0; i < kk; i++) {
+    num_set(dt, e, 0, act[i]);
+    a[i] = num_get(dt, e, 0);
+    for (int j = 0; j < nn; j++) {
+      num_set(dt, e, 0, w[i * nn + j]);
+      wd[i * nn + j] = num_get(dt, e, 0);
+    }
+  }
+  num_mxm_product(1, kk, nn, a, kk, wd, nn, prod, ISA_MXM_COLS);
+  uint8_t out[ISA_MXM_COLS * 4 + 4], oldv[ISA_MXM_COLS * 4] = {0};
+  for (int j = 0; old && j < ISA_MXM_COLS; j++) num_set(acc, oldv, j, old[MIN(j, nn - 1)]);
+  num_mxm_store(dt, prod, ISA_MXM_COLS, old ? oldv : NULL, out, (int)sizeof out);
+  expect_elements("mxm", acc, out, want, nn);
+  for (int j = nn; j < ISA_MXM_COLS + 1; j++)
+    if (num_get(acc, out, j) != (old && j < ISA_MXM_COLS ? old[nn - 1] : 0))
+      fail_msg("mxm column %d past nn is %g", j, num_get(acc, out, j));
+}
+
+// act = 1 -2 3 -4 5 -6 7 -8, and the columns of w are chosen so each sum
+// is easy to check:
 //   col 0: w[k] = k + 1        1 - 4 + 9 - 16 + 25 - 36 + 49 - 64 = -36
 //   col 1: all 1               sum of act                          = -4
 //   col 2: all -128            -128 * -4                           = 512
@@ -329,7 +495,7 @@ static void check_mxm(DType dt, int vector_bytes, const double *act, const doubl
 // beyond i8 and i16: the accumulation is wide.
 static void mxm_i8_accumulates_exactly_into_i32(void **state) {
   (void)state;
-  enum { N = 8 };
+  enum { N = TEST_MXM_K };
   double act[N] = {1, -2, 3, -4, 5, -6, 7, -8};
   double w[N * N];
   for (int k = 0; k < N; k++)
@@ -342,14 +508,17 @@ static void mxm_i8_accumulates_exactly_into_i32(void **state) {
       if (j >= 4) v = k == j ? -1 : 0;
       w[k * N + j] = v;
     }
-  check_mxm(DT_I8, TEST_VECTOR_BYTES, act, w, (double[]){-36, -4, 512, -508, -5, 6, -7, 8});
+  check_mxm(DT_I8, N, N, act, w, NULL, (double[]){-36, -4, 512, -508, -5, 6, -7, 8});
   double low[N * N];
   for (int i = 0; i < N * N; i++) low[i] = -128;
-  check_mxm(DT_I8, TEST_VECTOR_BYTES, low, low,
+  check_mxm(DT_I8, N, N, low, low, NULL,
             (double[]){131072, 131072, 131072, 131072, 131072, 131072, 131072, 131072});
+  // MXMA adds into i32 with wrap: 2147483647 + 1 = -2147483648.
+  check_mxm(DT_I8, 1, 2, (double[]){1}, (double[]){1, 1}, (double[]){2147483647, 2147483647},
+            (double[]){-2147483648.0, -2147483648.0});
 }
 
-// 8-byte vectors hold 4 f16 elements.  act = 1 0.5 -2 3 and
+// act = 1 0.5 -2 3 and
 //   w = [   1    2  0.25  65504 ]
 //       [   4   -2  0.5       0 ]
 //       [ 0.5    1    1       0 ]
@@ -357,28 +526,26 @@ static void mxm_i8_accumulates_exactly_into_i32(void **state) {
 //   col 0: 1 + 2 - 1 + 3           = 5
 //   col 1: 2 - 1 - 2 + 3           = 2
 //   col 2: 0.25 + 0.25 - 2 + 0     = -1.5
-//   col 3: 65504 + 3 * 65504       = 262016, beyond f16: the f32 result
-//                                    shows the accumulation is in f32.
-static void mxm_f16_accumulates_in_f32(void **state) {
+//   col 3: 65504 + 3 * 65504       = 262016, beyond f16: the result is f32.
+static void mxm_f16_accumulates_into_f32(void **state) {
   (void)state;
-  check_mxm(DT_F16, TEST_VECTOR_BYTES, (double[]){1, 0.5, -2, 3},
-            (double[]){1, 2, 0.25, 65504, 4, -2, 0.5, 0, 0.5, 1, 1, 0, 1, 1, 0, 65504},
+  check_mxm(DT_F16, 4, 4, (double[]){1, 0.5, -2, 3},
+            (double[]){1, 2, 0.25, 65504, 4, -2, 0.5, 0, 0.5, 1, 1, 0, 1, 1, 0, 65504}, NULL,
             (double[]){5, 2, -1.5, 262016});
-  // bf16, all weights 1: each column sums act, 1 + 2 + 3 + 4 = 10.
-  double ones[16];
-  for (int i = 0; i < 16; i++) ones[i] = 1;
-  check_mxm(DT_BF16, TEST_VECTOR_BYTES, (double[]){1, 2, 3, 4}, ones, (double[]){10, 10, 10, 10});
+  // kk = 2 of the 4 lanes, nn = 3: columns 3.. are 0.
+  check_mxm(DT_BF16, 2, 3, (double[]){1, 2}, (double[]){1, 1, 1, 1, 2, 3}, NULL, (double[]){3, 5, 7});
 }
 
-// f32 sums round after every step, in k order: 2^24 + 1 ties back to 2^24
-// (even), twice, so the column gives 2^24, not 2^24 + 2.  Column 1 adds the
-// small terms first: 1 + 1 = 2, then 2 + 2^24 is exact.  12-byte vectors
-// hold 3 f32 elements.
-static void mxm_f32_sums_in_k_order(void **state) {
+// Floats: each sum is formed in double and rounded once to f32.  act = 1 1 1:
+// col 0 = 2^24 + 1 + 1 = 2^24 + 2, exact in f32 (an f32 accumulator adding
+// in order would give 2^24); col 1 = 2^24 + 1 + 0, a tie, rounds to 2^24.
+// MXMA then adds the old f32 in f32: old 2^24 + product 1 = 2^24 (a tie).
+static void mxm_f32_rounds_the_sum_once(void **state) {
   (void)state;
   double big = ldexp(1, 24);
-  check_mxm(DT_F32, 12, (double[]){1, 1, 1}, (double[]){big, 1, 0, 1, 1, 0, 1, big, 0},
-            (double[]){big, big + 2, 0});
+  check_mxm(DT_F32, 3, 2, (double[]){1, 1, 1}, (double[]){big, big, 1, 1, 1, 0}, NULL, (double[]){big + 2, big});
+  check_mxm(DT_F32, 1, 1, (double[]){1}, (double[]){1}, (double[]){big}, (double[]){big});
+  check_mxm(DT_F16, 1, 1, (double[]){3}, (double[]){0.5}, (double[]){-0.25}, (double[]){1.25});
 }
 
 int main(void) {
@@ -396,9 +563,16 @@ int main(void) {
       cmocka_unit_test(vmax_propagates_nan_and_orders_zeros),
       cmocka_unit_test(vrelu_zeroes_negatives),
       cmocka_unit_test(vector_ops_allow_dst_to_alias_operands),
+      cmocka_unit_test(vsub_vmul_round_and_wrap),
+      cmocka_unit_test(vdiv_integer_rules),
+      cmocka_unit_test(vscalar_uses_element_zero),
+      cmocka_unit_test(transcendental_ops_round_once),
+      cmocka_unit_test(vcvt_rounds_saturates_and_wraps),
+      cmocka_unit_test(vrsum_accumulates_in_order_in_f32),
+      cmocka_unit_test(vrmax_is_ieee_maximum),
       cmocka_unit_test(mxm_i8_accumulates_exactly_into_i32),
-      cmocka_unit_test(mxm_f16_accumulates_in_f32),
-      cmocka_unit_test(mxm_f32_sums_in_k_order),
+      cmocka_unit_test(mxm_f16_accumulates_into_f32),
+      cmocka_unit_test(mxm_f32_rounds_the_sum_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
