@@ -181,35 +181,50 @@ void sram_free(Sram *s);
 // ===== reference.c: what a correct compiled program must produce ============
 //
 // The value of any element of any tensor's copy on any device, computed
-// from the graph alone (lazily, element by element: nothing of the tensor's
-// size is stored), rounded to the tensor's dtype after every op as the
-// hardware stores it.  Inputs and params are seeded (tsp-emu --data-seed):
-// every element is -1, 0 or 1, so a sum over a group is exact in f16 up to
-// 2048 devices, in bf16 up to 256 and in f32 up to 2^24, whatever order a
-// schedule adds in; or they are given (--input), the same on every device.
-// softmax, layernorm and gelu are computed in double and rounded once.
+// from the graph alone, rounded to the tensor's dtype after every op as the
+// hardware stores it (each op computes in double from its operands' stored
+// values and rounds once).  Inputs and params are seeded (tsp-emu
+// --data-seed): every element is -1, 0 or 1, so a sum over a group is exact
+// in f16 up to 2048 devices, in bf16 up to 256 and in f32 up to 2^24,
+// whatever order a schedule adds in; or they are given (--input), the same
+// on every device or one device's copy at a time.  Inputs, collectives and
+// element-wise ops are computed lazily a block at a time; what is read out
+// of order (matmul, softmax, layernorm, reduce_*, transpose, slice and
+// concat results and their operands) is materialised once per (tensor,
+// device), matmul with cblas_dgemm.
 
 Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed);
 // Gives input or param t these values instead of seeded ones, on every
 // device: ir_tensor_bytes(t) bytes, row-major, little-endian elements of
 // t's dtype (copied).
 void ref_set_input(Reference *r, const Tensor *t, const void *data);
+// The same for t's copy on `device` alone (an @ each tensor): it wins over
+// ref_set_input's values there; other devices keep theirs.
+void ref_set_input_on(Reference *r, const Tensor *t, int device, const void *data);
 // Element `elem` (row-major) of tensor t's copy on `device` (any device for a
 // tensor with one copy).
 double ref_value(Reference *r, const Tensor *t, int device, int64_t elem);
 // Elements first .. first + n of t's copy on `device` into out: the same
-// values as ref_value, faster (inputs and collectives a block at a time).
+// values as ref_value, a block at a time.
 void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out);
 // The value of an input or param element, seeded or given (what tsp-emu
 // loads): exact in t's dtype.
 double ref_input(const Reference *r, const Tensor *t, int device, int64_t elem);
 // Whether t has the same value on every device holding a copy: false for
-// an @ each input or param (unless given), a reduce_scatter result, and
-// what is computed from one of those other than through allreduce or
-// all_gather (which read every copy, whichever device asks).
+// an @ each input or param (unless given as a whole), a reduce_scatter
+// result, and what is computed from one of those other than through
+// allreduce or all_gather (which read every copy, whichever device asks).
 bool ref_same_on_every_device(const Reference *r, const Tensor *t);
 // The devices holding a copy of an @ each tensor, ascending (its group).
 int ref_group(const Reference *r, const Tensor *t, const int **devices);
+// The tolerance (docs/isa.md section 5, Data checks), from the graph
+// alone: G(t), the growth factor (0 for inputs and params; for a result
+// the operands' largest plus what its op adds), and the largest error
+// allowed for an element of t whose reference value is want when the
+// copy's reference values have root mean square rms:
+// G(t) x (atol + rtol x max(|want|, rms)), 0 for integer dtypes.
+int ref_growth(const Reference *r, const Tensor *t);
+double ref_tolerance(const Reference *r, const Tensor *t, double want, double rms);
 void ref_free(Reference *r);
 
 // ===== numeric.c ============================================================
