@@ -25,6 +25,10 @@
 bool emu_decode_binary(Arena *a, const unsigned char *data, size_t n, int expect_device,
                        const Topology *topo, DeviceProgram *out, int *ndevices, char *err,
                        size_t errlen);
+// The vectors a home spans from its addr through its layout: packed,
+// ceil(bytes / vector_bytes); with a pitch P, (rows - 1) P + ceil(C /
+// per) for rows of C elements.  UINT64_MAX when that overflows.
+uint64_t emu_home_vectors(const TensorHome *th, int vector_bytes);
 // Reads a whole file for emu_decode_binary; NULL with the reason in err.
 unsigned char *emu_read_file(const char *path, size_t *n, char *err, size_t errlen);
 
@@ -119,6 +123,15 @@ typedef struct Violation {
 
 typedef enum { DATA_UNCHECKED, DATA_VERIFIED, DATA_MISMATCH } DataStatus;
 
+// One output of the model as checked (model.c): over all of its homes, the
+// largest |got - want| / tolerance (0 when every byte matched; +inf for a
+// difference where the tolerance is 0) and the elements beyond tolerance.
+typedef struct OutputCheck {
+  const char *name;
+  double max_ratio;
+  int64_t beyond;
+} OutputCheck;
+
 typedef struct EmuResult {
   int64_t cycles;          // from the first program start to the last thing that happens
   int64_t predicted;       // -1: none
@@ -131,6 +144,8 @@ typedef struct EmuResult {
   int ndevices;
   double *drift_ppm;       // each device's clock error, as drawn from the seed
   int64_t *start;          // each device's program start, in global cycles
+  int noutputs;            // the model's outputs, as checked (in the run's arena)
+  OutputCheck *outputs;
 } EmuResult;
 
 typedef struct Emu Emu;
@@ -140,7 +155,18 @@ Emu *emu_new(Arena *a, const EmuInput *in, const EmuOptions *opt, char *err, siz
 // before the run: its values from the reference, the vectors marked written and
 // landed, the last vector's tail zero.
 void emu_seed_model(Emu *e);
-// Overwrites a named tensor's vectors before the run (--input).
+// (model.c) Writes a home's elements (ir_shape_elems x dtype bytes,
+// row-major, packed) into its vectors through its layout (TensorHome.pitch)
+// before the run (--input): the vectors marked written and landed, lanes
+// past the data zero.  False with the reason when it leaves the SRAM.
+bool emu_write_home(Emu *e, const TensorHome *th, const void *data, char *err, size_t errlen);
+// (model.c) Reads a home's elements out through its layout after the run
+// (--dump): packed row-major; never-touched vectors read as zero.
+bool emu_read_home(Emu *e, const TensorHome *th, void *data, char *err, size_t errlen);
+// (model.c) The report's `outputs:` (each output's largest error/tolerance
+// ratio), after emu_write_report; nothing when no output was checked.
+void emu_write_data_report(const EmuResult *r, FILE *out);
+// Overwrites a named tensor's vectors before the run (packed layout only).
 bool emu_write_tensor(Emu *e, const TensorHome *th, const void *data, char *err, size_t errlen);
 // Copies a named tensor out after the run (--dump); data holds its bytes.
 bool emu_read_tensor(Emu *e, const TensorHome *th, void *data, char *err, size_t errlen);
