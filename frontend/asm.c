@@ -264,7 +264,7 @@ static bool read_pitch(AsmReader *r, TensorHome *th) {
   if (r->pos >= r->len || r->text[r->pos] != ',') return true;
   r->pos++;
   if (!read_word(r, word, sizeof word, &col) || strcmp(word, "pitch")) {
-    diag_error(r->d, here(r, col, 1), "expected 'pitch P' after the shape");
+    diag_error(r->d, here(r, col, (int)strlen(word)), "expected 'pitch P' after the shape");
     return false;
   }
   if (!read_u32(r, "a pitch in vectors", &th->pitch)) return false;
