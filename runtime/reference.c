@@ -174,7 +174,7 @@ static void find_groups(Reference *r) {
     if (p->kind != PLACE_EACH) continue;
     int *devs = xmalloc(sizeof(int) * (size_t)r->t->ndevices), n = 0;
     for (int d = 0; d < r->t->ndevices; d++)
-      if (!bsearch(&d, p->except, (size_t)p->nexcept, sizeof(int), cmp_int)) devs[n++] = d;
+      if (!p->nexcept || !bsearch(&d, p->except, (size_t)p->nexcept, sizeof(int), cmp_int)) devs[n++] = d;
     r->groups[i] = devs;
     r->ngroup[i] = n;
   }
