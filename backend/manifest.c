@@ -62,6 +62,7 @@ static void write_program(const Program *p, FILE *out) {
     str_print_yaml(out, th->name);
     fprintf(out, ", device: %d, addr: %u, dtype: %s, shape: ", th->device, th->addr, ir_dtype_names[th->dtype]);
     write_shape(&th->shape, out);
+    if (th->pitch) fprintf(out, ", pitch: %u", th->pitch);  // row-padded; absent: packed
     fprintf(out, "}\n");
   }
 }

@@ -254,7 +254,44 @@ static void directive_record(AsmReader *r, RecordKind kind, int col0) {
   VEC_PUSH(r->a, &r->dev->records, rec);
 }
 
-// .tensor NAME, ADDR, DTYPE, [D0, D1, ...]
+// [, pitch P] after a .tensor's shape: rows of the last dimension P
+// vectors apart, each starting on a vector (absent or 0: packed).  False
+// after reporting.
+static bool read_pitch(AsmReader *r, TensorHome *th) {
+  char word[16];
+  int col;
+  skip_space(r);
+  if (r->pos >= r->len || r->text[r->pos] != ',') return true;
+  r->pos++;
+  if (!read_word(r, word, sizeof word, &col) || strcmp(word, "pitch")) {
+    diag_error(r->d, here(r, col, (int)strlen(word)), "expected 'pitch P' after the shape");
+    return false;
+  }
+  if (!read_u32(r, "a pitch in vectors", &th->pitch)) return false;
+  int pcol = r->num_col, plen = r->num_len;
+  int per = isa_elems_per_vector(th->dtype, r->topo->link.vector_bytes);
+  int64_t cols = th->shape.dim[th->shape.rank - 1], row_vectors = per < 1 ? 0 : (cols + per - 1) / per;
+  if (th->pitch && th->pitch < row_vectors) {
+    diag_error(r->d, here(r, pcol, plen), "tensor '%s' has pitch %u, but a row of %lld %s needs %lld vectors",
+               th->name, th->pitch, (long long)cols, ir_dtype_names[th->dtype], (long long)row_vectors);
+    return false;
+  }
+  return true;
+}
+
+// The vectors a home spans through its layout (runtime/loader.c's
+// emu_home_vectors: the frontend cannot call the runtime); UINT64_MAX on
+// overflow.
+static uint64_t home_vectors(const TensorHome *th, int per) {
+  uint64_t elems = (uint64_t)ir_shape_elems(&th->shape);
+  if (!th->pitch) return (elems + (uint64_t)per - 1) / (uint64_t)per;
+  uint64_t cols = (uint64_t)th->shape.dim[th->shape.rank - 1], rows = elems / cols;
+  uint64_t row_vectors = (cols + (uint64_t)per - 1) / (uint64_t)per;
+  if (rows - 1 > (UINT64_MAX - row_vectors) / th->pitch) return UINT64_MAX;
+  return (rows - 1) * th->pitch + row_vectors;
+}
+
+// .tensor NAME, ADDR, DTYPE, [D0, D1, ...] [, pitch P]
 static void directive_tensor(AsmReader *r, int col0) {
   if (!need_device(r, col0, ".tensor")) return;
   TensorHome th = {.device = r->dev->device};
@@ -292,7 +329,7 @@ static void directive_tensor(AsmReader *r, int col0) {
     th.shape.dim[th.shape.rank++] = dim;
     skip_space(r);
   } while (r->pos < r->len && r->text[r->pos] == ',' && ++r->pos);
-  if (!expect_char(r, ']') || !expect_end(r)) return;
+  if (!expect_char(r, ']') || !read_pitch(r, &th) || !expect_end(r)) return;
   if (same && (same->dtype != th.dtype || !ir_shape_equal(&same->shape, &th.shape))) {
     char want[IR_TYPE_STR_MAX];
     ir_format_type(want, sizeof want, same->dtype, &same->shape);
@@ -310,7 +347,7 @@ static void directive_tensor(AsmReader *r, int col0) {
                ir_dtype_names[th.dtype]);
     return;
   }
-  uint64_t vectors = ((uint64_t)ir_shape_elems(&th.shape) + (uint64_t)per - 1) / (uint64_t)per;
+  uint64_t vectors = home_vectors(&th, per);
   if (vectors > (uint64_t)r->topo->sram_vectors || th.addr > (uint64_t)r->topo->sram_vectors - vectors) {
     diag_error(r->d, here(r, col0, 7), "tensor '%s' (%llu vectors at %u) runs past the SRAM",
                th.name, (unsigned long long)vectors, th.addr);

@@ -25,6 +25,10 @@
 bool emu_decode_binary(Arena *a, const unsigned char *data, size_t n, int expect_device,
                        const Topology *topo, DeviceProgram *out, int *ndevices, char *err,
                        size_t errlen);
+// The vectors a home spans from its addr through its layout: packed,
+// ceil(bytes / vector_bytes); with a pitch P, (rows - 1) P + ceil(C /
+// per) for rows of C elements.  UINT64_MAX when that overflows.
+uint64_t emu_home_vectors(const TensorHome *th, int vector_bytes);
 // Reads a whole file for emu_decode_binary; NULL with the reason in err.
 unsigned char *emu_read_file(const char *path, size_t *n, char *err, size_t errlen);
 
@@ -121,6 +125,15 @@ typedef struct Violation {
 
 typedef enum { DATA_UNCHECKED, DATA_VERIFIED, DATA_MISMATCH } DataStatus;
 
+// One output of the model as checked (model.c): over all of its homes, the
+// largest |got - want| / tolerance (0 when every byte matched; +inf for a
+// difference where the tolerance is 0) and the elements beyond tolerance.
+typedef struct OutputCheck {
+  const char *name;
+  double max_ratio;
+  int64_t beyond;
+} OutputCheck;
+
 typedef struct EmuResult {
   int64_t cycles;          // from the first program start to the last thing that happens
   int64_t predicted;       // -1: none
@@ -133,6 +146,8 @@ typedef struct EmuResult {
   int ndevices;
   double *drift_ppm;       // each device's clock error, as drawn from the seed
   int64_t *start;          // each device's program start, in global cycles
+  int noutputs;            // the model's outputs, as checked (in the run's arena)
+  OutputCheck *outputs;
 } EmuResult;
 
 typedef struct Emu Emu;
@@ -142,7 +157,18 @@ Emu *emu_new(Arena *a, const EmuInput *in, const EmuOptions *opt, char *err, siz
 // before the run: its values from the reference, the vectors marked written and
 // landed, the last vector's tail zero.
 void emu_seed_model(Emu *e);
-// Overwrites a named tensor's vectors before the run (--input).
+// (model.c) Writes a home's elements (ir_shape_elems x dtype bytes,
+// row-major, packed) into its vectors through its layout (TensorHome.pitch)
+// before the run (--input): the vectors marked written and landed, lanes
+// past the data zero.  False with the reason when it leaves the SRAM.
+bool emu_write_home(Emu *e, const TensorHome *th, const void *data, char *err, size_t errlen);
+// (model.c) Reads a home's elements out through its layout after the run
+// (--dump): packed row-major; never-touched vectors read as zero.
+bool emu_read_home(Emu *e, const TensorHome *th, void *data, char *err, size_t errlen);
+// (model.c) The report's `outputs:` (each output's largest error/tolerance
+// ratio), after emu_write_report; nothing when no output was checked.
+void emu_write_data_report(const EmuResult *r, FILE *out);
+// Overwrites a named tensor's vectors before the run (packed layout only).
 bool emu_write_tensor(Emu *e, const TensorHome *th, const void *data, char *err, size_t errlen);
 // Copies a named tensor out after the run (--dump); data holds its bytes.
 bool emu_read_tensor(Emu *e, const TensorHome *th, void *data, char *err, size_t errlen);
@@ -183,35 +209,50 @@ void sram_free(Sram *s);
 // ===== reference.c: what a correct compiled program must produce ============
 //
 // The value of any element of any tensor's copy on any device, computed
-// from the graph alone (lazily, element by element: nothing of the tensor's
-// size is stored), rounded to the tensor's dtype after every op as the
-// hardware stores it.  Inputs and params are seeded (tsp-emu --data-seed):
-// every element is -1, 0 or 1, so a sum over a group is exact in f16 up to
-// 2048 devices, in bf16 up to 256 and in f32 up to 2^24, whatever order a
-// schedule adds in; or they are given (--input), the same on every device.
-// softmax, layernorm and gelu are computed in double and rounded once.
+// from the graph alone, rounded to the tensor's dtype after every op as the
+// hardware stores it (each op computes in double from its operands' stored
+// values and rounds once).  Inputs and params are seeded (tsp-emu
+// --data-seed): every element is -1, 0 or 1, so a sum over a group is exact
+// in f16 up to 2048 devices, in bf16 up to 256 and in f32 up to 2^24,
+// whatever order a schedule adds in; or they are given (--input), the same
+// on every device or one device's copy at a time.  Inputs, collectives and
+// element-wise ops are computed lazily a block at a time; what is read out
+// of order (matmul, softmax, layernorm, reduce_*, transpose, slice and
+// concat results and their operands) is materialised once per (tensor,
+// device), matmul with cblas_dgemm.
 
 Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed);
 // Gives input or param t these values instead of seeded ones, on every
 // device: ir_tensor_bytes(t) bytes, row-major, little-endian elements of
 // t's dtype (copied).
 void ref_set_input(Reference *r, const Tensor *t, const void *data);
+// The same for t's copy on `device` alone (an @ each tensor): it wins over
+// ref_set_input's values there; other devices keep theirs.
+void ref_set_input_on(Reference *r, const Tensor *t, int device, const void *data);
 // Element `elem` (row-major) of tensor t's copy on `device` (any device for a
 // tensor with one copy).
 double ref_value(Reference *r, const Tensor *t, int device, int64_t elem);
 // Elements first .. first + n of t's copy on `device` into out: the same
-// values as ref_value, faster (inputs and collectives a block at a time).
+// values as ref_value, a block at a time.
 void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out);
 // The value of an input or param element, seeded or given (what tsp-emu
 // loads): exact in t's dtype.
 double ref_input(const Reference *r, const Tensor *t, int device, int64_t elem);
 // Whether t has the same value on every device holding a copy: false for
-// an @ each input or param (unless given), a reduce_scatter result, and
-// what is computed from one of those other than through allreduce or
-// all_gather (which read every copy, whichever device asks).
+// an @ each input or param (unless given as a whole), a reduce_scatter
+// result, and what is computed from one of those other than through
+// allreduce or all_gather (which read every copy, whichever device asks).
 bool ref_same_on_every_device(const Reference *r, const Tensor *t);
 // The devices holding a copy of an @ each tensor, ascending (its group).
 int ref_group(const Reference *r, const Tensor *t, const int **devices);
+// The tolerance (docs/isa.md section 5, Data checks), from the graph
+// alone: G(t), the growth factor (0 for inputs and params; for a result
+// the operands' largest plus what its op adds), and the largest error
+// allowed for an element of t whose reference value is want when the
+// copy's reference values have root mean square rms:
+// G(t) x (atol + rtol x max(|want|, rms)), 0 for integer dtypes.
+int ref_growth(const Reference *r, const Tensor *t);
+double ref_tolerance(const Reference *r, const Tensor *t, double want, double rms);
 void ref_free(Reference *r);
 
 // ===== numeric.c ============================================================

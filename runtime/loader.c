@@ -213,6 +213,41 @@ static yaml_node_t *required(ManifestReader *m, yaml_node_t *map, const char *ke
   return n;
 }
 
+uint64_t emu_home_vectors(const TensorHome *th, int vector_bytes) {
+  int per = isa_elems_per_vector(th->dtype, vector_bytes);
+  uint64_t elems = (uint64_t)ir_shape_elems(&th->shape);
+  if (per < 1) return UINT64_MAX;  // no element fits a vector
+  if (!th->pitch) return (elems * (uint64_t)ir_dtype_bytes[th->dtype] + (uint64_t)vector_bytes - 1) / (uint64_t)vector_bytes;
+  uint64_t cols = (uint64_t)th->shape.dim[th->shape.rank - 1], rows = elems / cols;
+  uint64_t row_vectors = (cols + (uint64_t)per - 1) / (uint64_t)per;
+  if (rows - 1 > (UINT64_MAX - row_vectors) / th->pitch) return UINT64_MAX;
+  return (rows - 1) * th->pitch + row_vectors;
+}
+
+// `pitch: P` (optional; 0 or absent: packed): each row of the last
+// dimension starts on a vector, P vectors after the one before, so P must
+// hold a row.
+static bool read_pitch(ManifestReader *m, yaml_node_t *n, const Topology *t, TensorHome *th) {
+  yaml_node_t *pn = map_get(m, n, "pitch");
+  int64_t v;
+  if (!pn) return true;
+  if (!scalar_int(m, pn, "pitch", 0, t->sram_vectors, &v)) return false;
+  th->pitch = (uint32_t)v;
+  int per = isa_elems_per_vector(th->dtype, t->link.vector_bytes);
+  if (per < 1) {
+    diag_error(m->d, mloc(m, pn), "a %d-byte vector holds no %s element", t->link.vector_bytes,
+               ir_dtype_names[th->dtype]);
+    return false;
+  }
+  int64_t cols = th->shape.dim[th->shape.rank - 1], row_vectors = (cols + per - 1) / per;
+  if (th->pitch && th->pitch < row_vectors) {
+    diag_error(m->d, mloc(m, pn), "tensor '%s' has pitch %u, but a row of %lld %s needs %lld vectors", th->name,
+               th->pitch, (long long)cols, ir_dtype_names[th->dtype], (long long)row_vectors);
+    return false;
+  }
+  return true;
+}
+
 static bool read_tensor(ManifestReader *m, yaml_node_t *n, const Topology *t, TensorHome *th) {
   int64_t v;
   yaml_node_t *name = required(m, n, "name"), *dtype = required(m, n, "dtype"), *shape = required(m, n, "shape");
@@ -239,9 +274,9 @@ static bool read_tensor(ManifestReader *m, yaml_node_t *n, const Topology *t, Te
     diag_error(m->d, mloc(m, shape), "tensor '%s' is larger than the SRAM", th->name);
     return false;
   }
-  uint64_t bytes = (uint64_t)ir_shape_elems(&th->shape) * (uint64_t)ir_dtype_bytes[th->dtype];
-  uint64_t vectors = (bytes + (uint64_t)t->link.vector_bytes - 1) / (uint64_t)t->link.vector_bytes;
-  if (th->addr > (uint64_t)t->sram_vectors - vectors) {
+  if (!read_pitch(m, n, t, th)) return false;
+  uint64_t vectors = emu_home_vectors(th, t->link.vector_bytes);
+  if (vectors > (uint64_t)t->sram_vectors || th->addr > (uint64_t)t->sram_vectors - vectors) {
     diag_error(m->d, mloc(m, map_get(m, n, "addr")), "tensor '%s' (%llu vectors at %u) runs past the SRAM",
                th->name, (unsigned long long)vectors, th->addr);
     return false;

@@ -3,10 +3,16 @@
 // reference evaluation (reference.c).  Before the run every home of an
 // input or param gets its values, seeded or given by --input; after it
 // every home of an output is compared, element by element, with what the
-// graph computes.  Outputs reach 64 MiB on each of 72 devices, so the
+// graph computes, within the reference's tolerance (docs/isa.md section 5).
+//
+// Every access to a home goes through its layout (TensorHome.pitch):
+// packed, or each row of the last dimension starting on a vector, `pitch`
+// vectors apart.  Outputs reach 64 MiB on each of 72 devices, so the
 // reference is computed a block at a time: once for all homes of a tensor
 // that is the same on every device (an allreduce result), once per home
-// otherwise, and a home stops being compared at its first difference.
+// otherwise.  Equal bytes pass at once; the copy's root mean square, which
+// the tolerance may need, costs a second pass only when an element fails
+// the tolerance without it.
 #include "emu_internal.h"
 
 #include <math.h>
@@ -15,6 +21,84 @@
 
 // Vectors of reference computed at a time (a few hundred KiB of doubles).
 #define MODEL_BLOCK_VECTORS 1024
+
+// ---- layouts ------------------------------------------------------------------------------
+
+// A run of a home's elements sharing one vector: its address, the lane of
+// the first, how many.
+typedef struct Span {
+  uint32_t vector;
+  int lane;
+  int64_t count;
+} Span;
+
+// Where element `elem` of home th lives (per elements a vector), and how
+// many of the next `limit` elements share its vector: packed, element e is
+// lane e % per of vector e / per; with a pitch P, row r = e / C (C the last
+// dimension) starts at vector r P and column c is lane c % per of vector
+// r P + c / per, and a run never crosses a row.
+static Span home_span(const TensorHome *th, int per, int64_t elem, int64_t limit) {
+  if (!th->pitch) {
+    int lane = (int)(elem % per);
+    return (Span){th->addr + (uint32_t)(elem / per), lane, MIN(limit, per - lane)};
+  }
+  int64_t cols = th->shape.dim[th->shape.rank - 1], row = elem / cols, col = elem % cols;
+  int lane = (int)(col % per);
+  return (Span){th->addr + (uint32_t)(row * th->pitch + col / per), lane, MIN(limit, MIN(per - lane, cols - col))};
+}
+
+// Writes elements first .. first + count (bytes of th's dtype, packed) into
+// home th, the vectors written and landed at global time 0.  A vector is
+// zeroed when its lane 0 is written, so lanes past the data stay zero.
+static void write_elems(Emu *e, const TensorHome *th, int64_t first, int64_t count, const uint8_t *bytes) {
+  Sram *s = &e->devs[th->device].sram;
+  int per = isa_elems_per_vector(th->dtype, e->vector_bytes), size = ir_dtype_bytes[th->dtype];
+  for (int64_t k = 0; k < count;) {
+    Span sp = home_span(th, per, first + k, count - k);
+    int64_t *lands;
+    bool *written;
+    uint8_t *vec = sram_vector(s, sp.vector, &lands, &written);
+    if (sp.lane == 0) memset(vec, 0, (size_t)e->vector_bytes);
+    memcpy(vec + sp.lane * size, bytes + k * size, (size_t)(sp.count * size));
+    *lands = 0;
+    *written = true;
+    k += sp.count;
+  }
+}
+
+// The home's device exists and its vectors lie inside that device's SRAM.
+static bool home_fits(const Emu *e, const TensorHome *th, char *err, size_t errlen) {
+  if (th->device < 0 || th->device >= e->ndevs) return snprintf(err, errlen, "tensor '%s' is on no device", th->name), false;
+  uint64_t vectors = emu_home_vectors(th, e->vector_bytes);
+  if (vectors > (uint64_t)e->topo->sram_vectors || th->addr > (uint64_t)e->topo->sram_vectors - vectors)
+    return snprintf(err, errlen, "tensor '%s' runs past the SRAM", th->name), false;
+  return true;
+}
+
+bool emu_write_home(Emu *e, const TensorHome *th, const void *data, char *err, size_t errlen) {
+  if (!home_fits(e, th, err, errlen)) return false;
+  write_elems(e, th, 0, ir_shape_elems(&th->shape), data);
+  return true;
+}
+
+bool emu_read_home(Emu *e, const TensorHome *th, void *data, char *err, size_t errlen) {
+  if (!home_fits(e, th, err, errlen)) return false;
+  Sram *s = &e->devs[th->device].sram;
+  int per = isa_elems_per_vector(th->dtype, e->vector_bytes), size = ir_dtype_bytes[th->dtype];
+  int64_t elems = ir_shape_elems(&th->shape);
+  for (int64_t k = 0; k < elems;) {
+    Span sp = home_span(th, per, k, elems - k);
+    bool *written;
+    const uint8_t *vec = sram_peek(s, sp.vector, NULL, &written);
+    uint8_t *dst = (uint8_t *)data + k * size;
+    if (vec)
+      memcpy(dst, vec + sp.lane * size, (size_t)(sp.count * size));
+    else
+      memset(dst, 0, (size_t)(sp.count * size));
+    k += sp.count;
+  }
+  return true;
+}
 
 // ---- blocks and homes -----------------------------------------------------------------
 
@@ -81,23 +165,6 @@ static void index_free(HomeIndex *x) {
 
 // ---- before the run -----------------------------------------------------------------
 
-// The block into home th: the vectors written and landed at global time 0,
-// the last vector's tail zero.
-static void write_block(Emu *e, const TensorHome *th, DType dt, const Block *b) {
-  Sram *s = &e->devs[th->device].sram;
-  int per = isa_elems_per_vector(dt, e->vector_bytes), size = ir_dtype_bytes[dt];
-  for (int64_t k = 0; k < b->count; k += per) {
-    int64_t *lands;
-    bool *written;
-    uint8_t *vec = sram_vector(s, th->addr + (uint32_t)((b->first + k) / per), &lands, &written);
-    size_t m = (size_t)MIN(per, b->count - k) * (size_t)size;
-    memcpy(vec, b->bytes + k * size, m);
-    memset(vec + m, 0, (size_t)e->vector_bytes - m);
-    *lands = 0;
-    *written = true;
-  }
-}
-
 // Homes hs[0 .. n) of input or param t: one reference for all of them when
 // t is the same on every device (given by --input, or not @ each).
 static void seed_tensor(Emu *e, const Tensor *t, const TensorHome *const *hs, int n) {
@@ -108,7 +175,7 @@ static void seed_tensor(Emu *e, const Tensor *t, const TensorHome *const *hs, in
     for (b.first = 0; b.first < elems; b.first += b.block) {
       b.count = MIN(b.block, elems - b.first);
       compute_block(e, t, hs[g]->device, &b);
-      for (int h = g; h < g + group; h++) write_block(e, hs[h], t->dtype, &b);
+      for (int h = g; h < g + group; h++) write_elems(e, hs[h], b.first, b.count, b.bytes);
     }
   block_free(&b);
 }
@@ -127,62 +194,108 @@ void emu_seed_model(Emu *e) {
 
 // ---- after the run ---------------------------------------------------------------------
 
-// One home of an output and the first difference found in it.
+// The element of a home furthest beyond its tolerance (largest error /
+// tolerance, then largest error; the first of equals).
+typedef struct Worst {
+  int64_t elem;
+  double got, want, error, tol, ratio;
+} Worst;
+
+// One home of an output, as compared so far.
 typedef struct HomeCheck {
   const TensorHome *th;
-  bool bad;
-  int64_t elem;     // the first element that differs, or the first of the vector never written
-  uint32_t vector;  // that vector's SRAM address
-  bool unwritten;
-  double got, want;
+  bool active;      // still compared in this pass
+  bool unwritten;   // a vector of it was never written: elem, vector say which
+  int64_t elem;
+  uint32_t vector;
+  int64_t beyond;   // elements beyond the tolerance of the pass
+  double max_ratio; // the largest error / tolerance of the pass
+  Worst worst;
 } HomeCheck;
 
-// Compares one home with a block: equal bytes match; otherwise values of
-// the dtype must be equal, NaN matching NaN (so +0 matches -0).
-static void compare_block(Emu *e, HomeCheck *hc, DType dt, const Block *b) {
-  Sram *s = &e->devs[hc->th->device].sram;
-  int per = isa_elems_per_vector(dt, e->vector_bytes), size = ir_dtype_bytes[dt];
-  for (int64_t k = 0; k < b->count; k += per) {
-    int64_t elem = b->first + k;
-    uint32_t addr = hc->th->addr + (uint32_t)(elem / per);
-    bool *written;
-    const uint8_t *got = sram_peek(s, addr, NULL, &written);
-    int m = (int)MIN(per, b->count - k);
-    if (!got || !*written) {
-      *hc = (HomeCheck){.th = hc->th, .bad = true, .elem = elem, .vector = addr, .unwritten = true};
-      return;
-    }
-    if (!memcmp(got, b->bytes + k * size, (size_t)m * (size_t)size)) continue;
-    for (int j = 0; j < m; j++) {
-      double g = num_get(dt, got, j), w = b->want[k + j];
-      if (g == w || (isnan(g) && isnan(w))) continue;
-      *hc = (HomeCheck){.th = hc->th, .bad = true, .elem = elem + j, .vector = addr, .got = g, .want = w};
-      return;
-    }
+// |got - want| / tol into *ratio, the error into *error: 0 when equal as
+// values (+0 matching -0, NaN matching NaN); +inf when only one is NaN or
+// the tolerance is 0.
+static double error_ratio(double got, double want, double tol, double *error) {
+  *error = fabs(got - want);
+  if (got == want || (isnan(got) && isnan(want))) return *error = 0, 0;
+  if (isnan(*error) || tol == 0) return INFINITY;
+  return *error / tol;
+}
+
+// Judges the differing elements j0 .. j0 + m of one vector run (block
+// index k): counts those beyond tolerance, keeps the worst.  rms 0: the
+// tolerance without the rms floor.
+static void judge_run(Emu *e, const Tensor *t, HomeCheck *hc, const uint8_t *got, int lane, const Block *b,
+                      int64_t k, int64_t m, double rms) {
+  for (int64_t j = 0; j < m; j++) {
+    double g = num_get(t->dtype, got, lane + (int)j), w = b->want[k + j], err;
+    double tol = ref_tolerance(e->opt.ref, t, w, rms), ratio = error_ratio(g, w, tol, &err);
+    if (ratio == 0) continue;
+    hc->max_ratio = fmax(hc->max_ratio, ratio);
+    if (ratio <= 1) continue;
+    Worst *wo = &hc->worst;
+    if (!hc->beyond++ || ratio > wo->ratio || (ratio == wo->ratio && err > wo->error))
+      *wo = (Worst){.elem = b->first + k + j, .got = g, .want = w, .error = err, .tol = tol, .ratio = ratio};
   }
 }
 
-static bool all_bad(const HomeCheck *hc, int n) {
-  for (int i = 0; i < n; i++)
-    if (!hc[i].bad) return false;
-  return true;
+// Compares one home with a block, run by run through its layout: equal
+// bytes pass; other elements are judged.  A vector never written ends the
+// home's comparison.
+static void compare_block(Emu *e, const Tensor *t, HomeCheck *hc, const Block *b, double rms) {
+  Sram *s = &e->devs[hc->th->device].sram;
+  int per = isa_elems_per_vector(t->dtype, e->vector_bytes), size = ir_dtype_bytes[t->dtype];
+  for (int64_t k = 0; k < b->count;) {
+    Span sp = home_span(hc->th, per, b->first + k, b->count - k);
+    bool *written;
+    const uint8_t *got = sram_peek(s, sp.vector, NULL, &written);
+    if (!got || !*written) {
+      hc->unwritten = true, hc->active = false, hc->elem = b->first + k, hc->vector = sp.vector;
+      return;
+    }
+    if (memcmp(got + sp.lane * size, b->bytes + k * size, (size_t)(sp.count * size)))
+      judge_run(e, t, hc, got, sp.lane, b, k, sp.count, rms);
+    k += sp.count;
+  }
 }
 
-// Checks homes hc[0 .. n) of output t block by block.  same: t is the same
-// on every device, so one reference serves them all; otherwise each home
-// gets its own.
-static void check_homes(Emu *e, const Tensor *t, HomeCheck *hc, int n, bool same) {
+static bool any_active(const HomeCheck *hc, int n) {
+  for (int i = 0; i < n; i++)
+    if (hc[i].active) return true;
+  return false;
+}
+
+// One pass over output t for its active homes hc[0 .. n), which share one
+// reference (computed on hc[0]'s device); *sumsq (if not NULL) gets the sum
+// of the squares of the reference values.
+static void compare_pass(Emu *e, const Tensor *t, HomeCheck *hc, int n, double rms, double *sumsq) {
   int64_t elems = ir_shape_elems(&t->shape);
-  int group = same ? n : 1;
   Block b = block_new(e, t->dtype);
-  for (int g = 0; g < n; g += group)
-    for (b.first = 0; b.first < elems && !all_bad(hc + g, group); b.first += b.block) {
-      b.count = MIN(b.block, elems - b.first);
-      compute_block(e, t, hc[g].th->device, &b);
-      for (int h = g; h < g + group; h++)
-        if (!hc[h].bad) compare_block(e, &hc[h], t->dtype, &b);
-    }
+  for (b.first = 0; b.first < elems && any_active(hc, n); b.first += b.block) {
+    b.count = MIN(b.block, elems - b.first);
+    compute_block(e, t, hc[0].th->device, &b);
+    for (int64_t k = 0; sumsq && k < b.count; k++) *sumsq += b.want[k] * b.want[k];
+    for (int h = 0; h < n; h++)
+      if (hc[h].active) compare_block(e, t, &hc[h], &b, rms);
+  }
   block_free(&b);
+}
+
+// Checks homes hc[0 .. n) of output t, which share one reference: a pass
+// with the tolerance without the rms floor, and for the homes with
+// elements beyond it, a second with the copy's rms.
+static void check_group(Emu *e, const Tensor *t, HomeCheck *hc, int n) {
+  double sumsq = 0;
+  for (int h = 0; h < n; h++) hc[h].active = true;
+  compare_pass(e, t, hc, n, 0, &sumsq);
+  bool again = false;
+  if (ref_tolerance(e->opt.ref, t, 0, 1) == 0) return;  // exact (integers, G 0): the rms changes nothing
+  for (int h = 0; h < n; h++) {
+    hc[h].active = !hc[h].unwritten && hc[h].beyond > 0;
+    if (hc[h].active) hc[h].beyond = 0, hc[h].max_ratio = 0, again = true;
+  }
+  if (again) compare_pass(e, t, hc, n, sqrt(sumsq / (double)ir_shape_elems(&t->shape)), NULL);
 }
 
 static bool has_home(const HomeCheck *hc, int n, int device) {
@@ -210,24 +323,36 @@ static bool check_placed(Emu *e, const Tensor *t, const HomeCheck *hc, int n) {
   return ok;
 }
 
+// The violation of a home that failed: its first unwritten vector, or its
+// worst element.
 static void report_home(Emu *e, const Tensor *t, const HomeCheck *hc) {
+  const Worst *w = &hc->worst;
   if (hc->unwritten)
     emu_violate(e, VIOL_DATA, hc->th->device, NULL, -1, -1, "tensor '%s' element %lld: vector %u was never written",
                 t->name, (long long)hc->elem, hc->vector);
   else
-    emu_violate(e, VIOL_DATA, hc->th->device, NULL, -1, -1, "tensor '%s' element %lld: expected %.9g, got %.9g",
-                t->name, (long long)hc->elem, hc->want, hc->got);
+    emu_violate(e, VIOL_DATA, hc->th->device, NULL, -1, -1,
+                "tensor '%s' element %lld (of %lld; %lld beyond tolerance): expected %.9g, got %.9g (error %.3g, "
+                "tolerance %.3g)",
+                t->name, (long long)w->elem, (long long)ir_shape_elems(&t->shape), (long long)hc->beyond, w->want,
+                w->got, w->error, w->tol);
 }
 
-// Checks homes hs[0 .. n) of output t; false on any difference or missing home.
-static bool check_output(Emu *e, const Tensor *t, const TensorHome *const *hs, int n) {
+// Checks homes hs[0 .. n) of output t into *oc; false on any home beyond
+// tolerance, unwritten or missing.
+static bool check_output(Emu *e, const Tensor *t, const TensorHome *const *hs, int n, OutputCheck *oc) {
   HomeCheck *hc = xcalloc((size_t)n + 1, sizeof *hc);
   for (int i = 0; i < n; i++) hc[i].th = hs[i];
   bool ok = check_placed(e, t, hc, n);
-  check_homes(e, t, hc, n, ref_same_on_every_device(e->opt.ref, t));
+  int group = ref_same_on_every_device(e->opt.ref, t) ? n : 1;
+  for (int g = 0; g < n; g += group) check_group(e, t, hc + g, group);
+  *oc = (OutputCheck){.name = t->name};
   for (int i = 0; i < n; i++) {
-    if (hc[i].bad) report_home(e, t, &hc[i]);
-    ok &= !hc[i].bad;
+    bool bad = hc[i].unwritten || hc[i].beyond > 0;
+    if (bad) report_home(e, t, &hc[i]);
+    ok &= !bad;
+    oc->max_ratio = fmax(oc->max_ratio, hc[i].max_ratio);
+    oc->beyond += hc[i].beyond;
   }
   free(hc);
   return ok;
@@ -237,10 +362,28 @@ void model_check_outputs(Emu *e, bool *any, bool *all) {
   if (!e->opt.ref) return;
   const Graph *g = e->in->graph;
   HomeIndex x = index_homes(e);
+  e->r->noutputs = g->outputs.len;
+  e->r->outputs = ARENA_ARRAY(e->a, OutputCheck, (size_t)g->outputs.len + 1);
   for (int i = 0; i < g->outputs.len; i++) {
     int id = g->outputs.data[i]->id;
     *any = true;
-    *all &= check_output(e, g->outputs.data[i], x.homes + x.first[id], x.first[id + 1] - x.first[id]);
+    *all &= check_output(e, g->outputs.data[i], x.homes + x.first[id], x.first[id + 1] - x.first[id],
+                         &e->r->outputs[i]);
   }
   index_free(&x);
+}
+
+void emu_write_data_report(const EmuResult *r, FILE *out) {
+  if (!r->noutputs) return;
+  fprintf(out, "outputs:\n");
+  for (int i = 0; i < r->noutputs; i++) {
+    const OutputCheck *oc = &r->outputs[i];
+    fprintf(out, "  - {name: ");
+    str_print_yaml(out, oc->name);
+    if (isinf(oc->max_ratio))
+      fprintf(out, ", max_error_ratio: .inf");
+    else
+      fprintf(out, ", max_error_ratio: %.6g", oc->max_ratio);
+    fprintf(out, ", beyond_tolerance: %lld}\n", (long long)oc->beyond);
+  }
 }

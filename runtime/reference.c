@@ -2,10 +2,19 @@
 // tsp-emu compares a compiled program's outputs against it, so it is
 // computed from the graph (frontend -> Graph IR) and nothing the compiler
 // decided.  See emu.h for the rules (seeded or given inputs, rounding,
-// laziness, which tensors are the same on every device).
+// which tensors are the same on every device, the tolerance).
+//
+// Two ways to a value.  Inputs, collectives and element-wise ops are lazy:
+// computed a block at a time from their operands' blocks, so a 64 MiB
+// allreduce result on 72 devices never exists whole.  Ops that read their
+// operands out of order (matmul, softmax, layernorm, reduce_*, transpose,
+// slice, concat) and the operands they read are *dense*: materialised once
+// as a whole array of doubles per (tensor, device), one array when the
+// tensor is the same on every device; matmul is one cblas_dgemm.
 #include "emu.h"
 
 #include <assert.h>
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,24 +23,53 @@ struct Reference {
   const Graph *g;
   const Topology *t;
   uint64_t seed;
-  int **groups;   // by tensor id: the devices of an @ each tensor (NULL otherwise)
+  int **groups;          // by tensor id: the devices of an @ each tensor (NULL otherwise)
   int *ngroup;
-  uint64_t *name_hash;  // by tensor id: FNV-1a of its name, the seed's share of it
-  uint8_t **given;      // by tensor id: values set by ref_set_input (NULL: seeded)
-  bool *varies;         // by tensor id: its value may depend on the device
+  uint64_t *name_hash;   // by tensor id: FNV-1a of its name, the seed's share of it
+  uint8_t **given;       // by tensor id: values set by ref_set_input (NULL: seeded)
+  uint8_t ***given_on;   // by tensor id, then device: one copy's values (ref_set_input_on)
+  bool *varies;          // by tensor id: its value may depend on the device
+  bool *dense;           // by tensor id: materialised (read out of order, or such a result)
+  double ***arrays;      // by tensor id, then device (0 when !varies): the dense values
+  int *growth;           // by tensor id: G(t), the tolerance's growth factor
 };
+
+// The tolerance convention (PyTorch's assert_close defaults), per dtype:
+// relative and absolute parts; 0 for integers, which compare exactly.
+#define REF_RTOL_F32 1.3e-6
+#define REF_RTOL_F16 1e-3
+#define REF_RTOL_BF16 1.6e-2
+#define REF_ATOL_FLOAT 1e-5
+// The growth g(op) of ops that round once after an exact operation (add,
+// sub, mul, div), of transcendental ones (exp, rsqrt, gelu), of a sum of n
+// terms (plus ceil(log2 n)) and of softmax and layernorm (plus ceil(log2 n)).
+#define REF_GROWTH_ARITH 1
+#define REF_GROWTH_TRANSCENDENTAL 2
+#define REF_GROWTH_SUM 1
+#define REF_GROWTH_NORMALISE 4
+// layernorm's epsilon, as in docs/dsl.md.
+#define REF_LAYERNORM_EPS 1e-5
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
+// Whether any single copy of input t was given (ref_set_input_on).
+static bool given_on_some_device(const Reference *r, const Tensor *t) {
+  if (!r->given_on[t->id]) return false;
+  for (int d = 0; d < r->t->ndevices; d++)
+    if (r->given_on[t->id][d]) return true;
+  return false;
+}
+
 // Whether t's value may differ between devices, by what compute() does
-// with the device: ref_input uses it only for @ each tensors not given;
-// reduce_scatter picks the device's shard; allreduce and all_gather read
-// every copy of their operand, on fixed devices; copy reads a tensor not @
-// each on device 0; every other op passes the device on to its operands.
-// Tensors come in a topological order: the operands' answers are known.
+// with the device: ref_input uses it only for @ each tensors not given as
+// a whole, or given one copy at a time; reduce_scatter picks the device's
+// shard; allreduce and all_gather read every copy of their operand, on
+// fixed devices; copy reads a tensor not @ each on device 0; every other
+// op passes the device on to its operands.  Tensors come in a topological
+// order: the operands' answers are known.
 static bool varies(const Reference *r, const Tensor *t) {
   const Op *op = t->def;
-  if (!op) return t->place.kind == PLACE_EACH && !r->given[t->id];
+  if (!op) return t->place.kind == PLACE_EACH && (!r->given[t->id] || given_on_some_device(r, t));
   switch (op->kind) {
   case OP_ALLREDUCE:
   case OP_ALL_GATHER: return false;
@@ -48,6 +86,100 @@ static void find_varying(Reference *r) {
   for (int i = 0; i < r->g->tensors.len; i++) r->varies[i] = varies(r, r->g->tensors.data[i]);
 }
 
+// ceil(log2(n)) for n >= 1.
+static int ceil_log2(int64_t n) {
+  int k = 0;
+  while (((int64_t)1 << k) < n) k++;
+  return k;
+}
+
+// Whether op reads its operands out of order: they and its result are dense.
+static bool reads_out_of_order(OpKind k) {
+  switch (k) {
+  case OP_MATMUL:
+  case OP_SOFTMAX:
+  case OP_LAYERNORM:
+  case OP_REDUCE_SUM:
+  case OP_REDUCE_MAX:
+  case OP_TRANSPOSE:
+  case OP_SLICE:
+  case OP_CONCAT: return true;
+  default: return false;
+  }
+}
+
+// An element-wise op whose second operand is a vector over the last
+// dimension of the first (a bias): that vector is read out of order.
+static bool is_broadcast(const Op *op) {
+  return op->nargs == 2 && op->args[1]->shape.rank == 1 && op->result->shape.rank != 1;
+}
+
+// Marks the tensors to materialise: results of out-of-order ops, their
+// operands, and broadcast vectors.
+static void find_dense(Reference *r) {
+  for (int i = 0; i < r->g->ops.len; i++) {
+    const Op *op = r->g->ops.data[i];
+    if (reads_out_of_order(op->kind)) {
+      r->dense[op->result->id] = true;
+      for (int k = 0; k < op->nargs; k++) r->dense[op->args[k]->id] = true;
+    } else if ((op->kind == OP_ADD || op->kind == OP_SUB || op->kind == OP_MUL || op->kind == OP_DIV) &&
+               is_broadcast(op)) {
+      r->dense[op->args[1]->id] = true;
+    }
+  }
+}
+
+// The elements whose sum or normalisation op computes, for its growth.
+static int64_t axis_length(const Op *op) { return op->args[0]->shape.dim[op->axis]; }
+
+// g(op): what one op adds to the growth factor (docs/isa.md, Data checks).
+static int op_growth(const Reference *r, const Op *op) {
+  switch (op->kind) {
+  case OP_ADD:
+  case OP_SUB:
+  case OP_MUL:
+  case OP_DIV: return REF_GROWTH_ARITH;
+  case OP_EXP:
+  case OP_RSQRT:
+  case OP_GELU: return REF_GROWTH_TRANSCENDENTAL;
+  case OP_MATMUL: return REF_GROWTH_SUM + ceil_log2(op->args[0]->shape.dim[op->args[0]->shape.rank - 1]);
+  case OP_REDUCE_SUM: return REF_GROWTH_SUM + ceil_log2(axis_length(op));
+  case OP_ALLREDUCE:
+  case OP_REDUCE_SCATTER:
+    return op->reduce == REDUCE_MAX ? 0 : REF_GROWTH_SUM + ceil_log2(MAX(r->ngroup[op->args[0]->id], 1));
+  case OP_SOFTMAX:
+  case OP_LAYERNORM: return REF_GROWTH_NORMALISE + ceil_log2(axis_length(op));
+  default: return 0;  // copy, transpose, reshape, slice, concat, relu, reduce_max, all_gather
+  }
+}
+
+// G(t) for every tensor, in topological order: 0 for inputs and params,
+// the largest of the operands' plus g(op) for results.
+static void find_growth(Reference *r) {
+  for (int i = 0; i < r->g->tensors.len; i++) {
+    const Op *op = r->g->tensors.data[i]->def;
+    if (!op) continue;
+    int g = 0;
+    for (int k = 0; k < op->nargs; k++) g = MAX(g, r->growth[op->args[k]->id]);
+    r->growth[i] = g + op_growth(r, op);
+  }
+}
+
+// The devices of each @ each tensor's group, ascending.
+static void find_groups(Reference *r) {
+  for (int i = 0; i < r->g->tensors.len; i++) {
+    const Tensor *x = r->g->tensors.data[i];
+    const Placement *p = &x->place;
+    r->name_hash[i] = digest_fnv1a64(x->name, strlen(x->name));
+    if (p->kind != PLACE_EACH) continue;
+    int *devs = xmalloc(sizeof(int) * (size_t)r->t->ndevices), n = 0;
+    for (int d = 0; d < r->t->ndevices; d++)
+      if (!p->nexcept || !bsearch(&d, p->except, (size_t)p->nexcept, sizeof(int), cmp_int)) devs[n++] = d;
+    r->groups[i] = devs;
+    r->ngroup[i] = n;
+  }
+}
+
 Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed) {
   Reference *r = xcalloc(1, sizeof *r);
   *r = (Reference){.g = g, .t = t, .seed = seed};
@@ -56,30 +188,47 @@ Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed) {
   r->ngroup = xcalloc(count, sizeof *r->ngroup);
   r->name_hash = xcalloc(count, sizeof *r->name_hash);
   r->given = xcalloc(count, sizeof *r->given);
+  r->given_on = xcalloc(count, sizeof *r->given_on);
   r->varies = xcalloc(count, sizeof *r->varies);
-  for (int i = 0; i < g->tensors.len; i++) {
-    const Tensor *x = g->tensors.data[i];
-    const Placement *p = &x->place;
-    r->name_hash[i] = digest_fnv1a64(x->name, strlen(x->name));
-    if (p->kind != PLACE_EACH) continue;
-    int *devs = xmalloc(sizeof(int) * (size_t)t->ndevices), n = 0;
-    for (int d = 0; d < t->ndevices; d++)
-      if (!bsearch(&d, p->except, (size_t)p->nexcept, sizeof(int), cmp_int)) devs[n++] = d;
-    r->groups[i] = devs;
-    r->ngroup[i] = n;
-  }
+  r->dense = xcalloc(count, sizeof *r->dense);
+  r->arrays = xcalloc(count, sizeof *r->arrays);
+  r->growth = xcalloc(count, sizeof *r->growth);
+  find_groups(r);
   find_varying(r);
+  find_dense(r);
+  find_growth(r);
   return r;
+}
+
+// Forgets every materialised array (the inputs changed).
+static void drop_arrays(Reference *r) {
+  for (int i = 0; i < r->g->tensors.len; i++) {
+    if (!r->arrays[i]) continue;
+    for (int d = 0; d < r->t->ndevices; d++) free(r->arrays[i][d]);
+    free(r->arrays[i]);
+    r->arrays[i] = NULL;
+  }
 }
 
 void ref_free(Reference *r) {
   if (!r) return;
-  for (int i = 0; i < r->g->tensors.len; i++) free(r->groups[i]), free(r->given[i]);
+  drop_arrays(r);
+  for (int i = 0; i < r->g->tensors.len; i++) {
+    free(r->groups[i]);
+    free(r->given[i]);
+    if (!r->given_on[i]) continue;
+    for (int d = 0; d < r->t->ndevices; d++) free(r->given_on[i][d]);
+    free(r->given_on[i]);
+  }
   free(r->groups);
   free(r->ngroup);
   free(r->name_hash);
   free(r->given);
+  free(r->given_on);
   free(r->varies);
+  free(r->dense);
+  free(r->arrays);
+  free(r->growth);
   free(r);
 }
 
@@ -88,7 +237,18 @@ void ref_set_input(Reference *r, const Tensor *t, const void *data) {
   size_t bytes = (size_t)ir_tensor_bytes(t);
   free(r->given[t->id]);
   r->given[t->id] = memcpy(xmalloc(bytes), data, bytes);
+  drop_arrays(r);
   find_varying(r);  // given values are the same on every device
+}
+
+void ref_set_input_on(Reference *r, const Tensor *t, int device, const void *data) {
+  assert(!t->def && device >= 0 && device < r->t->ndevices);
+  size_t bytes = (size_t)ir_tensor_bytes(t);
+  if (!r->given_on[t->id]) r->given_on[t->id] = xcalloc((size_t)r->t->ndevices, sizeof(uint8_t *));
+  free(r->given_on[t->id][device]);
+  r->given_on[t->id][device] = memcpy(xmalloc(bytes), data, bytes);
+  drop_arrays(r);
+  find_varying(r);
 }
 
 bool ref_same_on_every_device(const Reference *r, const Tensor *t) { return !r->varies[t->id]; }
@@ -98,12 +258,18 @@ int ref_group(const Reference *r, const Tensor *t, const int **devices) {
   return r->ngroup[t->id];
 }
 
-// Rounds v as the tensor's dtype stores it.
-static double stored(DType dt, double v) {
-  uint8_t buf[8];
-  num_set(dt, buf, 0, v);
-  return num_get(dt, buf, 0);
+// ---- tolerance ---------------------------------------------------------------------
+
+int ref_growth(const Reference *r, const Tensor *t) { return r->growth[t->id]; }
+
+double ref_tolerance(const Reference *r, const Tensor *t, double want, double rms) {
+  static const double rtol[DT_COUNT] = {[DT_F32] = REF_RTOL_F32, [DT_F16] = REF_RTOL_F16, [DT_BF16] = REF_RTOL_BF16};
+  if (rtol[t->dtype] == 0) return 0;  // integers: exact
+  double mag = fabs(want) > rms ? fabs(want) : rms;
+  return r->growth[t->id] * (REF_ATOL_FLOAT + rtol[t->dtype] * mag);
 }
+
+// ---- inputs -------------------------------------------------------------------------
 
 // A seeded element is -1, 0 or 1 from (seed, tensor name, device, element):
 // splitmix64's finaliser over seed_base() + elem * a constant, so the same
@@ -125,141 +291,23 @@ static double seeded(uint64_t base, int64_t elem) {
   return value[h % 3];
 }
 
+// The values given for t's copy on `device`: that copy's own, else the
+// whole tensor's, else NULL (seeded).
+static const uint8_t *given_values(const Reference *r, const Tensor *t, int device) {
+  if (r->given_on[t->id] && device >= 0 && device < r->t->ndevices && r->given_on[t->id][device])
+    return r->given_on[t->id][device];
+  return r->given[t->id];
+}
+
 // The given value, or the seeded one: either is exact in the tensor's dtype.
 double ref_input(const Reference *r, const Tensor *t, int device, int64_t elem) {
-  if (r->given[t->id]) return num_get(t->dtype, r->given[t->id] + elem * ir_dtype_bytes[t->dtype], 0);
+  const uint8_t *given = given_values(r, t, device);
+  if (given) return num_get(t->dtype, given + elem * ir_dtype_bytes[t->dtype], 0);
   return seeded(seed_base(r, t, device), elem);
 }
 
-// ---- ops --------------------------------------------------------------------------
-
-// Row-major index helpers: the last dimension's length and the row of elem.
-static int64_t last_dim(const Tensor *t) { return t->shape.dim[t->shape.rank - 1]; }
-
-static double reduce_group(Reference *r, const Op *op, const Tensor *x, int64_t elem) {
-  const int *devs;
-  int n = ref_group(r, x, &devs);
-  double acc = ref_value(r, x, devs[0], elem);
-  for (int i = 1; i < n; i++) {
-    double v = ref_value(r, x, devs[i], elem);
-    acc = op->reduce == REDUCE_MAX ? (v > acc ? v : acc) : acc + v;
-  }
-  return acc;
-}
-
-// Position of `device` in the group of x (shard order), -1 if absent.
-static int group_position(Reference *r, const Tensor *x, int device) {
-  const int *devs;
-  int n = ref_group(r, x, &devs);
-  for (int i = 0; i < n; i++)
-    if (devs[i] == device) return i;
-  return -1;
-}
-
-static double collective(Reference *r, const Op *op, int device, int64_t elem) {
-  const Tensor *x = op->args[0];
-  int64_t shard = ir_shape_elems(&op->result->shape);  // reduce_scatter: the result is one shard
-  switch (op->kind) {
-  case OP_ALLREDUCE: return reduce_group(r, op, x, elem);
-  case OP_REDUCE_SCATTER: return reduce_group(r, op, x, (int64_t)group_position(r, x, device) * shard + elem);
-  case OP_ALL_GATHER: {
-    const int *devs;
-    ref_group(r, x, &devs);
-    int64_t part = ir_shape_elems(&x->shape);
-    return ref_value(r, x, devs[elem / part], elem % part);
-  }
-  default: unreachable();
-  }
-}
-
-static double matmul(Reference *r, const Op *op, int device, int64_t elem) {
-  const Tensor *a = op->args[0], *b = op->args[1];
-  int64_t n = last_dim(op->result), k = last_dim(a);
-  int64_t row = elem / n, col = elem % n;
-  double acc = 0;
-  for (int64_t i = 0; i < k; i++) acc += ref_value(r, a, device, row * k + i) * ref_value(r, b, device, i * n + col);
-  return acc;
-}
-
-// The axis-th coordinate's stride and extent, for softmax and layernorm.
-static void axis_span(const Tensor *t, int axis, int64_t *stride, int64_t *extent) {
-  *stride = 1;
-  for (int d = t->shape.rank - 1; d > axis; d--) *stride *= t->shape.dim[d];
-  *extent = t->shape.dim[axis];
-}
-
-static double normalised(Reference *r, const Op *op, int device, int64_t elem) {
-  const Tensor *x = op->args[0];
-  int64_t stride, extent;
-  axis_span(x, op->axis, &stride, &extent);
-  int64_t pos = (elem / stride) % extent, base = elem - pos * stride;
-  double sum = 0, sq = 0, mx = -INFINITY;
-  for (int64_t i = 0; i < extent; i++) {
-    double v = ref_value(r, x, device, base + i * stride);
-    sum += v, sq += v * v, mx = v > mx ? v : mx;
-  }
-  double v = ref_value(r, x, device, elem);
-  if (op->kind == OP_SOFTMAX) {
-    double z = 0;
-    for (int64_t i = 0; i < extent; i++) z += exp(ref_value(r, x, device, base + i * stride) - mx);
-    return exp(v - mx) / z;
-  }
-  double mean = sum / (double)extent, var = sq / (double)extent - mean * mean;
-  double y = (v - mean) / sqrt(var + 1e-5);  // layernorm's epsilon, as in docs/dsl.md
-  if (op->nargs == 3) y = y * ref_value(r, op->args[1], device, pos) + ref_value(r, op->args[2], device, pos);
-  return y;
-}
-
-static double transpose(Reference *r, const Op *op, int device, int64_t elem) {
-  const Tensor *x = op->args[0];
-  int64_t rows = x->shape.dim[x->shape.rank - 2], cols = last_dim(x);  // x is [.., rows, cols]
-  int64_t plane = rows * cols, in_plane = elem % plane;
-  int64_t i = in_plane / rows, j = in_plane % rows;  // the result is [.., cols, rows]
-  return ref_value(r, x, device, elem - in_plane + j * cols + i);
-}
-
-static double compute(Reference *r, const Op *op, int device, int64_t elem) {
-  const Tensor *x = op->args[0];
-  switch (op->kind) {
-  case OP_ALLREDUCE:
-  case OP_REDUCE_SCATTER:
-  case OP_ALL_GATHER: return collective(r, op, device, elem);
-  case OP_COPY: return ref_value(r, x, x->place.kind == PLACE_EACH ? device : 0, elem);
-  case OP_MATMUL: return matmul(r, op, device, elem);
-  case OP_ADD: {
-    const Tensor *b = op->args[1];
-    int64_t be = b->shape.rank == 1 && op->result->shape.rank != 1 ? elem % last_dim(op->result) : elem;
-    return ref_value(r, x, device, elem) + ref_value(r, b, device, be);
-  }
-  case OP_RELU: {
-    double v = ref_value(r, x, device, elem);
-    return v > 0 ? v : 0;
-  }
-  case OP_GELU: {
-    double v = ref_value(r, x, device, elem);
-    return 0.5 * v * (1 + erf(v / sqrt(2.0)));
-  }
-  case OP_SOFTMAX:
-  case OP_LAYERNORM: return normalised(r, op, device, elem);
-  case OP_TRANSPOSE: return transpose(r, op, device, elem);
-  default: break;  // the new ops: not evaluated yet
-  }
-  unreachable();
-}
-
-double ref_value(Reference *r, const Tensor *t, int device, int64_t elem) {
-  if (!t->def) return ref_input(r, t, device, elem);  // already exact in its dtype
-  return stored(t->dtype, compute(r, t->def, device, elem));
-}
-
-// ---- blocks -------------------------------------------------------------------------
-//
-// ref_block gives what ref_value gives, bit for bit, a block at a time:
-// inputs and collectives (their operand read a block per device, reduced in
-// the same order) in tight loops, every other op element by element.
-
 static void input_block(const Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out) {
-  const uint8_t *given = r->given[t->id];
+  const uint8_t *given = given_values(r, t, device);
   int size = ir_dtype_bytes[t->dtype];
   if (!given) {
     uint64_t base = seed_base(r, t, device);
@@ -276,14 +324,174 @@ static void input_block(const Reference *r, const Tensor *t, int device, int64_t
   }
 }
 
+// ---- rounding -------------------------------------------------------------------------
+
+// Rounds out[0 .. n) as dtype dt stores them (f32 without num_set's dispatch).
+static void store_all(DType dt, double *out, int64_t n) {
+  if (dt == DT_F32) {
+    for (int64_t k = 0; k < n; k++) out[k] = (float)out[k];
+    return;
+  }
+  uint8_t buf[8];
+  for (int64_t k = 0; k < n; k++) {
+    num_set(dt, buf, 0, out[k]);
+    out[k] = num_get(dt, buf, 0);
+  }
+}
+
+// ---- dense tensors --------------------------------------------------------------------
+
+static void lazy_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out);
+
+// The extent of `axis` and the elements before and after it (row-major):
+// t is [outer, extent, inner].
+typedef struct AxisSpan {
+  int64_t outer, extent, inner;
+} AxisSpan;
+
+static AxisSpan axis_span(const Shape *s, int axis) {
+  AxisSpan a = {1, s->dim[axis], 1};
+  for (int d = 0; d < axis; d++) a.outer *= s->dim[d];
+  for (int d = axis + 1; d < s->rank; d++) a.inner *= s->dim[d];
+  return a;
+}
+
+static const double *dense_values(Reference *r, const Tensor *t, int device);
+
+// matmul: the whole [.., M, K] x [K, N] product as one [rows, K] x [K, N] dgemm.
+static void dense_matmul(Reference *r, const Op *op, int device, double *out) {
+  const Tensor *a = op->args[0], *b = op->args[1];
+  int64_t k = b->shape.dim[0], n = b->shape.dim[1], rows = ir_shape_elems(&a->shape) / k;
+  const double *av = dense_values(r, a, device), *bv = dense_values(r, b, device);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)rows, (blasint)n, (blasint)k, 1.0, av,
+              (blasint)k, bv, (blasint)n, 0.0, out, (blasint)n);
+}
+
+// softmax and layernorm, each lane along the axis: exp(x - max) / sum, or
+// (x - mean) / sqrt(var + eps) [* gamma + beta], in double.
+static void dense_normalise(Reference *r, const Op *op, int device, double *out) {
+  const double *x = dense_values(r, op->args[0], device);
+  const double *gamma = op->nargs == 3 ? dense_values(r, op->args[1], device) : NULL;
+  const double *beta = op->nargs == 3 ? dense_values(r, op->args[2], device) : NULL;
+  AxisSpan s = axis_span(&op->args[0]->shape, op->axis);
+  for (int64_t o = 0; o < s.outer; o++)
+    for (int64_t i = 0; i < s.inner; i++) {
+      const double *lane = x + o * s.extent * s.inner + i;
+      double *res = out + o * s.extent * s.inner + i;
+      double mx = -INFINITY, sum = 0, sq = 0;
+      for (int64_t p = 0; p < s.extent; p++) mx = fmax(mx, lane[p * s.inner]), sum += lane[p * s.inner];
+      double mean = sum / (double)s.extent;
+      for (int64_t p = 0; p < s.extent; p++) sq += (lane[p * s.inner] - mean) * (lane[p * s.inner] - mean);
+      double z = 0, scale = 1 / sqrt(sq / (double)s.extent + REF_LAYERNORM_EPS);
+      if (op->kind == OP_SOFTMAX)
+        for (int64_t p = 0; p < s.extent; p++) z += exp(lane[p * s.inner] - mx);
+      for (int64_t p = 0; p < s.extent; p++) {
+        double v = lane[p * s.inner];
+        double y = op->kind == OP_SOFTMAX ? exp(v - mx) / z : (v - mean) * scale;
+        res[p * s.inner] = gamma ? y * gamma[p] + beta[p] : y;
+      }
+    }
+}
+
+// reduce_sum and reduce_max: the axis goes ([outer, inner], or [1]).
+static void dense_reduce(Reference *r, const Op *op, int device, double *out) {
+  const double *x = dense_values(r, op->args[0], device);
+  AxisSpan s = axis_span(&op->args[0]->shape, op->axis);
+  for (int64_t o = 0; o < s.outer; o++)
+    for (int64_t i = 0; i < s.inner; i++) {
+      const double *lane = x + o * s.extent * s.inner + i;
+      double acc = lane[0];
+      for (int64_t p = 1; p < s.extent; p++)
+        acc = op->kind == OP_REDUCE_MAX ? fmax(acc, lane[p * s.inner]) : acc + lane[p * s.inner];
+      out[o * s.inner + i] = acc;
+    }
+}
+
+// transpose: x [.., rows, cols] -> [.., cols, rows].
+static void dense_transpose(Reference *r, const Op *op, int device, double *out) {
+  const Tensor *x = op->args[0];
+  const double *v = dense_values(r, x, device);
+  int64_t rows = x->shape.dim[x->shape.rank - 2], cols = x->shape.dim[x->shape.rank - 1];
+  int64_t planes = ir_shape_elems(&x->shape) / (rows * cols);
+  for (int64_t p = 0; p < planes; p++)
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++) out[p * rows * cols + j * rows + i] = v[p * rows * cols + i * cols + j];
+}
+
+// slice: [start, end) along the axis.
+static void dense_slice(Reference *r, const Op *op, int device, double *out) {
+  const double *x = dense_values(r, op->args[0], device);
+  AxisSpan s = axis_span(&op->args[0]->shape, op->axis);
+  int64_t run = (op->end - op->start) * s.inner;
+  for (int64_t o = 0; o < s.outer; o++)
+    memcpy(out + o * run, x + (o * s.extent + op->start) * s.inner, (size_t)run * sizeof(double));
+}
+
+// concat: the operands' runs along the axis, in operand order.
+static void dense_concat(Reference *r, const Op *op, int device, double *out) {
+  AxisSpan s = axis_span(&op->result->shape, op->axis);
+  int64_t at = 0;
+  for (int o = 0; o < op->nargs; o++) {
+    const Tensor *x = op->args[o];
+    const double *v = dense_values(r, x, device);
+    int64_t run = x->shape.dim[op->axis] * s.inner;
+    for (int64_t k = 0; k < s.outer; k++)
+      memcpy(out + k * s.extent * s.inner + at, v + k * run, (size_t)run * sizeof(double));
+    at += run;
+  }
+}
+
+// Computes t's values on `device` whole into out (unrounded for the
+// out-of-order ops; lazy ones come rounded).
+static void compute_dense(Reference *r, const Tensor *t, int device, double *out) {
+  const Op *op = t->def;
+  switch (op ? op->kind : OP_COUNT) {
+  case OP_MATMUL: dense_matmul(r, op, device, out); break;
+  case OP_SOFTMAX:
+  case OP_LAYERNORM: dense_normalise(r, op, device, out); break;
+  case OP_REDUCE_SUM:
+  case OP_REDUCE_MAX: dense_reduce(r, op, device, out); break;
+  case OP_TRANSPOSE: dense_transpose(r, op, device, out); break;
+  case OP_SLICE: dense_slice(r, op, device, out); break;
+  case OP_CONCAT: dense_concat(r, op, device, out); break;
+  default: lazy_block(r, t, device, 0, ir_shape_elems(&t->shape), out); return;
+  }
+  store_all(t->dtype, out, ir_shape_elems(&t->shape));
+}
+
+// t's values on `device` as one array, computed on first use: one array for
+// all devices when t is the same on every device.
+static const double *dense_values(Reference *r, const Tensor *t, int device) {
+  assert(r->dense[t->id]);
+  int slot = r->varies[t->id] ? device : 0;
+  if (!r->arrays[t->id]) r->arrays[t->id] = xcalloc((size_t)r->t->ndevices, sizeof(double *));
+  double **a = &r->arrays[t->id][slot];
+  if (!*a) {
+    *a = xmalloc((size_t)ir_shape_elems(&t->shape) * sizeof(double) + 1);
+    compute_dense(r, t, device, *a);
+  }
+  return *a;
+}
+
+// ---- lazy tensors ---------------------------------------------------------------------
+
+// Position of `device` in the group of x (shard order), -1 if absent.
+static int group_position(Reference *r, const Tensor *x, int device) {
+  const int *devs;
+  int n = ref_group(r, x, &devs);
+  for (int i = 0; i < n; i++)
+    if (devs[i] == device) return i;
+  return -1;
+}
+
 // allreduce and reduce_scatter: elements first .. first + n of the
-// reduction over x's group, as reduce_group adds them (an x the same on
+// reduction over x's group, in ascending device order (an x the same on
 // every device is computed once).
 static void reduce_block(Reference *r, const Op *op, int64_t first, int64_t n, double *out) {
   const Tensor *x = op->args[0];
   const int *devs;
   int g = ref_group(r, x, &devs);
-  double *v = xmalloc((size_t)n * sizeof *v);
+  double *v = xmalloc((size_t)n * sizeof *v + 1);
   ref_block(r, x, devs[0], first, n, out);
   if (!r->varies[x->id]) memcpy(v, out, (size_t)n * sizeof *v);
   for (int i = 1; i < g; i++) {
@@ -309,22 +517,87 @@ static void gather_block(Reference *r, const Op *op, int64_t first, int64_t n, d
   }
 }
 
-void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out) {
+// One element-wise function of one operand, in double.
+static double unary(OpKind k, double v) {
+  switch (k) {
+  case OP_RELU: return v > 0 ? v : 0;
+  case OP_GELU: return 0.5 * v * (1 + erf(v / sqrt(2.0)));
+  case OP_EXP: return exp(v);
+  case OP_RSQRT: return 1 / sqrt(v);
+  default: unreachable();
+  }
+}
+
+// One element-wise function of two operands, in double.
+static double binary(OpKind k, double a, double b) {
+  switch (k) {
+  case OP_ADD: return a + b;
+  case OP_SUB: return a - b;
+  case OP_MUL: return a * b;
+  case OP_DIV: return a / b;
+  default: unreachable();
+  }
+}
+
+// add, sub, mul, div: a's block with b's (the same elements, or b a
+// vector over a's last dimension, read from its dense array).
+static void binary_block(Reference *r, const Op *op, int device, int64_t first, int64_t n, double *out) {
+  ref_block(r, op->args[0], device, first, n, out);
+  if (is_broadcast(op)) {
+    const double *b = dense_values(r, op->args[1], device);
+    int64_t len = op->args[1]->shape.dim[0];
+    for (int64_t k = 0; k < n; k++) out[k] = binary(op->kind, out[k], b[(first + k) % len]);
+    return;
+  }
+  double *b = xmalloc((size_t)n * sizeof *b + 1);
+  ref_block(r, op->args[1], device, first, n, b);
+  for (int64_t k = 0; k < n; k++) out[k] = binary(op->kind, out[k], b[k]);
+  free(b);
+}
+
+// Elements first .. first + n of t on `device` without its dense array,
+// rounded to t's dtype: inputs, collectives and element-wise ops.
+static void lazy_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out) {
   const Op *op = t->def;
   if (!op) {
     input_block(r, t, device, first, n, out);
     return;
   }
+  const Tensor *x = op->args[0];
   switch (op->kind) {
   case OP_ALLREDUCE: reduce_block(r, op, first, n, out); break;
-  case OP_REDUCE_SCATTER: {
-    int64_t shard = ir_shape_elems(&t->shape);
-    reduce_block(r, op, (int64_t)group_position(r, op->args[0], device) * shard + first, n, out);
+  case OP_REDUCE_SCATTER:
+    reduce_block(r, op, (int64_t)group_position(r, x, device) * ir_shape_elems(&t->shape) + first, n, out);
     break;
-  }
   case OP_ALL_GATHER: gather_block(r, op, first, n, out); break;
-  default:
-    for (int64_t k = 0; k < n; k++) out[k] = compute(r, op, device, first + k);
+  case OP_COPY: ref_block(r, x, x->place.kind == PLACE_EACH ? device : 0, first, n, out); break;
+  case OP_RESHAPE: ref_block(r, x, device, first, n, out); break;  // the same row-major elements
+  case OP_ADD:
+  case OP_SUB:
+  case OP_MUL:
+  case OP_DIV: binary_block(r, op, device, first, n, out); break;
+  case OP_RELU:
+  case OP_GELU:
+  case OP_EXP:
+  case OP_RSQRT:
+    ref_block(r, x, device, first, n, out);
+    for (int64_t k = 0; k < n; k++) out[k] = unary(op->kind, out[k]);
+    break;
+  default: unreachable();  // the out-of-order ops are always dense
   }
-  for (int64_t k = 0; k < n; k++) out[k] = stored(t->dtype, out[k]);
+  store_all(t->dtype, out, n);
+}
+
+void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out) {
+  if (r->dense[t->id])
+    memcpy(out, dense_values(r, t, device) + first, (size_t)n * sizeof *out);
+  else
+    lazy_block(r, t, device, first, n, out);
+}
+
+double ref_value(Reference *r, const Tensor *t, int device, int64_t elem) {
+  if (r->dense[t->id]) return dense_values(r, t, device)[elem];
+  double v;
+  lazy_block(r, t, device, elem, 1, &v);
+  return v;
 }

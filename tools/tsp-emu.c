@@ -4,7 +4,7 @@
 // the model (runtime/reference.c) and reports.
 //
 //   tsp-emu DIR [--seed S] [--data-seed N] [--jitter on|off] [--drift-ppm P] [--start-skew C]
-//               [--trace FILE] [--report FILE] [--input NAME=F.npy] [--dump NAME=F.npy]
+//               [--trace FILE] [--report FILE] [--input NAME[@DEV]=F.npy] [--dump NAME[@DEV]=F.npy]
 //
 // Exit status: 0 when the run is clean, 2 when it found violations, 1 when
 // the input is unusable (missing, corrupt, or not for this topology).
@@ -39,8 +39,10 @@ static void usage(FILE *out) {
           "  --report FILE        YAML report\n"
           "  --input NAME=F.npy   give a tensor its values before the run: an input or param\n"
           "                       of the model (every copy, and the reference), or without a\n"
-          "                       model a tensor named in the manifest\n"
-          "  --dump NAME=F.npy    write a tensor named in the manifest after the run\n"
+          "                       model a tensor named in the manifest (every home)\n"
+          "  --input NAME@DEV=F.npy  the same for device DEV's copy alone (of an @ each tensor)\n"
+          "  --dump NAME=F.npy    write a tensor named in the manifest after the run (its\n"
+          "                       first home; NAME@DEV=F.npy: its copy on device DEV)\n"
           "  --max-cycles N       a run longer than N cycles is a hang (default 2^40)\n"
           "  --max-listed N       violations listed (all are counted; default %d)\n"
           "\n"
@@ -144,11 +146,52 @@ static bool parse_args(int argc, char **argv, Args *a) {
 
 // ---- --input and --dump ------------------------------------------------------------------
 
-static const TensorHome *find_tensor(const Program *p, const char *name, size_t len) {
-  for (int i = 0; i < p->tensors.len; i++)
-    if (strlen(p->tensors.data[i].name) == len && !strncmp(p->tensors.data[i].name, name, len))
-      return &p->tensors.data[i];
-  fprintf(stderr, "tsp-emu: error: the manifest names no tensor '%.*s'\n", (int)len, name);
+// NAME[@DEV]=FILE split: the name (not NUL-terminated), the device (-1:
+// none given) and the file.
+typedef struct TensorArg {
+  const char *name;
+  size_t len;
+  int device;
+  const char *path;
+} TensorArg;
+
+// Splits an --input or --dump argument; false after saying why (a device
+// that is no number, or not one of the topology's).
+static bool split_arg(const char *opt, const char *arg, int ndevices, TensorArg *ta) {
+  const char *eq = strchr(arg, '='), *at = memchr(arg, '@', (size_t)(eq - arg));
+  *ta = (TensorArg){.name = arg, .len = (size_t)((at ? at : eq) - arg), .device = -1, .path = eq + 1};
+  if (!at) return true;
+  char dev[32];
+  int64_t v;
+  snprintf(dev, sizeof dev, "%.*s", (int)MIN(eq - at - 1, 31), at + 1);
+  if (eq - at - 1 > 31 || !str_to_i64(dev, &v) || v < 0) {
+    fprintf(stderr, "tsp-emu: error: %s takes NAME=FILE.npy or NAME@DEVICE=FILE.npy, not '%s'\n", opt, arg);
+    return false;
+  }
+  if (v >= ndevices) {
+    fprintf(stderr, "tsp-emu: error: device %lld does not exist (the topology has %d)\n", (long long)v, ndevices);
+    return false;
+  }
+  ta->device = (int)v;
+  return true;
+}
+
+static bool name_is(const char *s, const TensorArg *ta) { return strlen(s) == ta->len && !strncmp(s, ta->name, ta->len); }
+
+// The manifest's home of the named tensor: on ta->device when given, else
+// the first listed; NULL after saying why.
+static const TensorHome *find_home(const Program *p, const TensorArg *ta) {
+  const TensorHome *any = NULL;
+  for (int i = 0; i < p->tensors.len; i++) {
+    const TensorHome *th = &p->tensors.data[i];
+    if (!name_is(th->name, ta)) continue;
+    if (ta->device < 0 || th->device == ta->device) return th;
+    any = th;
+  }
+  if (any)
+    fprintf(stderr, "tsp-emu: error: tensor '%.*s' has no copy on device %d\n", (int)ta->len, ta->name, ta->device);
+  else
+    fprintf(stderr, "tsp-emu: error: the manifest names no tensor '%.*s'\n", (int)ta->len, ta->name);
   return NULL;
 }
 
@@ -187,60 +230,89 @@ static uint8_t *read_values(const char *path, const char *name, DType dt, const 
   return raw;
 }
 
-// --input without a model: the values go into every home of that name.
+// --input without a model: the values go into every home of that name (or
+// the one on the device given), through its layout.
 static bool load_input(Emu *e, const Program *p, const char *arg) {
-  const char *eq = strchr(arg, '=');
-  const TensorHome *th = find_tensor(p, arg, (size_t)(eq - arg));
+  TensorArg ta;
+  if (!split_arg("--input", arg, p->ndevices, &ta)) return false;
+  const TensorHome *th = find_home(p, &ta);
   if (!th) return false;
-  uint8_t *raw = read_values(eq + 1, th->name, th->dtype, &th->shape);
+  uint8_t *raw = read_values(ta.path, th->name, th->dtype, &th->shape);
   char err[256];
   bool ok = raw != NULL;
   for (int i = 0; i < p->tensors.len && ok; i++) {
     const TensorHome *h = &p->tensors.data[i];
-    if (strcmp(h->name, th->name)) continue;
+    if (strcmp(h->name, th->name) || (ta.device >= 0 && h->device != ta.device)) continue;
     if (h->dtype != th->dtype || !ir_shape_equal(&h->shape, &th->shape))
       snprintf(err, sizeof err, "the manifest's copies of tensor '%s' differ in dtype or shape", th->name), ok = false;
     else
-      ok = emu_write_tensor(e, h, raw, err, sizeof err);
+      ok = emu_write_home(e, h, raw, err, sizeof err);
     if (!ok) fprintf(stderr, "tsp-emu: error: %s\n", err);
   }
   free(raw);
   return ok;
 }
 
+// Whether the model (or, where the partitioner places t, the manifest)
+// puts a copy of t on `device`.
+static bool has_copy(const EmuInput *in, const Tensor *t, int device) {
+  const Placement *p = &t->place;
+  if (p->kind == PLACE_DEVICE) return p->index == device;
+  if (p->kind == PLACE_EACH) {
+    for (int i = 0; i < p->nexcept; i++)
+      if (p->except[i] == device) return false;
+    return true;
+  }
+  for (int i = 0; i < in->prog->tensors.len; i++)
+    if (in->home_tensor[i] == t && in->prog->tensors.data[i].device == device) return true;
+  return false;
+}
+
 // --input with a model: an input or param takes these values in the
-// reference, and so on every device holding it (emu_seed_model).
-static bool give_input(Reference *r, const Graph *g, const char *arg) {
-  const char *eq = strchr(arg, '=');
-  size_t len = (size_t)(eq - arg);
+// reference, and so on every device holding it (emu_seed_model); with
+// @DEV, an @ each tensor's copy on DEV alone.
+static bool give_input(Reference *r, const EmuInput *in, const char *arg) {
+  const Graph *g = in->graph;
+  TensorArg ta;
+  if (!split_arg("--input", arg, in->topo->ndevices, &ta)) return false;
   const Tensor *t = NULL;
   for (int i = 0; i < g->tensors.len && !t; i++)
-    if (strlen(g->tensors.data[i]->name) == len && !strncmp(g->tensors.data[i]->name, arg, len)) t = g->tensors.data[i];
+    if (name_is(g->tensors.data[i]->name, &ta)) t = g->tensors.data[i];
   if (!t || t->def) {
-    fprintf(stderr, "tsp-emu: error: the model has no input or param '%.*s'\n", (int)len, arg);
+    fprintf(stderr, "tsp-emu: error: the model has no input or param '%.*s'\n", (int)ta.len, ta.name);
     return false;
   }
-  uint8_t *raw = read_values(eq + 1, t->name, t->dtype, &t->shape);
-  if (raw) ref_set_input(r, t, raw);
+  if (ta.device >= 0 && !has_copy(in, t, ta.device)) {
+    fprintf(stderr, "tsp-emu: error: tensor '%s' has no copy on device %d\n", t->name, ta.device);
+    return false;
+  }
+  uint8_t *raw = read_values(ta.path, t->name, t->dtype, &t->shape);
+  if (raw && ta.device >= 0 && t->place.kind == PLACE_EACH)
+    ref_set_input_on(r, t, ta.device, raw);
+  else if (raw)
+    ref_set_input(r, t, raw);  // one copy: that copy is the tensor
   free(raw);
   return raw != NULL;
 }
 
+// --dump: a home of the manifest (the first listed, or the one on the
+// device given) read through its layout into a .npy of the tensor's shape.
 static bool write_dump(Emu *e, const Program *p, const char *arg) {
-  const char *eq = strchr(arg, '=');
-  const TensorHome *th = find_tensor(p, arg, (size_t)(eq - arg));
+  TensorArg ta;
+  if (!split_arg("--dump", arg, p->ndevices, &ta)) return false;
+  const TensorHome *th = find_home(p, &ta);
   char err[256];
   if (!th) return false;
   int64_t n = ir_shape_elems(&th->shape);
   uint8_t *raw = xmalloc((size_t)n * (size_t)ir_dtype_bytes[th->dtype]);
-  bool ok = emu_read_tensor(e, th, raw, err, sizeof err);
+  bool ok = emu_read_home(e, th, raw, err, sizeof err);
   if (ok && th->dtype == DT_BF16) {
     float *f = xmalloc((size_t)n * sizeof *f);
     for (int64_t i = 0; i < n; i++) f[i] = (float)num_get(DT_BF16, raw, (int)i);
-    ok = npy_write(eq + 1, "<f4", &th->shape, f, err, sizeof err);
+    ok = npy_write(ta.path, "<f4", &th->shape, f, err, sizeof err);
     free(f);
   } else if (ok) {
-    ok = npy_write(eq + 1, npy_descr(th->dtype), &th->shape, raw, err, sizeof err);
+    ok = npy_write(ta.path, npy_descr(th->dtype), &th->shape, raw, err, sizeof err);
   }
   if (!ok) fprintf(stderr, "tsp-emu: error: %s\n", err);
   free(raw);
@@ -254,6 +326,7 @@ static bool write_report(const char *path, const EmuResult *r, const EmuOptions 
     return false;
   }
   emu_write_report(r, opt, ndevices, fp);
+  emu_write_data_report(r, fp);
   return fclose(fp) == 0;
 }
 
@@ -264,7 +337,7 @@ static bool make_reference(const EmuInput *in, Args *args, Reference **out) {
   if (!in->graph) return true;
   Reference *r = ref_new(in->graph, in->topo, args->opt.data_seed);
   for (int i = 0; i < args->ninputs; i++)
-    if (!give_input(r, in->graph, args->inputs[i])) {
+    if (!give_input(r, in, args->inputs[i])) {
       ref_free(r);
       return false;
     }

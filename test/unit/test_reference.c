@@ -1,6 +1,9 @@
 // test_reference.c: unit tests of the reference evaluation (runtime/
 // reference.c): every collective against sums of the seeded inputs
-// computed here, the other ops against their definitions, and the seeding.
+// computed here, the other ops against their definitions (the new ones on
+// hand-derived examples, in graphs built here: the front end does not take
+// them yet), the seeding, the tolerance's growth factor and layouts'
+// extents (runtime/loader.c).
 #include "harness.h"
 
 #include "../../runtime/emu.h"
@@ -191,6 +194,245 @@ static void device_invariance_follows_the_graph(void **state) {
   fixture_free(&f);
 }
 
+
+// ---- graphs built by hand ---------------------------------------------------------
+
+// A graph of tensors @ device(0) on MESH (or @ each when `each`), built
+// without the front end.
+typedef struct Built {
+  Arena a;
+  Topology *topo;
+  Graph *g;
+} Built;
+
+static void built_init(Built *b) {
+  memset(b, 0, sizeof *b);
+  b->topo = topo_ok(&b->a, MESH);
+  b->g = ARENA_NEW(&b->a, Graph);
+  memset(b->g, 0, sizeof *b->g);
+}
+
+static Shape shape_of(int rank, const int64_t *dims) {
+  Shape s = {.rank = rank};
+  for (int i = 0; i < rank; i++) s.dim[i] = dims[i];
+  return s;
+}
+
+static Tensor *add_tensor(Built *b, const char *name, TensorKind kind, DType dt, Shape s, bool each) {
+  Tensor *t = ARENA_NEW(&b->a, Tensor);
+  memset(t, 0, sizeof *t);
+  *t = (Tensor){.id = b->g->tensors.len, .name = name, .kind = kind, .dtype = dt, .shape = s,
+                .place = {.kind = each ? PLACE_EACH : PLACE_DEVICE}};
+  VEC_PUSH(&b->a, &b->g->tensors, t);
+  return t;
+}
+
+// An input of dtype dt and the given shape.
+static Tensor *b_input(Built *b, const char *name, DType dt, int rank, const int64_t *dims) {
+  return add_tensor(b, name, TENSOR_INPUT, dt, shape_of(rank, dims), false);
+}
+
+// result = kind(args), of the given shape; axis, start and end as the op takes them.
+static Tensor *b_op(Built *b, const char *name, OpKind kind, int nargs, Tensor *const *args, int rank,
+                    const int64_t *dims, int axis, int64_t start, int64_t end) {
+  Tensor *r = add_tensor(b, name, TENSOR_VALUE, args[0]->dtype, shape_of(rank, dims), args[0]->place.kind == PLACE_EACH);
+  Op *op = ARENA_NEW(&b->a, Op);
+  memset(op, 0, sizeof *op);
+  *op = (Op){.id = b->g->ops.len, .kind = kind, .result = r, .nargs = nargs, .axis = axis, .start = start, .end = end};
+  for (int i = 0; i < nargs; i++) op->args[i] = args[i];
+  if (kind == OP_RESHAPE) op->shape = r->shape;
+  r->def = op;
+  VEC_PUSH(&b->a, &b->g->ops, op);
+  return r;
+}
+
+// Every element of t on device 0 equals want[] exactly, by ref_value and
+// by ref_block.
+static void expect_values(Reference *r, const Tensor *t, const double *want) {
+  int64_t n = ir_shape_elems(&t->shape);
+  double got[64];
+  assert_true(n <= 64);
+  ref_block(r, t, 0, 0, n, got);
+  for (int64_t e = 0; e < n; e++) {
+    if (ref_value(r, t, 0, e) != want[e] || got[e] != want[e])
+      fail_msg("%s[%lld]: want %.17g, got %.17g / %.17g", t->name, (long long)e, want[e], ref_value(r, t, 0, e), got[e]);
+  }
+}
+
+static const int64_t D23[] = {2, 3}, D3[] = {3}, D32[] = {3, 2}, D2[] = {2}, D1[] = {1}, D21[] = {2, 1};
+
+// mul, sub, div element-wise and with a bias vector over the last
+// dimension; exp and rsqrt; rounded once to the dtype (f32; 1/3 in f16).
+static void elementwise_ops_on_small_examples(void **state) {
+  (void)state;
+  Built b;
+  built_init(&b);
+  Tensor *a = b_input(&b, "a", DT_F32, 2, D23), *c = b_input(&b, "c", DT_F32, 2, D23), *v = b_input(&b, "v", DT_F32, 1, D3);
+  Tensor *x = b_input(&b, "x", DT_F32, 1, D3), *q = b_input(&b, "q", DT_F32, 1, D3);
+  Tensor *h1 = b_input(&b, "h1", DT_F16, 1, D1), *h3 = b_input(&b, "h3", DT_F16, 1, D1);
+  Tensor *ac[] = {a, c}, *av[] = {a, v}, *hh[] = {h1, h3};
+  Tensor *mul = b_op(&b, "mul", OP_MUL, 2, ac, 2, D23, 0, 0, 0), *sub = b_op(&b, "sub", OP_SUB, 2, ac, 2, D23, 0, 0, 0);
+  Tensor *dv = b_op(&b, "div", OP_DIV, 2, ac, 2, D23, 0, 0, 0), *mulv = b_op(&b, "mulv", OP_MUL, 2, av, 2, D23, 0, 0, 0);
+  Tensor *subv = b_op(&b, "subv", OP_SUB, 2, av, 2, D23, 0, 0, 0), *divv = b_op(&b, "divv", OP_DIV, 2, av, 2, D23, 0, 0, 0);
+  Tensor *ex = b_op(&b, "exp", OP_EXP, 1, &x, 1, D3, 0, 0, 0), *rs = b_op(&b, "rsqrt", OP_RSQRT, 1, &q, 1, D3, 0, 0, 0);
+  Tensor *third = b_op(&b, "third", OP_DIV, 2, hh, 1, D1, 0, 0, 0);
+  Reference *r = ref_new(b.g, b.topo, 1);
+  const float av_[] = {1, 2, 3, 4, 5, 6}, cv[] = {2, 4, 8, -1, 0.5f, 3}, vv[] = {1, -2, 4}, xv[] = {0, 1, -1},
+              qv[] = {4, 16, 0.25f};
+  uint8_t one[2], three[2];
+  num_set(DT_F16, one, 0, 1);
+  num_set(DT_F16, three, 0, 3);
+  ref_set_input(r, a, av_), ref_set_input(r, c, cv), ref_set_input(r, v, vv), ref_set_input(r, x, xv);
+  ref_set_input(r, q, qv), ref_set_input(r, h1, one), ref_set_input(r, h3, three);
+  expect_values(r, mul, (double[]){2, 8, 24, -4, 2.5, 18});
+  expect_values(r, sub, (double[]){-1, -2, -5, 5, 4.5, 3});
+  expect_values(r, dv, (double[]){0.5, 0.5, 0.375, -4, 10, 2});
+  expect_values(r, mulv, (double[]){1, -4, 12, 4, -10, 24});
+  expect_values(r, subv, (double[]){0, 4, -1, 3, 7, 2});
+  expect_values(r, divv, (double[]){1, -1, 0.75, 4, -2.5, 1.5});
+  expect_values(r, ex, (double[]){1, 2.7182817459106445, 0.3678794503211975});  // e, 1/e in f32
+  expect_values(r, rs, (double[]){0.5, 0.25, 2});
+  expect_values(r, third, (double[]){0.333251953125});  // 1/3 in f16
+  ref_free(r);
+  arena_free(&b.a);
+}
+
+// reduce_sum and reduce_max drop the axis (rank 1 -> [1]); reshape keeps
+// the row-major order; slice takes [start, end); concat joins in operand
+// order; transpose swaps the last two dimensions.
+static void reduce_and_movement_ops_on_small_examples(void **state) {
+  (void)state;
+  Built b;
+  built_init(&b);
+  Tensor *a = b_input(&b, "a", DT_F32, 2, D23), *col = b_input(&b, "col", DT_F32, 2, D21), *v = b_input(&b, "v", DT_F32, 1, D3);
+  Tensor *sum0 = b_op(&b, "sum0", OP_REDUCE_SUM, 1, &a, 1, D3, 0, 0, 0), *sum1 = b_op(&b, "sum1", OP_REDUCE_SUM, 1, &a, 1, D2, 1, 0, 0);
+  Tensor *max0 = b_op(&b, "max0", OP_REDUCE_MAX, 1, &a, 1, D3, 0, 0, 0), *max1 = b_op(&b, "max1", OP_REDUCE_MAX, 1, &a, 1, D2, 1, 0, 0);
+  Tensor *vsum = b_op(&b, "vsum", OP_REDUCE_SUM, 1, &v, 1, D1, 0, 0, 0);
+  Tensor *re = b_op(&b, "re", OP_RESHAPE, 1, &a, 2, D32, 0, 0, 0);
+  Tensor *sl1 = b_op(&b, "sl1", OP_SLICE, 1, &a, 2, (int64_t[]){2, 2}, 1, 1, 3);
+  Tensor *sl0 = b_op(&b, "sl0", OP_SLICE, 1, &a, 2, (int64_t[]){1, 3}, 0, 1, 2);
+  Tensor *ac[] = {a, col}, *aa[] = {a, a, col};
+  Tensor *cat1 = b_op(&b, "cat1", OP_CONCAT, 2, ac, 2, (int64_t[]){2, 4}, 1, 0, 0);
+  Tensor *cat3 = b_op(&b, "cat3", OP_CONCAT, 3, aa, 2, (int64_t[]){2, 7}, 1, 0, 0);
+  Tensor *cat0 = b_op(&b, "cat0", OP_CONCAT, 2, (Tensor *[]){a, a}, 2, (int64_t[]){4, 3}, 0, 0, 0);
+  Tensor *tr = b_op(&b, "tr", OP_TRANSPOSE, 1, &a, 2, D32, 0, 0, 0);
+  Reference *r = ref_new(b.g, b.topo, 1);
+  const float av[] = {1, 2, 3, 4, 5, 6}, cv[] = {7, 8}, vv[] = {0.5f, -2, 4};
+  ref_set_input(r, a, av), ref_set_input(r, col, cv), ref_set_input(r, v, vv);
+  expect_values(r, sum0, (double[]){5, 7, 9});
+  expect_values(r, sum1, (double[]){6, 15});
+  expect_values(r, max0, (double[]){4, 5, 6});
+  expect_values(r, max1, (double[]){3, 6});
+  expect_values(r, vsum, (double[]){2.5});
+  expect_values(r, re, (double[]){1, 2, 3, 4, 5, 6});
+  expect_values(r, sl1, (double[]){2, 3, 5, 6});
+  expect_values(r, sl0, (double[]){4, 5, 6});
+  expect_values(r, cat1, (double[]){1, 2, 3, 7, 4, 5, 6, 8});
+  expect_values(r, cat3, (double[]){1, 2, 3, 1, 2, 3, 7, 4, 5, 6, 4, 5, 6, 8});
+  expect_values(r, cat0, (double[]){1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6});
+  expect_values(r, tr, (double[]){1, 4, 2, 5, 3, 6});
+  ref_free(r);
+  arena_free(&b.a);
+}
+
+// matmul of a batched [2, 2, 3] by [3, 2] (one dgemm over 4 rows), and
+// in f16, where the product is rounded once: 1 x 1 + 2^-11 x 1 is a tie
+// that rounds to the even 1.
+static void matmul_is_one_product_rounded_once(void **state) {
+  (void)state;
+  Built b;
+  built_init(&b);
+  Tensor *a = b_input(&b, "a", DT_F32, 3, (int64_t[]){2, 2, 3}), *w = b_input(&b, "w", DT_F32, 2, D32);
+  Tensor *m = b_op(&b, "m", OP_MATMUL, 2, (Tensor *[]){a, w}, 3, (int64_t[]){2, 2, 2}, 0, 0, 0);
+  Tensor *ha = b_input(&b, "ha", DT_F16, 2, (int64_t[]){1, 2}), *hw = b_input(&b, "hw", DT_F16, 2, (int64_t[]){2, 1});
+  Tensor *hm = b_op(&b, "hm", OP_MATMUL, 2, (Tensor *[]){ha, hw}, 2, (int64_t[]){1, 1}, 0, 0, 0);
+  Reference *r = ref_new(b.g, b.topo, 1);
+  const float avals[] = {1, 2, 3, 4, 5, 6, -1, 0, 2, 3, -2, 1}, wvals[] = {1, 0, 2, -1, 0, 3};
+  ref_set_input(r, a, avals), ref_set_input(r, w, wvals);
+  uint8_t hav[4], hwv[4];
+  num_set(DT_F16, hav, 0, 1), num_set(DT_F16, hav, 1, 1.0 / 2048);
+  num_set(DT_F16, hwv, 0, 1), num_set(DT_F16, hwv, 1, 1);
+  ref_set_input(r, ha, hav), ref_set_input(r, hw, hwv);
+  expect_values(r, m, (double[]){5, 7, 14, 13, -1, 6, -1, 5});
+  expect_values(r, hm, (double[]){1});
+  ref_free(r);
+  arena_free(&b.a);
+}
+
+// G(t) by the table of docs/isa.md section 5 on a small graph over the 4
+// devices of MESH; an element just inside and just outside the tolerance.
+static void tolerance_grows_with_the_graph(void **state) {
+  (void)state;
+  Built b;
+  built_init(&b);
+  Tensor *x = add_tensor(&b, "x", TENSOR_INPUT, DT_F16, shape_of(2, (int64_t[]){4, 8}), true);
+  Tensor *w = add_tensor(&b, "w", TENSOR_PARAM, DT_F16, shape_of(2, (int64_t[]){8, 5}), true);
+  Tensor *s = b_op(&b, "s", OP_ALLREDUCE, 1, &x, 2, (int64_t[]){4, 8}, 0, 0, 0);          // 1 + log2 4 = 3
+  Tensor *mx = b_op(&b, "mx", OP_ALLREDUCE, 1, &x, 2, (int64_t[]){4, 8}, 0, 0, 0);        // max: 0
+  mx->def->reduce = REDUCE_MAX;
+  Tensor *m = b_op(&b, "m", OP_MATMUL, 2, (Tensor *[]){s, w}, 2, (int64_t[]){4, 5}, 0, 0, 0);  // 3 + 1 + 3 = 7
+  Tensor *e = b_op(&b, "e", OP_EXP, 1, &m, 2, (int64_t[]){4, 5}, 0, 0, 0);                // 7 + 2 = 9
+  Tensor *sm = b_op(&b, "sm", OP_SOFTMAX, 1, &e, 2, (int64_t[]){4, 5}, 1, 0, 0);          // 9 + 4 + 3 = 16
+  Tensor *rl = b_op(&b, "rl", OP_RELU, 1, &sm, 2, (int64_t[]){4, 5}, 0, 0, 0);            // 16
+  Tensor *rs = b_op(&b, "rs", OP_REDUCE_SUM, 1, &x, 1, (int64_t[]){4}, 1, 0, 0);          // 1 + 3 = 4
+  Tensor *ad = b_op(&b, "ad", OP_ADD, 2, (Tensor *[]){mx, x}, 2, (int64_t[]){4, 8}, 0, 0, 0);  // 1
+  Tensor *ct = b_op(&b, "ct", OP_CONCAT, 2, (Tensor *[]){s, ad}, 2, (int64_t[]){8, 8}, 0, 0, 0);  // 3
+  Tensor *ix = add_tensor(&b, "ix", TENSOR_INPUT, DT_I32, shape_of(1, (int64_t[]){4}), true);
+  Tensor *is = b_op(&b, "is", OP_ALLREDUCE, 1, &ix, 1, (int64_t[]){4}, 0, 0, 0);
+  Reference *r = ref_new(b.g, b.topo, 1);
+  const Tensor *ts[] = {x, w, s, mx, m, e, sm, rl, rs, ad, ct};
+  const int want[] = {0, 0, 3, 0, 7, 9, 16, 16, 4, 1, 3};
+  for (int i = 0; i < 11; i++)
+    if (ref_growth(r, ts[i]) != want[i]) fail_msg("G(%s) = %d, want %d", ts[i]->name, ref_growth(r, ts[i]), want[i]);
+  // f16, G(e) = 9: 9 (1e-5 + 1e-3 max(|want|, rms)).  At want 2, rms 1: 0.01809.
+  double tol = ref_tolerance(r, e, 2, 1);
+  assert_true(fabs(tol - 9 * (1e-5 + 1e-3 * 2)) < 1e-15);
+  assert_true(fabs(2.018 - 2) <= tol && fabs(2.0181 - 2) > tol);
+  // Below the rms, the rms sets it: want 0.001, rms 4: 9 (1e-5 + 4e-3) = 0.03609.
+  assert_true(fabs(ref_tolerance(r, e, 0.001, 4) - 9 * (1e-5 + 4e-3)) < 1e-15);
+  assert_true(ref_tolerance(r, x, 2, 1) == 0);   // G 0: exact
+  assert_true(ref_tolerance(r, is, 2, 1) == 0);  // integers: exact
+  ref_free(r);
+  arena_free(&b.a);
+}
+
+// One device's copy of an @ each input given alone: the reference uses it
+// there, the other devices keep the seeded (or the whole tensor's) values,
+// and the tensor now differs between devices.
+static void inputs_given_one_device_at_a_time(void **state) {
+  (void)state;
+  Fixture f;
+  fixture(&f, MESH, "graph g {\n  input x : f32[4] @ each;\n  s = allreduce(x);\n  output s;\n}\n", 3);
+  Tensor *x = named(f.g, "x"), *s = named(f.g, "s");
+  const float all[] = {1, 2, 3, 4}, mine[] = {10, 20, 30, 40};
+  ref_set_input(f.r, x, all);
+  assert_true(ref_same_on_every_device(f.r, x));
+  ref_set_input_on(f.r, x, 2, mine);
+  assert_false(ref_same_on_every_device(f.r, x));
+  for (int e = 0; e < 4; e++) {
+    assert_true(ref_input(f.r, x, 2, e) == mine[e]);
+    assert_true(ref_input(f.r, x, 1, e) == all[e]);
+    assert_true(ref_value(f.r, s, 0, e) == 3 * all[e] + mine[e]);
+  }
+  fixture_free(&f);
+}
+
+// The vectors a home spans (runtime/loader.c): packed, ceil(bytes / 320);
+// with a pitch P, (rows - 1) P + ceil(C / 80) for f32 rows of C.
+static void layouts_span_their_rows(void **state) {
+  (void)state;
+  TensorHome th = {.name = "x", .dtype = DT_F32, .shape = {.rank = 2, .dim = {3, 100}}};
+  assert_int_equal(emu_home_vectors(&th, 320), 4);  // 1200 bytes
+  th.pitch = 2;
+  assert_int_equal(emu_home_vectors(&th, 320), 6);
+  th.pitch = 3;
+  assert_int_equal(emu_home_vectors(&th, 320), 8);
+  th.shape = (Shape){.rank = 1, .dim = {100}};  // one row: the pitch does not matter
+  assert_int_equal(emu_home_vectors(&th, 320), 2);
+  th.shape = (Shape){.rank = 2, .dim = {(int64_t)1 << 40, 1}}, th.pitch = UINT32_MAX;
+  assert_true(emu_home_vectors(&th, 320) == UINT64_MAX);  // overflow
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(collectives_reduce_the_seeded_inputs),
@@ -199,6 +441,12 @@ int main(void) {
       cmocka_unit_test(inputs_are_seeded),
       cmocka_unit_test(blocks_give_the_same_values),
       cmocka_unit_test(device_invariance_follows_the_graph),
+      cmocka_unit_test(elementwise_ops_on_small_examples),
+      cmocka_unit_test(reduce_and_movement_ops_on_small_examples),
+      cmocka_unit_test(matmul_is_one_product_rounded_once),
+      cmocka_unit_test(tolerance_grows_with_the_graph),
+      cmocka_unit_test(inputs_given_one_device_at_a_time),
+      cmocka_unit_test(layouts_span_their_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
