@@ -86,7 +86,7 @@ static int64_t place(Emitter *e, Instr in, const int8_t ref[4], int64_t ready) {
   UnitInstr ui = {.at = t, .in = in};
   memcpy(ui.ref, ref, sizeof ui.ref);
   VEC_PUSH(&e->c->arena, &e->code, ui);
-  e->last = MAX(e->last, t + span);
+  e->last = MAX(e->last, t + span - 1);  // its last landing (or read)
   return t;
 }
 
@@ -352,7 +352,8 @@ static int64_t load_affine(Emitter *e, const Op *op, int64_t v, int *g, int *b, 
   for (int i = 0; i < 2; i++) {
     *dst[i] = new_scratch(e, v);
     Instr cvt = make(OPC_VCVT, DT_F32, op->args[1 + i]->dtype, 0, 0, op->args[1 + i]->shape.dim[0], 0);
-    done = MAX(done, landed(e, cvt, place3(e, cvt, scratch_ref(*dst[i]), REF_ARG0 + 1 + i, REF_NONE, ready)));
+    int64_t at = place3(e, cvt, scratch_ref(*dst[i]), REF_ARG0 + 1 + i, REF_NONE, ready);
+    done = MAX(done, landed(e, cvt, at));
   }
   return done;
 }
@@ -412,6 +413,7 @@ static void emit_reduce_last(Emitter *e, int64_t ready) {
   bool sum = op->kind == OP_REDUCE_SUM, wide = sum && (dt == DT_F16 || dt == DT_BF16);
   RowSet sets[ROW_SETS];
   row_sets(e, sets, f32_vectors(e, x.cols), ready);
+  int64_t last_vec = -1, last_land = ready;  // rows whose results share a vector merge in turn
   for (int64_t r = 0; r < x.rows; r++) {
     RowSet *rs = &sets[r % ROW_SETS];
     int64_t at = MAX(ready, rs->free), m;
@@ -424,9 +426,12 @@ static void emit_reduce_last(Emitter *e, int64_t ready) {
       Instr red = make(sum ? OPC_VRSUM : OPC_VRMAX, dt, 0, 0, r * x.pitch, x.cols, 0);
       m = landed(e, red, place3(e, red, scratch_ref(rs->z), REF_ARG0, REF_NONE, at));
     }
-    int64_t row = r / y.cols, col = r % y.cols;
-    Instr mov = make(OPC_SXMOV, dt, (int)(col % y.per), row * y.pitch + col / y.per, 0, 0, 1);
-    rs->free = place3(e, mov, REF_RESULT, scratch_ref(rs->z), REF_NONE, m) + 1;
+    int64_t row = r / y.cols, col = r % y.cols, vec = row * y.pitch + col / y.per;
+    Instr mov = make(OPC_SXMOV, dt, (int)(col % y.per), vec, 0, 0, 1);
+    int64_t put = place3(e, mov, REF_RESULT, scratch_ref(rs->z), REF_NONE, vec == last_vec ? MAX(m, last_land) : m);
+    rs->free = put + 1;
+    last_vec = vec;
+    last_land = landed(e, mov, put);
   }
 }
 
@@ -484,7 +489,8 @@ static int64_t vmov_block(Emitter *e, int dst_ref, int64_t dst, int src_ref, int
   int64_t done = ready;
   for (int64_t v = 0; v < count; v += COMPUTE_CHUNK_VECTORS) {
     Instr mov = make(OPC_VMOV, 0, 0, dst + v, src + v, MIN(COMPUTE_CHUNK_VECTORS, count - v), 0);
-    done = MAX(done, landed(e, mov, place3(e, mov, dst_ref, src_ref, REF_NONE, ready)));
+    int64_t at = place3(e, mov, dst_ref, src_ref, REF_NONE, ready);
+    done = MAX(done, landed(e, mov, at));
   }
   return done;
 }

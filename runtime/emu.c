@@ -684,10 +684,21 @@ static void trans_step(Emu *e, EDev *d, Stream *s, int64_t local) {
   push_result(e, d, s->unit, (uint32_t)(in->a + (uint64_t)j * in->d), local, out, EMU_SXM_LATENCY);
 }
 
+// The destination vector a partly covering SXMOV merges into: as read
+// (checked like any read) once something wrote it; zeros, unchecked,
+// while nothing has (a masked write into fresh memory reads nothing).
+static const uint8_t *merge_read(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t local) {
+  static const uint8_t zeros[EMU_MAX_VECTOR_BYTES];
+  bool *written;
+  const uint8_t *v = sram_peek(&d->sram, addr, NULL, &written);
+  if (!v || !*written) return zeros;
+  return emu_sram_read(e, d, u, addr, local);
+}
+
 // SXMOV destination vector k: the lanes [lo, hi) of the copy that fall in
 // it, counted from lane 0 of vector a, come from element c + (lane - n)
 // counted from vector b.  A partly covered vector is read first and keeps
-// its other lanes.
+// its other lanes (merge_read).
 static void sxmov_step(Emu *e, EDev *d, Stream *s, int64_t local) {
   const Instr *in = &s->in;
   const EUnit *u = &d->units[s->unit];
@@ -696,7 +707,7 @@ static void sxmov_step(Emu *e, EDev *d, Stream *s, int64_t local) {
   int64_t hi = MIN((int64_t)in->port + in->d, base + per);
   int64_t shift = (int64_t)in->c - in->port;  // source element = lane + shift
   uint8_t out[EMU_MAX_VECTOR_BYTES] = {0};
-  if (lo > base || hi < base + per) memcpy(out, emu_sram_read(e, d, u, in->a + s->k, local), (size_t)e->vector_bytes);
+  if (lo > base || hi < base + per) memcpy(out, merge_read(e, d, u, in->a + s->k, local), (size_t)e->vector_bytes);
   for (int64_t v = (lo + shift) / per; v <= (hi - 1 + shift) / per; v++) {
     const uint8_t *src = emu_sram_read(e, d, u, (uint32_t)(in->b + v), local);
     int64_t from = MAX(lo, v * per - shift), to = MIN(hi, (v + 1) * per - shift);
