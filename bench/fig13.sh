@@ -37,7 +37,7 @@ TG
   start=$(date +%s.%N)
   out=$($pin bin/tsp-emu "$work/out")
   end=$(date +%s.%N)
-  cycles=$(sed -n 's/.*devices, \([0-9]*\) cycles.*/\1/p' <<< "$out")
+  cycles=$(sed -n 's/.*devices\{0,1\}, \([0-9]*\) cycles.*/\1/p' <<< "$out")
   predicted=$(sed -n 's/.*(predicted \([0-9]*\)).*/\1/p' <<< "$out")
   data=$(sed -n 's/^data: //p' <<< "$out")
   tiles=$(( (4096 + 159) / 160 * ((n + 319) / 320) ))

@@ -144,7 +144,15 @@ static bool routes_ok(const DagNode *n, char *err, size_t errlen) {
   return true;
 }
 
-static bool node_ok(const DagNode *n, int index, int ndevices, char *err, size_t errlen) {
+// The bytes of t with every row of its last dimension padded to whole
+// vectors: the most a transfer of it may move (passes/layout.c).
+static int64_t padded_bytes(const Tensor *t, int vector_bytes) {
+  int64_t last = t->shape.dim[t->shape.rank - 1], per = isa_elems_per_vector(t->dtype, vector_bytes);
+  int64_t padded = ir_shape_elems(&t->shape) / last * ((last + per - 1) / per) * vector_bytes;
+  return MAX(padded, ir_tensor_bytes(t));
+}
+
+static bool node_ok(const DagNode *n, int index, int ndevices, int vector_bytes, char *err, size_t errlen) {
   if (n->id != index) return fail(err, errlen, "node n%d has id %d", index, n->id);
   for (int i = 0; i < n->ndeps; i++)
     if (n->deps[i] < 0 || n->deps[i] >= index || (i && n->deps[i] <= n->deps[i - 1]))
@@ -168,7 +176,7 @@ static bool node_ok(const DagNode *n, int index, int ndevices, char *err, size_t
   case NODE_TRANSFER:
     if (!device_ok(n->src, ndevices) || !device_ok(n->dst, ndevices) || n->src == n->dst)
       return fail(err, errlen, "transfer n%d goes from device %d to device %d", index, n->src, n->dst);
-    if (n->bytes < 1 || n->offset < 0 || n->offset + n->bytes > ir_tensor_bytes(n->tensor))
+    if (n->bytes < 1 || n->offset < 0 || n->offset + n->bytes > padded_bytes(n->tensor, vector_bytes))
       return fail(err, errlen, "transfer n%d moves bytes [%lld, %lld) of a %lld-byte tensor", index,
                   (long long)n->offset, (long long)(n->offset + n->bytes), (long long)ir_tensor_bytes(n->tensor));
     return routes_ok(n, err, errlen);
@@ -242,6 +250,6 @@ static bool schedule_ok(const Dag *d, const Topology *t, char *err, size_t errle
 
 bool ir_dag_verify(const Dag *d, const Topology *t, char *err, size_t errlen) {
   for (int i = 0; i < d->nodes.len; i++)
-    if (!node_ok(d->nodes.data[i], i, t->ndevices, err, errlen)) return false;
+    if (!node_ok(d->nodes.data[i], i, t->ndevices, t->link.vector_bytes, err, errlen)) return false;
   return !d->scheduled || schedule_ok(d, t, err, errlen);
 }
