@@ -3,7 +3,8 @@
 #   make              build bin/tspc (release: -O2, warnings are errors)
 #   make check        install missing packages, build release and ASan+UBSan
 #                     variants, run every unit and lit test on both
-#   make demo         install, build, describe rack72 and compile an example
+#   make demo         install, build, describe rack72, compile and run an
+#                     allreduce on it, and an MLP on one TSP
 #   make install      PREFIX/prefix, bindir and DESTDIR are honoured
 #   make VARIANT=asan the sanitizer build, into build/asan/bin
 #   make fuzz         libFuzzer (clang) on the .tg and topology parsers, the
@@ -136,6 +137,8 @@ demo: deps
 	@echo "demo: wrote out/allreduce: 72 device binaries and manifest.yaml"
 	bin/tsp-emu out/allreduce
 	bin/tsp-emu out/allreduce --jitter on --drift-ppm 100 --start-skew 5000 --report out/allreduce-report.yaml
+	bin/tspc examples/mlp1.tg -t examples/one.yaml -o out/mlp1 --stats 2>&1 | grep -A1 units
+	bin/tsp-emu out/mlp1
 
 install: tools
 	install -d $(DESTDIR)$(bindir)
