@@ -140,6 +140,7 @@ static bool strided_ok(uint32_t at, uint64_t count, uint64_t pitch, uint64_t wid
   return range_ok(at, (count - 1) * pitch + width, sram);
 }
 
+// "VCVT of 1000 elements runs past the SRAM's 720896 vectors": false.
 static bool past_sram(char *err, size_t n, const char *name, uint64_t count, const char *what, uint32_t sram) {
   snprintf(err, n, "%s of %llu %s runs past the SRAM's %u vectors", name, (unsigned long long)count, what, sram);
   return false;
@@ -262,6 +263,7 @@ static bool check_sxmov(const Instr *in, uint32_t sram, int vector_bytes, char *
   return true;
 }
 
+// The operand checks of each opcode (docs/isa.md section 2).
 static bool check_operands(const Instr *in, const IsaTarget *t, char *err, size_t n) {
   const char *name = isa_opcodes[in->op].name;
   int nports = t->nports, vb = t->vector_bytes;

@@ -337,6 +337,7 @@ static void stream_next(Emu *e, Stream *s, EventType type) {
 // the sources it needs at L + k and lands at L + k + EMU_VXM_LATENCY.
 // VRSUM and VRMAX read one source vector a cycle and write one result.
 
+// The element operation of a two-operand vector-unit opcode.
 static NumBinaryOp binary_op(Opcode op) {
   switch (op) {
   case OPC_VADD: case OPC_VADDS: return NUM_ADD;
@@ -348,6 +349,7 @@ static NumBinaryOp binary_op(Opcode op) {
   }
 }
 
+// The element function of a one-operand vector-unit opcode.
 static NumUnaryOp unary_op(Opcode op) {
   switch (op) {
   case OPC_VRELU: return NUM_RELU;
@@ -359,6 +361,7 @@ static NumUnaryOp unary_op(Opcode op) {
   }
 }
 
+// VRSUM and VRMAX read m vectors and write one.
 static bool is_reduction(Opcode op) { return op == OPC_VRSUM || op == OPC_VRMAX; }
 
 // Destination vector k of an element-wise op (and VMOV, which copies the
@@ -538,6 +541,7 @@ struct MxmJob {
   double *prod;        // its products: nchunk x ISA_MXM_COLS
 };
 
+// An MXM job's memory (NULL: nothing).
 static void mxm_job_free(MxmJob *job) {
   if (!job) return;
   free(job->w);

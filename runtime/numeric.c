@@ -331,6 +331,7 @@ static void vector_binary(NumBinaryOp op, DType dt, uint8_t *dst, const uint8_t 
   }
 }
 
+// The element-wise forms: b a vector, or its element 0 a scalar.
 void num_vbinary(NumBinaryOp op, DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes) {
   vector_binary(op, dt, dst, a, b, false, vector_bytes);
 }
@@ -339,6 +340,7 @@ void num_vscalar(NumBinaryOp op, DType dt, uint8_t *dst, const uint8_t *a, const
   vector_binary(op, dt, dst, a, s, true, vector_bytes);
 }
 
+// The first vector unit's three ops, kept by name for their callers.
 void num_vadd(DType dt, uint8_t *dst, const uint8_t *a, const uint8_t *b, int vector_bytes) {
   vector_binary(NUM_ADD, dt, dst, a, b, false, vector_bytes);
 }
