@@ -322,10 +322,18 @@ static int64_t row_reduce(Emitter *e, Opcode opc, int z, int src, int64_t cols, 
   return landed(e, in, place3(e, in, scratch_ref(z), scratch_ref(src), REF_NONE, ready));
 }
 
+// Along an axis other than the last (below).
+static void emit_softmax_columns(Emitter *e, int64_t ready);
+static void emit_layernorm_columns(Emitter *e, int64_t ready);
+
 // softmax over the last axis, a row at a time in f32:
 // s = x; m = max s; s = exp(s - m); z = 1 / sum s; y = s z.
 static void emit_softmax(Emitter *e, int64_t ready) {
   const Op *op = e->n->op;
+  if (op->axis != op->result->shape.rank - 1) {
+    emit_softmax_columns(e, ready);
+    return;
+  }
   Geom x = geom(e, op->args[0]), y = geom(e, op->result);
   DType dt = op->result->dtype;
   int64_t v = f32_vectors(e, x.cols);
@@ -362,6 +370,10 @@ static int64_t load_affine(Emitter *e, const Op *op, int64_t v, int *g, int *b, 
 // var = mean(s^2); s *= rsqrt(var + eps); then s = s gamma + beta.
 static void emit_layernorm(Emitter *e, int64_t ready) {
   const Op *op = e->n->op;
+  if (op->axis != op->result->shape.rank - 1) {
+    emit_layernorm_columns(e, ready);
+    return;
+  }
   Geom x = geom(e, op->args[0]), y = geom(e, op->result);
   DType dt = op->result->dtype;
   int64_t v = f32_vectors(e, x.cols);
@@ -402,6 +414,160 @@ static void axis_split(const Tensor *x, int axis, int64_t *outer, int64_t *along
   for (int d = 0; d < axis; d++) *outer *= x->shape.dim[d];
   for (int d = axis + 1; d < x->shape.rank - 1; d++) *inner *= x->shape.dim[d];
   *along = x->shape.dim[axis];
+}
+
+// ---- softmax and layernorm along another axis ------------------------------------------
+//
+// The normalised elements of one group are the same lane of A rows (x's
+// rows are [outer][along = A][inner]), so the group is worked on a whole
+// padded row at a time in f32: element-wise maxima, sums and products
+// across its rows.  Each buffer records when its last write lands and
+// when its last read ends, and every instruction waits for both (no
+// streaming overlap: these programs are short next to a matmul).
+
+typedef struct ColBuf {
+  int index;                // scratch index
+  int64_t land, read_end;   // the last write's landing, the last read's end
+} ColBuf;
+
+static ColBuf col_buf(Emitter *e, int64_t vectors) { return (ColBuf){.index = new_scratch(e, vectors)}; }
+
+static int64_t col_ready(const ColBuf *d, const ColBuf *x, const ColBuf *y, int64_t ready) {
+  int64_t t = MAX(ready, MAX(d->land, d->read_end));
+  if (x) t = MAX(t, x->land);
+  if (y) t = MAX(t, y->land);
+  return t;
+}
+
+// d = x op y (y NULL: d = op x), over v f32 vectors.
+static void col_op(Emitter *e, Opcode opc, ColBuf *d, ColBuf *x, ColBuf *y, int64_t v, int64_t ready) {
+  Instr in = y ? make(opc, DT_F32, 0, 0, 0, 0, v) : make(opc, opc == OPC_VMOV ? 0 : DT_F32, 0, 0, 0, v, 0);
+  int64_t at = place3(e, in, scratch_ref(d->index), scratch_ref(x->index), y ? scratch_ref(y->index) : REF_NONE,
+                      col_ready(d, x, y, ready));
+  int64_t hold = isa_issue_cycles(&in, e->vb);
+  x->read_end = MAX(x->read_end, at + hold);
+  if (y) y->read_end = MAX(y->read_end, at + hold);
+  d->land = at + hold - 1 + ISA_VXM_LATENCY;
+}
+
+// d = row `row` of operand arg in f32 (all pitch x per elements of it).
+static void col_load(Emitter *e, ColBuf *d, const Geom *x, DType dt, int arg, int64_t row, int64_t ready) {
+  Instr cvt = make(OPC_VCVT, DT_F32, dt, 0, row * x->pitch, x->pitch * x->per, 0);
+  int64_t at = place3(e, cvt, scratch_ref(d->index), REF_ARG0 + arg, REF_NONE, col_ready(d, NULL, NULL, ready));
+  d->land = landed(e, cvt, at);
+}
+
+static void col_store(Emitter *e, ColBuf *s, const Geom *y, DType dt, int64_t row) {
+  Instr cvt = make(OPC_VCVT, dt, DT_F32, row * y->pitch, 0, y->pitch * y->per, 0);
+  int64_t at = place3(e, cvt, REF_RESULT, scratch_ref(s->index), REF_NONE, s->land);
+  s->read_end = MAX(s->read_end, at + isa_issue_cycles(&cvt, e->vb));
+}
+
+// Element k of f32 scratch src into lane 0 of d (a scalar for VMULS/VADDS).
+static void col_pick(Emitter *e, ColBuf *d, ColBuf *src, int64_t k, int64_t ready) {
+  Instr mov = make(OPC_SXMOV, DT_F32, 0, 0, 0, k, 1);
+  int64_t at = place3(e, mov, scratch_ref(d->index), scratch_ref(src->index), REF_NONE, col_ready(d, src, NULL, ready));
+  src->read_end = MAX(src->read_end, at + 1);
+  d->land = landed(e, mov, at);
+}
+
+typedef struct Columns {
+  Geom x, y;
+  DType dt;
+  int64_t outer, along, inner, v;  // v: f32 vectors of a padded row
+} Columns;
+
+static Columns columns(Emitter *e) {
+  const Op *op = e->n->op;
+  Columns c = {.x = geom(e, op->args[0]), .y = geom(e, op->result), .dt = op->result->dtype};
+  axis_split(op->args[0], op->axis, &c.outer, &c.along, &c.inner);
+  c.v = f32_vectors(e, c.x.pitch * c.x.per);
+  return c;
+}
+
+static int64_t col_row(const Columns *c, int64_t o, int64_t k, int64_t i) { return (o * c->along + k) * c->inner + i; }
+
+// softmax along axis: m = max over the group's rows; z = 1 / sum exp(row - m);
+// each row = exp(row - m) z (exp computed twice rather than kept).
+static void emit_softmax_columns(Emitter *e, int64_t ready) {
+  Columns c = columns(e);
+  ColBuf m = col_buf(e, c.v), t = col_buf(e, c.v), z = col_buf(e, c.v);
+  for (int64_t o = 0; o < c.outer; o++)
+    for (int64_t i = 0; i < c.inner; i++) {
+      col_load(e, &m, &c.x, c.dt, 0, col_row(&c, o, 0, i), ready);
+      for (int64_t k = 1; k < c.along; k++) {
+        col_load(e, &t, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
+        col_op(e, OPC_VMAX, &m, &m, &t, c.v, ready);
+      }
+      for (int64_t k = 0; k < c.along; k++) {
+        col_load(e, &t, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
+        col_op(e, OPC_VSUB, &t, &t, &m, c.v, ready);
+        col_op(e, OPC_VEXP, &t, &t, NULL, c.v, ready);
+        if (k == 0)
+          col_op(e, OPC_VMOV, &z, &t, NULL, c.v, ready);
+        else
+          col_op(e, OPC_VADD, &z, &z, &t, c.v, ready);
+      }
+      col_op(e, OPC_VRECIP, &z, &z, NULL, c.v, ready);
+      for (int64_t k = 0; k < c.along; k++) {
+        col_load(e, &t, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
+        col_op(e, OPC_VSUB, &t, &t, &m, c.v, ready);
+        col_op(e, OPC_VEXP, &t, &t, NULL, c.v, ready);
+        col_op(e, OPC_VMUL, &t, &t, &z, c.v, ready);
+        col_store(e, &t, &c.y, c.dt, col_row(&c, o, k, i));
+      }
+    }
+}
+
+// layernorm along axis: s = mean of the group's rows, q = rsqrt(mean of
+// (row - s)^2 + eps); each row = (row - s) q, then times gamma[k] plus
+// beta[k] (element k of each picked out as a scalar).
+static void emit_layernorm_columns(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  Columns c = columns(e);
+  ColBuf s = col_buf(e, c.v), q = col_buf(e, c.v), t = col_buf(e, c.v), inv = {.index = new_const(e, DT_F32, 1.0 / (double)c.along)};
+  ColBuf eps = {.index = new_const(e, DT_F32, LAYERNORM_EPSILON)};
+  ColBuf gam = {0}, bet = {0}, gs = col_buf(e, 1), bs = col_buf(e, 1);
+  if (op->nargs == 3) {
+    Geom g = geom(e, op->args[1]);
+    gam = col_buf(e, f32_vectors(e, c.along));
+    bet = col_buf(e, f32_vectors(e, c.along));
+    col_load(e, &gam, &g, op->args[1]->dtype, 1, 0, ready);
+    col_load(e, &bet, &g, op->args[2]->dtype, 2, 0, ready);
+  }
+  for (int64_t o = 0; o < c.outer; o++)
+    for (int64_t i = 0; i < c.inner; i++) {
+      col_load(e, &s, &c.x, c.dt, 0, col_row(&c, o, 0, i), ready);
+      for (int64_t k = 1; k < c.along; k++) {
+        col_load(e, &t, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
+        col_op(e, OPC_VADD, &s, &s, &t, c.v, ready);
+      }
+      col_op(e, OPC_VMULS, &s, &s, &inv, c.v, ready);
+      for (int64_t k = 0; k < c.along; k++) {
+        col_load(e, &t, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
+        col_op(e, OPC_VSUB, &t, &t, &s, c.v, ready);
+        col_op(e, OPC_VMUL, &t, &t, &t, c.v, ready);
+        if (k == 0)
+          col_op(e, OPC_VMOV, &q, &t, NULL, c.v, ready);
+        else
+          col_op(e, OPC_VADD, &q, &q, &t, c.v, ready);
+      }
+      col_op(e, OPC_VMULS, &q, &q, &inv, c.v, ready);
+      col_op(e, OPC_VADDS, &q, &q, &eps, c.v, ready);
+      col_op(e, OPC_VRSQRT, &q, &q, NULL, c.v, ready);
+      for (int64_t k = 0; k < c.along; k++) {
+        col_load(e, &t, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
+        col_op(e, OPC_VSUB, &t, &t, &s, c.v, ready);
+        col_op(e, OPC_VMUL, &t, &t, &q, c.v, ready);
+        if (op->nargs == 3) {
+          col_pick(e, &gs, &gam, k, ready);
+          col_op(e, OPC_VMULS, &t, &t, &gs, c.v, ready);
+          col_pick(e, &bs, &bet, k, ready);
+          col_op(e, OPC_VADDS, &t, &t, &bs, c.v, ready);
+        }
+        col_store(e, &t, &c.y, c.dt, col_row(&c, o, k, i));
+      }
+    }
 }
 
 // reduce along the last axis: each row's sum (in f32) or max goes into one
@@ -695,9 +861,6 @@ bool compute_supported(Compilation *c, const Op *op, char *why, size_t n) {
   case OP_SOFTMAX:
   case OP_LAYERNORM:
     if (!is_float(dt)) return snprintf(why, n, "the vector unit computes it on f32, f16 or bf16 only"), false;
-    if (op->kind != OP_GELU && op->axis != op->result->shape.rank - 1)
-      return snprintf(why, n, "only along the last axis (axis %d of a rank-%d tensor is not generated; transpose first)",
-                      op->axis, op->result->shape.rank), false;
     return true;
   default: return rules[op->kind].emit != NULL;
   }
