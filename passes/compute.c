@@ -72,8 +72,11 @@ static int64_t place(Emitter *e, Instr in, const int8_t ref[4], int64_t ready) {
   UnitKind u = unit_of(&in);
   Reservations *table = table_of(e, u);
   int64_t hold = isa_issue_cycles(&in, e->vb), span = span_of(e, &in), t = ready;
+  bool fits = !e->sync->interval || span <= e->sync->interval - e->sync->window;
+  if (!fits) e->too_long = MAX(e->too_long, span);  // reported by the scheduler
   for (;;) {
-    t = clear_of_windows(e, resv_earliest(table, t, hold), span);
+    t = resv_earliest(table, t, hold);
+    if (fits) t = clear_of_windows(e, t, span);
     if (!resv_is_free(table, t, hold)) continue;
     if (is_install(&in) && !resv_is_free(e->u.mxw, t, span)) {
       t = resv_earliest(e->u.mxw, t, span);

@@ -181,6 +181,7 @@ typedef struct Emitter {
   VEC(UnitInstr) code;
   VEC(ScratchBuf) scratch;
   int64_t last;     // the latest landing of anything placed
+  int64_t too_long; // the longest instruction that cannot fit between two resyncs (0: none)
 } Emitter;
 
 // OPC_COUNT when op is not a single pass; else the instruction of the pass.

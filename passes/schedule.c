@@ -38,6 +38,7 @@ typedef struct Scheduler {
   Reservations *c2c;       // issue slots, by port_base[device] + port
   int *port_base;
   Reservations *vxm, *mxm, *mxw, *sxm;  // by device: vector, matrix (multiply, install path), switch units
+  bool failed;             // an error was reported
 } Scheduler;
 
 static Reservations *link_dir(Scheduler *s, const Hop *h) {
@@ -209,6 +210,14 @@ static void schedule_compute(Scheduler *s, DagNode *n, int64_t ready) {
     Emitter e = {.c = s->c, .sync = s->sync, .n = n, .vb = s->t->link.vector_bytes,
                  .u = {.vxm = &s->vxm[d], .mxm = &s->mxm[d], .mxw = &s->mxw[d], .sxm = &s->sxm[d]}};
     compute_emit(&e, ready);
+    if (e.too_long && !s->failed) {
+      diag_error(&s->c->diag, op->loc,
+                 "cannot schedule %s: one of its instructions runs %lld cycles, more than the %lld between two "
+                 "resyncs (its rows are too long for the drift planned: see --drift-ppm)",
+                 ir_op_info[op->kind].name, (long long)e.too_long,
+                 (long long)(s->sync->interval - s->sync->window));
+      s->failed = true;
+    }
   }
 }
 
@@ -276,6 +285,10 @@ static int64_t schedule_all(Compilation *c, RouteMode mode) {
         pending.data[k--] = pending.data[--pending.len];
       }
     makespan = MAX(makespan, n->finish);
+    if (s.failed) {
+      makespan = -1;
+      break;
+    }
     if (makespan > SCHEDULE_MAX_CYCLES) {
       diag_error(&c->diag, n->op->loc, "the schedule runs past SCHEDULE_MAX_CYCLES (2^60 cycles) here");
       makespan = -1;
