@@ -4,21 +4,32 @@
 // unit, and prints one line per device that computes.
 //
 // A unit is busy for the cycles its instructions hold it (isa_issue_cycles:
-// WAIT, SYNC, DESKEW, POLL and HALT are idle); the matrix unit's install
-// path for the cycles its MXLW/MXLWT installs read weights.  The matrix
+// WAIT, SYNC, DESKEW, POLL and HALT are idle; an install holds the matrix
+// unit one cycle), the ports (c2c, summed over them) for every vector they
+// send or take times the link's cycles a vector, and the matrix unit's
+// install path for the cycles its MXLW/MXLWT installs read weights.  The
+// utilisation counts the whole program, preamble included, as the seed's
+// fig 13 does.  The matrix
 // unit's utilisation is the seed's measure (002 s5.2, fig 13): useful
 // multiply-accumulates over what the unit could have done in the whole run,
 //     sum over matmuls of rows x K x N / (peak MACs a cycle x cycles),
 // with peak = rows a cycle x K x ISA_MXM_COLS for the matmul's dtype.
 #include "backend.h"
 
-// Cycles an instruction keeps its unit working (idle instructions: 0).
-static int64_t busy_cycles(const Instr *in, int vector_bytes) {
+// Cycles an instruction keeps its unit working (idle instructions: 0); a
+// SEND or RECV holds its port for its vectors times the link's `every`.
+static int64_t busy_cycles(const Instr *in, int vector_bytes, int every) {
   switch ((Opcode)in->op) {
   case OPC_WAIT: case OPC_SYNC: case OPC_DESKEW: case OPC_POLL: case OPC_HALT: case OPC_NOTIFY: return 0;
-  case OPC_SEND: case OPC_RECV: return in->b;  // the port streams b vectors (one a link slot)
+  case OPC_SEND: case OPC_RECV: return (int64_t)in->b * every;
   default: return isa_issue_cycles(in, vector_bytes);
   }
+}
+
+// Cycles one vector holds the link on a device's port (1 unplugged).
+static int port_every(const Topology *t, int device, int port) {
+  int link = port >= 0 && port < t->devices[device].nports ? t->devices[device].ports[port].link : -1;
+  return link < 0 ? 1 : ir_cycles_per_vector(&t->links.data[link].p, t->clock_mhz);
 }
 
 // The ideal matrix-unit cycles of the matmuls computed on device: useful
@@ -42,23 +53,23 @@ typedef struct UnitBusy {
   int64_t vxm, mxm, install, sxm, c2c;
 } UnitBusy;
 
-static UnitBusy device_busy(const DeviceProgram *dp, int vector_bytes) {
+static UnitBusy device_busy(const Topology *t, const DeviceProgram *dp) {
   UnitBusy b = {0};
+  int vector_bytes = t->link.vector_bytes;
   for (int u = 0; u < dp->units.len; u++) {
     const UnitProgram *up = &dp->units.data[u];
+    int every = up->kind == UNIT_C2C ? port_every(t, dp->device, up->port) : 1;
     for (int i = 0; i < up->code.len; i++) {
       const Instr *in = &up->code.data[i];
-      int64_t c = busy_cycles(in, vector_bytes);
+      int64_t c = busy_cycles(in, vector_bytes, every);
       switch (up->kind) {
       case UNIT_VXM: b.vxm += c; break;
       case UNIT_SXM: b.sxm += c; break;
       case UNIT_C2C: b.c2c += c; break;
       case UNIT_CTL: break;
       case UNIT_MXM:
-        if (in->op == OPC_MXLW || in->op == OPC_MXLWT)
-          b.install += isa_mxm_install_cycles(in, vector_bytes);
-        else
-          b.mxm += c;
+        b.mxm += c;  // an install's one issue cycle too
+        if (in->op == OPC_MXLW || in->op == OPC_MXLWT) b.install += isa_mxm_install_cycles(in, vector_bytes);
         break;
       case UNIT_KIND_COUNT: break;
       }
@@ -68,11 +79,10 @@ static UnitBusy device_busy(const DeviceProgram *dp, int vector_bytes) {
 }
 
 void be_print_unit_report(const Graph *g, const Topology *t, const Program *p, FILE *out) {
-  int vb = t->link.vector_bytes;
   int64_t cycles = p->predicted_cycles;
   fprintf(out, "units:  # busy cycles of each device that computes, of %lld\n", (long long)cycles);
   for (int d = 0; d < p->ndevices; d++) {
-    UnitBusy b = device_busy(&p->devices[d], vb);
+    UnitBusy b = device_busy(t, &p->devices[d]);
     if (!b.vxm && !b.mxm && !b.sxm) continue;
     double util = cycles > 0 ? ideal_mxm_cycles(g, t, d) / (double)cycles : 0;
     fprintf(out,

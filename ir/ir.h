@@ -35,6 +35,9 @@ typedef enum {
 #define IR_MAX_RANK 8
 // The most operands any op takes (concat: up to 4 parts).
 #define IR_MAX_OPERANDS 4
+// layernorm's epsilon: (x - mean) / sqrt(var + IR_LAYERNORM_EPSILON)
+// (docs/dsl.md); the compiler's code and the reference both use it.
+#define IR_LAYERNORM_EPSILON 1e-5
 // The largest tensor, in bytes, one declaration may describe: 2^50 (1 PiB),
 // far above any real model, low enough that size arithmetic never overflows.
 #define IR_MAX_TENSOR_BYTES ((int64_t)1 << 50)

@@ -30,9 +30,8 @@
 // resync interval and scratch small.
 #define COMPUTE_MXM_MAX_ROWS 4096
 #define COMPUTE_CHUNK_VECTORS 1024
-// layernorm's epsilon (docs/dsl.md), and scratch sets a per-row program
-// cycles through, so row r + 1 can start while row r finishes.
-#define LAYERNORM_EPSILON 1e-5
+// Scratch sets a per-row program cycles through, so row r + 1 can start
+// while row r finishes.
 #define ROW_SETS 2
 
 // ---- placing instructions --------------------------------------------------------
@@ -149,7 +148,7 @@ static int64_t tile_cols(int per) { return ISA_MXM_COLS % per == 0 ? ISA_MXM_COL
 
 typedef struct Matmul {
   Geom x, y;
-  int64_t k, n, wpitch, tc, kt, nt, row_vecs, chunks;
+  int64_t k, n, wpitch, tc, kt, nt, row_vecs, chunk, chunks;  // chunk: rows an MXM streams
   bool bt;         // the weights are rows of [N, K] (a transposed view)
   DType dt, acc;
   int q;           // rows a cycle
@@ -165,8 +164,16 @@ static Instr install_of(const Matmul *m, int64_t jt, int64_t kt, int buf) {
 
 // Rows [r0, r0 + count) of chunk ch.
 static void chunk_rows(const Matmul *m, int64_t ch, int64_t *r0, int64_t *count) {
-  *r0 = ch * COMPUTE_MXM_MAX_ROWS;
-  *count = MIN(COMPUTE_MXM_MAX_ROWS, m->x.rows - *r0);
+  *r0 = ch * m->chunk;
+  *count = MIN(m->chunk, m->x.rows - *r0);
+}
+
+// Rows one MXM streams: COMPUTE_MXM_MAX_ROWS, fewer when drift is planned
+// and its cycles plus the latency must fit between two resyncs.
+static int64_t mxm_chunk(const Emitter *e, int q) {
+  int64_t rows = COMPUTE_MXM_MAX_ROWS;
+  if (e->sync->interval) rows = MIN(rows, (e->sync->interval - e->sync->window - ISA_MXM_LATENCY) * q);
+  return MAX(rows, 1);
 }
 
 // Installs tile i (column tile i / kt, K tile i % kt) into buffer i mod 2
@@ -203,7 +210,7 @@ static int64_t convert_tile(Emitter *e, Matmul *m, int64_t jt, const int64_t *st
   int acc = m->acc_buf[jt % 2];
   int64_t nn = MIN(m->tc, m->n - jt * m->tc), done = 0;
   for (int64_t r = 0; r < m->x.rows; r++) {
-    int64_t ch = r / COMPUTE_MXM_MAX_ROWS, in_chunk = r % COMPUTE_MXM_MAX_ROWS;
+    int64_t ch = r / m->chunk, in_chunk = r % m->chunk;
     int64_t land = start[ch] + in_chunk / m->q + ISA_MXM_LATENCY;
     Instr cvt = make(OPC_VCVT, m->dt, m->acc, r * m->y.pitch + jt * (m->tc / m->y.per), r * m->row_vecs, nn, 0);
     int64_t at = place3(e, cvt, REF_RESULT, scratch_ref(acc), REF_NONE, land);
@@ -225,7 +232,8 @@ static void emit_matmul(Emitter *e, int64_t ready) {
   m.kt = ceil_div(m.k, m.x.per);
   m.nt = ceil_div(m.n, m.tc);
   m.row_vecs = isa_mxm_row_vectors(m.dt, e->vb);
-  m.chunks = ceil_div(m.x.rows, COMPUTE_MXM_MAX_ROWS);
+  m.chunk = mxm_chunk(e, m.q);
+  m.chunks = ceil_div(m.x.rows, m.chunk);
   m.acc_buf[0] = new_scratch(e, m.x.rows * m.row_vecs);
   m.acc_buf[1] = m.nt > 1 ? new_scratch(e, m.x.rows * m.row_vecs) : m.acc_buf[0];
   // Software-pipelined: tile i + 1 is installed (its MXLW issued first, so
@@ -245,14 +253,15 @@ static void emit_matmul(Emitter *e, int64_t ready) {
 
 // ---- element-wise programs ------------------------------------------------------------
 
+// The op's element-wise instruction, from the op table (below).
+static Opcode pass_of(OpKind k);
+
 // add, sub, mul, div with a bias [N]: one instruction a row.
 static void emit_bias(Emitter *e, int64_t ready) {
   const Op *op = e->n->op;
   Geom y = geom(e, op->result);
-  static const Opcode by_kind[OP_COUNT] = {[OP_ADD] = OPC_VADD, [OP_SUB] = OPC_VSUB, [OP_MUL] = OPC_VMUL,
-                                           [OP_DIV] = OPC_VDIV};
   for (int64_t r = 0; r < y.rows; r++) {
-    Instr in = make(by_kind[op->kind], op->result->dtype, 0, r * y.pitch, r * y.pitch, 0, y.pitch);
+    Instr in = make(pass_of(op->kind), op->result->dtype, 0, r * y.pitch, r * y.pitch, 0, y.pitch);
     place3(e, in, REF_RESULT, REF_ARG0, REF_ARG0 + 1, ready);
   }
 }
@@ -382,7 +391,7 @@ static void emit_layernorm(Emitter *e, int64_t ready) {
   int64_t v = f32_vectors(e, x.cols);
   RowSet sets[ROW_SETS];
   row_sets(e, sets, v, ready);
-  int inv_n = new_const(e, DT_F32, 1.0 / (double)x.cols), eps = new_const(e, DT_F32, LAYERNORM_EPSILON);
+  int inv_n = new_const(e, DT_F32, 1.0 / (double)x.cols), eps = new_const(e, DT_F32, IR_LAYERNORM_EPSILON);
   int g = -1, b = -1;
   int64_t affine = op->nargs == 3 ? load_affine(e, op, v, &g, &b, ready) : ready;
   for (int64_t r = 0; r < x.rows; r++) {
@@ -529,7 +538,7 @@ static void emit_layernorm_columns(Emitter *e, int64_t ready) {
   const Op *op = e->n->op;
   Columns c = columns(e);
   ColBuf s = col_buf(e, c.v), q = col_buf(e, c.v), t = col_buf(e, c.v), inv = {.index = new_const(e, DT_F32, 1.0 / (double)c.along)};
-  ColBuf eps = {.index = new_const(e, DT_F32, LAYERNORM_EPSILON)};
+  ColBuf eps = {.index = new_const(e, DT_F32, IR_LAYERNORM_EPSILON)};
   ColBuf gam = {0}, bet = {0}, gs = col_buf(e, 1), bs = col_buf(e, 1);
   if (op->nargs == 3) {
     Geom g = geom(e, op->args[1]);
@@ -791,6 +800,8 @@ static const ComputeRule rules[OP_COUNT] = {
     [OP_CONCAT] = {OPC_COUNT, emit_concat},
 };
 
+static Opcode pass_of(OpKind k) { return rules[k].pass; }
+
 Opcode compute_pass_opcode(Compilation *c, const Op *op) {
   (void)c;
   const ComputeRule *r = &rules[op->kind];
@@ -799,27 +810,27 @@ Opcode compute_pass_opcode(Compilation *c, const Op *op) {
   return r->pass;
 }
 
-static bool uses_graph_op(const Graph *g, const Tensor *t, const Op **user, int *nusers) {
-  *nusers = 0;
+// Whether t has users and every one is a matmul taking it as its second
+// operand where t is placed (a user elsewhere would need t's bytes sent).
+static bool only_matmul_weights(const Graph *g, const Tensor *t) {
+  int users = 0;
   for (int i = 0; i < g->ops.len; i++) {
     const Op *op = g->ops.data[i];
-    for (int a = 0; a < op->nargs; a++)
-      if (op->args[a] == t) {
-        if (*nusers == 0) *user = op;
-        (*nusers)++;
-        if (op->kind != OP_MATMUL || a != 1 || op->args[0] == t) return false;
-      }
+    for (int a = 0; a < op->nargs; a++) {
+      if (op->args[a] != t) continue;
+      users++;
+      if (op->kind != OP_MATMUL || a != 1 || op->args[0] == t || !ir_place_equal(&op->result->place, &t->place))
+        return false;
+    }
   }
-  return *nusers > 0;
+  return users > 0;
 }
 
 bool compute_transpose_is_view(Compilation *c, const Op *op) {
   const Tensor *y = op->result, *x = op->args[0];
-  const Op *user;
-  int nusers;
   if (op->kind != OP_TRANSPOSE || y->is_output || x->shape.rank != 2 || !layout_pitch(c, x)) return false;
   if (isa_elems_per_vector(x->dtype, c->topo->link.vector_bytes) > ISA_MXM_COLS) return false;
-  return uses_graph_op(c->graph, y, &user, &nusers);
+  return only_matmul_weights(c->graph, y);
 }
 
 const Tensor *compute_storage_of(Compilation *c, const Tensor *t) {
@@ -849,6 +860,9 @@ bool compute_supported(Compilation *c, const Op *op, char *why, size_t n) {
   if (ir_op_is_collective(op->kind) || op->kind == OP_COPY) return true;
   DType dt = op->result->dtype;
   int per = isa_elems_per_vector(dt, c->topo->link.vector_bytes);
+  if (per > UINT16_MAX)  // lanes and tile rows travel in 16-bit fields (TRANS, SXMOV)
+    return snprintf(why, n, "a %d-byte vector holds %d %s elements, more than the ISA's 16-bit lane fields address",
+                    c->topo->link.vector_bytes, per, ir_dtype_names[dt]), false;
   if (compute_pass_opcode(c, op) != OPC_COUNT) {
     if ((op->kind == OP_EXP || op->kind == OP_RSQRT) && !is_float(dt))
       return snprintf(why, n, "the vector unit computes it on f32, f16 or bf16 only"), false;

@@ -137,6 +137,7 @@ static void build_op(Builder *b, const Op *op) {
 }
 
 bool pass_dag(Compilation *c) {
+  if (!layout_plan(c)) return false;
   Dag *dag = ARENA_NEW(&c->arena, Dag);
   dag->graph = c->graph;
   Builder b = {.c = c, .dag = dag, .ndevices = c->topo->ndevices};

@@ -14,20 +14,15 @@
 #include <stdlib.h>
 
 // Ops whose result and operands must share a layout: they work on the
-// tensor as one flat run of vectors.
-static bool joins_layout(const Op *op) {
-  if (op->kind == OP_COPY) return true;
-  switch (op->kind) {
-  case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
-    return ir_shape_equal(&op->args[0]->shape, &op->args[1]->shape);
-  case OP_RELU: case OP_GELU: case OP_EXP: case OP_RSQRT: return true;
-  default: return false;
-  }
+// tensor as one flat run of vectors (a copy, a single vector-unit pass,
+// gelu's chunks).
+static bool joins_layout(Compilation *c, const Op *op) {
+  return op->kind == OP_COPY || op->kind == OP_GELU || compute_pass_opcode(c, op) != OPC_COUNT;
 }
 
 // Marks packed every tensor a collective touches, then spreads the mark
 // along layout-joining ops until nothing changes.
-static void find_packed(const Graph *g, bool *packed) {
+static void find_packed(Compilation *c, const Graph *g, bool *packed) {
   for (int i = 0; i < g->ops.len; i++) {
     const Op *op = g->ops.data[i];
     if (ir_op_is_collective(op->kind)) packed[op->args[0]->id] = packed[op->result->id] = true;
@@ -36,7 +31,7 @@ static void find_packed(const Graph *g, bool *packed) {
     changed = false;
     for (int i = 0; i < g->ops.len; i++) {
       const Op *op = g->ops.data[i];
-      if (!joins_layout(op)) continue;
+      if (!joins_layout(c, op)) continue;
       bool any = packed[op->result->id];
       for (int a = 0; a < op->nargs; a++) any |= packed[op->args[a]->id];
       if (!any) continue;
@@ -53,7 +48,7 @@ static void compute_pitches(Compilation *c) {
   const Graph *g = c->graph;
   int vb = c->topo->link.vector_bytes;
   bool *packed = xcalloc((size_t)g->tensors.len + 1, sizeof(bool));
-  find_packed(g, packed);
+  find_packed(c, g, packed);
   c->pitch = ARENA_ARRAY(&c->arena, int64_t, g->tensors.len + 1);
   for (int i = 0; i < g->tensors.len; i++) {
     const Tensor *t = g->tensors.data[i];
@@ -65,8 +60,31 @@ static void compute_pitches(Compilation *c) {
 }
 
 int64_t layout_pitch(Compilation *c, const Tensor *t) {
-  if (!c->pitch) compute_pitches(c);
+  if (!c->pitch) die("layout: asked for a pitch before layout_plan");
   return c->pitch[t->id];
+}
+
+// A copy of t too big for a device's whole SRAM is refused before anything
+// is scheduled for it, naming the tensor and its size.
+static bool fits_sram(Compilation *c, const Tensor *t) {
+  int64_t vectors = layout_vectors(c, t), vb = c->topo->link.vector_bytes;
+  if (vectors <= c->topo->sram_vectors) return true;
+  int device;
+  ir_place_devices(&t->place, c->topo->ndevices, &device);  // the first device holding it
+  char type[IR_TYPE_STR_MAX], size[32], all[32];
+  ir_format_type(type, sizeof type, t->dtype, &t->shape);
+  str_human_bytes(size, sizeof size, (double)vectors * (double)vb);
+  str_human_bytes(all, sizeof all, (double)c->topo->sram_vectors * (double)vb);
+  diag_tool_error(&c->diag, "tspc", "device %d: no room for tensor '%s' (%s): it needs %s, more than the device's %s of SRAM (sram_vectors %d)",
+                  device, t->name, type, size, all, c->topo->sram_vectors);
+  return false;
+}
+
+bool layout_plan(Compilation *c) {
+  compute_pitches(c);
+  bool ok = true;
+  for (int i = 0; i < c->graph->tensors.len && ok; i++) ok = fits_sram(c, c->graph->tensors.data[i]);
+  return ok;
 }
 
 int64_t layout_rows(const Tensor *t) { return ir_shape_elems(&t->shape) / last_dim(t); }

@@ -151,6 +151,10 @@ void resv_free(Reservations *r);
 // or all_gather reads or writes is packed, and so is everything joined to
 // it by a copy or a same-shape element-wise op.  When the last dimension is
 // a whole number of vectors the two are the same.
+// Decides every tensor's layout (the dag pass calls it first, so the
+// collective lowering's trial schedules find it made); false, after an
+// error naming the tensor, when one copy is bigger than a device's SRAM.
+bool layout_plan(Compilation *c);
 // Vectors per row (0: packed with rows that are not whole vectors, so no
 // row addressing), the rows, and the vectors of one copy.
 int64_t layout_pitch(Compilation *c, const Tensor *t);

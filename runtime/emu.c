@@ -561,6 +561,9 @@ static void mxm_hazards(Emu *e, EDev *d, const EUnit *u, const Instr *in, int64_
   else if (L < b->ready)
     emu_violate(e, VIOL_WEIGHT, d->id, u, -1, L, "%s reads buffer %u before its install completes at cycle %lld",
                 name, in->port, (long long)b->ready);
+  else if (b->dtype != (DType)in->dtype)
+    emu_violate(e, VIOL_WEIGHT, d->id, u, -1, L, "%s %s reads buffer %u, installed as %s", name,
+                ir_dtype_names[in->dtype], in->port, ir_dtype_names[b->dtype]);
 }
 
 // Starts an MXM / MXMA at L; returns the cycles it holds the unit.
@@ -574,8 +577,9 @@ static int64_t mxm_issue(Emu *e, EDev *d, int unit, const Instr *in, int64_t L) 
 }
 
 // The job at the MXM's first cycle: a copy of the tile it multiplies by.
-// A tile of another dtype is used as installed, its rows past per(t) left
-// out; an uninstalled buffer multiplies by nothing (every result 0).
+// A tile of another dtype (a weight-hazard) is used as installed, its rows
+// past per(t) left out; an uninstalled buffer multiplies by nothing (every
+// result 0).
 static MxmJob *mxm_job_new(Emu *e, const EDev *d, const Instr *in) {
   const WeightBuffer *b = &d->wbuf[in->port];
   MxmJob *job = xcalloc(1, sizeof *job);

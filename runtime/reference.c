@@ -48,7 +48,7 @@ struct Reference {
 #define REF_GROWTH_SUM 1
 #define REF_GROWTH_NORMALISE 4
 // layernorm's epsilon, as in docs/dsl.md.
-#define REF_LAYERNORM_EPS 1e-5
+#define REF_LAYERNORM_EPS IR_LAYERNORM_EPSILON
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
