@@ -334,7 +334,7 @@ static void df3_lower_small(Df3 *d, int64_t bytes) {
 static void df3_lower(Lowering *l) {
   const Topology *t = l->c->topo;
   Df3 d = {.l = l, .t = t, .tpn = t->df.tsps_per_node, .m = l->ngroup / t->df.tsps_per_node};
-  int64_t bytes = ir_tensor_bytes(l->buffer), vb = t->link.vector_bytes;
+  int64_t bytes = layout_bytes(l->c, l->buffer), vb = t->link.vector_bytes;
   if ((bytes + vb - 1) / vb <= DF3_LATENCY_MAX_VECTORS) {
     d.node = xmalloc(sizeof(int) * (size_t)d.m);
     for (int i = 0; i < d.m; i++) d.node[i] = df3_node_of(&d, l->group[i * d.tpn]);

@@ -82,7 +82,6 @@ typedef struct Codegen {
   int64_t **live;     // [tensor id][device]: [from, until) a compute value lives (NULL row: for good)
 } Codegen;
 
-static int64_t vectors_of(const Codegen *g, int64_t bytes) { return (bytes + g->vb - 1) / g->vb; }
 
 // ---- SRAM ---------------------------------------------------------------------------
 
@@ -166,14 +165,14 @@ static int64_t work(Codegen *g, const Op *op, int device) {
   else if (lower_in_place(g->c->graph, op))
     w = read_at(g, x, device);
   else
-    w = alloc(g, device, vectors_of(g, ir_tensor_bytes(x)), arena_printf(&g->c->arena, "the buffer of %s", ir_op_info[op->kind].name));
+    w = alloc(g, device, layout_vectors(g->c, x), arena_printf(&g->c->arena, "the buffer of %s", ir_op_info[op->kind].name));
   row[device] = w + 1;
   if (op->kind != OP_ALL_GATHER) {
     int64_t shard = 0;
     if (op->kind == OP_REDUCE_SCATTER) {  // shard k of the group, k = the device's index in it
       int k = 0;
       for (int d = 0; d < device; d++) k += ir_place_has(&x->place, d);
-      shard = ir_tensor_bytes(y) * k / g->vb;
+      shard = layout_bytes(g->c, y) * k / g->vb;
     }
     table_row(g, g->home, y->id)[device] = w + shard + 1;
   }
@@ -400,7 +399,7 @@ static bool shards_fit(Codegen *g) {
     const Op *op = g->c->graph->ops.data[i];
     if (op->kind != OP_REDUCE_SCATTER && op->kind != OP_ALL_GATHER) continue;
     const Tensor *shard = op->kind == OP_REDUCE_SCATTER ? op->result : op->args[0];
-    int64_t bytes = ir_tensor_bytes(shard);
+    int64_t bytes = layout_bytes(g->c, shard);
     int n = 0;
     for (int d = 0; d < g->t->ndevices; d++) n += ir_place_has(&op->args[0]->place, d);
     if (n > 1 && bytes % g->vb) {

@@ -238,6 +238,10 @@ static void emit_matmul(Emitter *e, int64_t ready) {
   m.acc_buf[1] = m.nt > 1 ? new_scratch(e, m.x.rows * m.row_vecs) : m.acc_buf[0];
   // Software-pipelined: tile i + 1 is installed (its MXLW issued first, so
   // it streams in the background) before tile i is multiplied.
+  // The weight buffers are the device's: a matmul starts installing once
+  // the one placed before it has multiplied its last tile (placed later in
+  // a gap, an install could overwrite a tile that matmul has yet to use).
+  ready = MAX(ready, *e->u.weights_free);
   int64_t buf_free[ISA_MXM_BUFFERS], acc_free[2] = {ready, ready}, tiles = m.nt * m.kt;
   int64_t *start = ARENA_ARRAY(&e->c->arena, int64_t, m.chunks);
   int64_t *installed = ARENA_ARRAY(&e->c->arena, int64_t, tiles);
@@ -249,6 +253,7 @@ static void emit_matmul(Emitter *e, int64_t ready) {
     buf_free[i % ISA_MXM_BUFFERS] = multiply_tile(e, &m, i, installed[i], acc_free[jt % 2], start);
     if (i % m.kt == m.kt - 1) acc_free[jt % 2] = convert_tile(e, &m, jt, start);
   }
+  for (int b = 0; b < ISA_MXM_BUFFERS; b++) *e->u.weights_free = MAX(*e->u.weights_free, buf_free[b]);
 }
 
 // ---- element-wise programs ------------------------------------------------------------
@@ -828,7 +833,7 @@ static bool only_matmul_weights(const Graph *g, const Tensor *t) {
 
 bool compute_transpose_is_view(Compilation *c, const Op *op) {
   const Tensor *y = op->result, *x = op->args[0];
-  if (op->kind != OP_TRANSPOSE || y->is_output || x->shape.rank != 2 || !layout_pitch(c, x)) return false;
+  if (op->kind != OP_TRANSPOSE || y->is_output || x->shape.rank != 2) return false;
   if (isa_elems_per_vector(x->dtype, c->topo->link.vector_bytes) > ISA_MXM_COLS) return false;
   return only_matmul_weights(c->graph, y);
 }
@@ -838,23 +843,6 @@ const Tensor *compute_storage_of(Compilation *c, const Tensor *t) {
 }
 
 static bool is_float(DType dt) { return dt == DT_F32 || dt == DT_F16 || dt == DT_BF16; }
-
-// Why op's tensors cannot be addressed a row at a time, or NULL.
-static const char *unaddressable(Compilation *c, const Op *op, char *why, size_t n) {
-  const Tensor *ts[IR_MAX_OPERANDS + 1];
-  int count = 0;
-  for (int a = 0; a < op->nargs; a++) ts[count++] = op->args[a];
-  ts[count++] = op->result;
-  for (int i = 0; i < count; i++)
-    if (!layout_pitch(c, ts[i])) {
-      snprintf(why, n,
-               "'%s' is stored packed (a collective reads or writes it) and its rows of %lld elements are not whole "
-               "vectors, so they cannot be addressed a row at a time",
-               ts[i]->name, (long long)ts[i]->shape.dim[ts[i]->shape.rank - 1]);
-      return why;
-    }
-  return NULL;
-}
 
 bool compute_supported(Compilation *c, const Op *op, char *why, size_t n) {
   if (ir_op_is_collective(op->kind) || op->kind == OP_COPY) return true;
@@ -868,7 +856,6 @@ bool compute_supported(Compilation *c, const Op *op, char *why, size_t n) {
       return snprintf(why, n, "the vector unit computes it on f32, f16 or bf16 only"), false;
     return true;
   }
-  if (unaddressable(c, op, why, n)) return false;
   switch (op->kind) {
   case OP_MATMUL:
     if (!isa_mxm_dtype_ok(dt)) return snprintf(why, n, "the matrix unit multiplies f16, bf16, i8 or f32, not %s", ir_dtype_names[dt]), false;

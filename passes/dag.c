@@ -63,20 +63,13 @@ static DagNode *new_node(Builder *b, DagNodeKind kind, const Op *op) {
   return n;
 }
 
-// Bytes a transfer of t moves: its row-padded vectors when its rows are
-// padded (layout.c), else its bytes.
-static int64_t transfer_bytes(Builder *b, const Tensor *t) {
-  if (!layout_manifest_pitch(b->c, t)) return ir_tensor_bytes(t);
-  return layout_vectors(b->c, t) * b->c->topo->link.vector_bytes;
-}
-
 static DagNode *new_transfer(Builder *b, const Op *op, const Tensor *t, int src, int dst) {
   add_dep(b, available_at(b, t, src));
   DagNode *n = new_node(b, NODE_TRANSFER, op);
   n->tensor = t;
   n->src = src;
   n->dst = dst;
-  n->bytes = transfer_bytes(b, t);
+  n->bytes = layout_bytes(b->c, t);
   return n;
 }
 
@@ -115,7 +108,7 @@ static void build_collective(Builder *b, const Op *op) {
   int n = ir_place_devices(&x->place, b->ndevices, b->group);
   for (int i = 0; i < n; i++) add_dep(b, available_at(b, x, b->group[i]));
   DagNode *node = new_node(b, NODE_COLLECTIVE, op);
-  node->bytes = ir_tensor_bytes(x);
+  node->bytes = layout_bytes(b->c, x);
   node->ngroup = n;
   node->group = ARENA_ARRAY(&b->c->arena, int, n);
   memcpy(node->group, b->group, sizeof(int) * (size_t)n);

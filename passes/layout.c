@@ -2,61 +2,30 @@
 // of passes/: the dag pass sizes transfers with it, the scheduler and code
 // generation address rows with it, and the manifest records it for tsp-emu.
 //
-// Row-padded is the default: every row of the last dimension starts on a
-// vector, so the matrix unit takes an activation row as one vector (seed 002
-// s5.2: [1 x K] x [K x 320] sub-operations) and the vector unit walks rows.
-// The collectives cut their buffers by elements (passes/lower.c), so what
-// they touch is packed; a copy or a same-shape element-wise op joins its
-// operands and result into one layout, so packed spreads along them.  Rows
-// that are whole vectors make the two layouts the same bytes.
+// Every tensor is row-padded: every row of its last dimension starts on a
+// vector, so the matrix unit takes an activation row as one vector (seed
+// 002 s5.2: [1 x K] x [K x 320] sub-operations) and the vector unit walks
+// rows.  The collectives work on the padded bytes too: a sum or maximum of
+// pad lanes lands in pad lanes, and a shard of whole rows (dim 0 split
+// over the group) is whole vectors.  No instruction lets a pad lane reach a
+// real element (the matrix unit uses the first K lanes, reductions and
+// conversions count elements).  A rank-1 tensor is one row; rows that are
+// whole vectors are the packed bytes.
 #include "passes.h"
 
 #include <stdlib.h>
-
-// Ops whose result and operands must share a layout: they work on the
-// tensor as one flat run of vectors (a copy, a single vector-unit pass,
-// gelu's chunks).
-static bool joins_layout(Compilation *c, const Op *op) {
-  return op->kind == OP_COPY || op->kind == OP_GELU || compute_pass_opcode(c, op) != OPC_COUNT;
-}
-
-// Marks packed every tensor a collective touches, then spreads the mark
-// along layout-joining ops until nothing changes.
-static void find_packed(Compilation *c, const Graph *g, bool *packed) {
-  for (int i = 0; i < g->ops.len; i++) {
-    const Op *op = g->ops.data[i];
-    if (ir_op_is_collective(op->kind)) packed[op->args[0]->id] = packed[op->result->id] = true;
-  }
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int i = 0; i < g->ops.len; i++) {
-      const Op *op = g->ops.data[i];
-      if (!joins_layout(c, op)) continue;
-      bool any = packed[op->result->id];
-      for (int a = 0; a < op->nargs; a++) any |= packed[op->args[a]->id];
-      if (!any) continue;
-      for (int a = 0; a < op->nargs; a++) changed |= !packed[op->args[a]->id], packed[op->args[a]->id] = true;
-      changed |= !packed[op->result->id];
-      packed[op->result->id] = true;
-    }
-  }
-}
 
 static int64_t last_dim(const Tensor *t) { return t->shape.dim[t->shape.rank - 1]; }
 
 static void compute_pitches(Compilation *c) {
   const Graph *g = c->graph;
   int vb = c->topo->link.vector_bytes;
-  bool *packed = xcalloc((size_t)g->tensors.len + 1, sizeof(bool));
-  find_packed(c, g, packed);
   c->pitch = ARENA_ARRAY(&c->arena, int64_t, g->tensors.len + 1);
   for (int i = 0; i < g->tensors.len; i++) {
     const Tensor *t = g->tensors.data[i];
-    int64_t per = isa_elems_per_vector(t->dtype, vb), last = last_dim(t);
-    bool whole = last % per == 0;
-    c->pitch[i] = whole || !packed[i] ? (last + per - 1) / per : 0;
+    int64_t per = isa_elems_per_vector(t->dtype, vb);
+    c->pitch[i] = (last_dim(t) + per - 1) / per;
   }
-  free(packed);
 }
 
 int64_t layout_pitch(Compilation *c, const Tensor *t) {
@@ -69,8 +38,9 @@ int64_t layout_pitch(Compilation *c, const Tensor *t) {
 static bool fits_sram(Compilation *c, const Tensor *t) {
   int64_t vectors = layout_vectors(c, t), vb = c->topo->link.vector_bytes;
   if (vectors <= c->topo->sram_vectors) return true;
-  int device;
-  ir_place_devices(&t->place, c->topo->ndevices, &device);  // the first device holding it
+  int *devices = ARENA_ARRAY(&c->arena, int, c->topo->ndevices);
+  ir_place_devices(&t->place, c->topo->ndevices, devices);
+  int device = devices[0];  // the first device holding it
   char type[IR_TYPE_STR_MAX], size[32], all[32];
   ir_format_type(type, sizeof type, t->dtype, &t->shape);
   str_human_bytes(size, sizeof size, (double)vectors * (double)vb);
@@ -89,9 +59,21 @@ bool layout_plan(Compilation *c) {
 
 int64_t layout_rows(const Tensor *t) { return ir_shape_elems(&t->shape) / last_dim(t); }
 
-int64_t layout_vectors(Compilation *c, const Tensor *t) {
-  int64_t pitch = layout_pitch(c, t), vb = c->topo->link.vector_bytes;
-  return pitch ? layout_rows(t) * pitch : (ir_tensor_bytes(t) + vb - 1) / vb;
+int64_t layout_vectors(Compilation *c, const Tensor *t) { return layout_rows(t) * layout_pitch(c, t); }
+
+int64_t layout_bytes(Compilation *c, const Tensor *t) {
+  if (!layout_manifest_pitch(c, t)) return ir_tensor_bytes(t);
+  return layout_vectors(c, t) * c->topo->link.vector_bytes;
+}
+
+void layout_units(Compilation *c, const Tensor *t, int64_t *units, int64_t *unit_bytes) {
+  if (layout_manifest_pitch(c, t)) {
+    *units = layout_rows(t);
+    *unit_bytes = layout_pitch(c, t) * c->topo->link.vector_bytes;
+  } else {
+    *units = ir_shape_elems(&t->shape);
+    *unit_bytes = ir_dtype_bytes[t->dtype];
+  }
 }
 
 uint32_t layout_manifest_pitch(Compilation *c, const Tensor *t) {

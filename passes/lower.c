@@ -66,13 +66,15 @@ static void vector_part(int64_t total, int64_t vb, int k, int n, int64_t *offset
 void lower_chunk(const Lowering *l, int k, int n, int64_t *offset, int64_t *bytes) {
   int64_t vb = l->c->topo->link.vector_bytes;
   if (l->op->kind == OP_ALLREDUCE) {
-    vector_part(ir_tensor_bytes(l->buffer), vb, k, n, offset, bytes);
+    vector_part(layout_bytes(l->c, l->buffer), vb, k, n, offset, bytes);
     return;
   }
-  // A shard is the op's: elements [s * E / N, (s + 1) * E / N) for group
-  // index s; its parts are cut at vectors from the shard's start.
+  // A shard is the op's: units (padded rows, or elements of a rank-1
+  // tensor: layout.c) [s * E / N, (s + 1) * E / N) for group index s; its
+  // parts are cut at vectors from the shard's start.
   int per = n / l->ngroup, shard = k / per;
-  int64_t elems = ir_shape_elems(&l->buffer->shape), size = ir_dtype_bytes[l->buffer->dtype];
+  int64_t elems, size;
+  layout_units(l->c, l->buffer, &elems, &size);
   int64_t s0 = elems * shard / l->ngroup * size, s1 = elems * (shard + 1) / l->ngroup * size;
   vector_part(s1 - s0, vb, k % per, per, offset, bytes);
   *offset += s0;
@@ -183,7 +185,7 @@ static void stage_operands(Lowerer *w, Lowering *l) {
   if (lower_in_place(w->c->graph, l->op)) return;
   for (int g = 0; g < l->ngroup; g++) {
     int dev = l->group[g];
-    DagNode like = {.kind = NODE_STAGE, .op = l->op, .device = dev, .bytes = ir_tensor_bytes(l->op->args[0])};
+    DagNode like = {.kind = NODE_STAGE, .op = l->op, .device = dev, .bytes = layout_bytes(l->c, l->op->args[0])};
     if (l->op->kind == OP_ALL_GATHER) lower_chunk(l, g, l->ngroup, &like.offset, &like.bytes);
     for (int j = 0; j < w->ready_on[dev].len; j++) VEC_PUSH(&w->c->arena, &w->ready, w->ready_on[dev].data[j]);
     w->ready_on[dev].len = 0;

@@ -144,22 +144,25 @@ void resv_free(Reservations *r);
 
 // ---- layout.c: where a tensor's elements sit in its vectors ----
 //
-// A tensor is rows of its last dimension.  Row-padded (the default): each
-// row starts on a vector, `pitch` = ceil(last / per) vectors apart, so the
-// matrix and vector units address rows directly.  Packed: the elements back
-// to back, as the collectives cut them; a tensor an allreduce, reduce_scatter
-// or all_gather reads or writes is packed, and so is everything joined to
-// it by a copy or a same-shape element-wise op.  When the last dimension is
-// a whole number of vectors the two are the same.
+// A tensor is rows of its last dimension, each starting on a vector,
+// `pitch` = ceil(last / per) vectors apart ("row-padded"), so the matrix
+// and vector units address rows directly; the collectives and transfers
+// move the padded bytes.  When the last dimension is a whole number of
+// vectors, or the tensor has rank 1, these are the packed bytes.
 // Decides every tensor's layout (the dag pass calls it first, so the
 // collective lowering's trial schedules find it made); false, after an
 // error naming the tensor, when one copy is bigger than a device's SRAM.
 bool layout_plan(Compilation *c);
-// Vectors per row (0: packed with rows that are not whole vectors, so no
-// row addressing), the rows, and the vectors of one copy.
+// Vectors per row, the rows, and the vectors of one copy.
 int64_t layout_pitch(Compilation *c, const Tensor *t);
 int64_t layout_rows(const Tensor *t);
 int64_t layout_vectors(Compilation *c, const Tensor *t);
+// The bytes one copy occupies and a transfer of it moves: its padded rows
+// when they differ from packed, else its bytes.
+int64_t layout_bytes(Compilation *c, const Tensor *t);
+// How a collective's shards cut t: units (rows when padded, else
+// elements) of unit_bytes each.
+void layout_units(Compilation *c, const Tensor *t, int64_t *units, int64_t *unit_bytes);
 // The pitch the manifest records: nonzero only when it differs from packed.
 uint32_t layout_manifest_pitch(Compilation *c, const Tensor *t);
 
@@ -174,6 +177,7 @@ uint32_t layout_manifest_pitch(Compilation *c, const Tensor *t);
 // reservation tables, exactly as code generation will write them.
 typedef struct UnitTables {
   Reservations *vxm, *mxm, *mxw, *sxm;  // vector unit, matrix unit (multiply, install path), switch unit
+  int64_t *weights_free;  // when the last matmul placed on the device is done with both weight buffers
 } UnitTables;
 
 typedef struct Emitter {

@@ -38,6 +38,7 @@ typedef struct Scheduler {
   Reservations *c2c;       // issue slots, by port_base[device] + port
   int *port_base;
   Reservations *vxm, *mxm, *mxw, *sxm;  // by device: vector, matrix (multiply, install path), switch units
+  int64_t *weights_free;   // by device: when the last matmul placed is done with the weight buffers
   bool failed;             // an error was reported
 } Scheduler;
 
@@ -208,7 +209,8 @@ static void schedule_compute(Scheduler *s, DagNode *n, int64_t ready) {
     n->start = n->runs[0].start;
   } else {
     Emitter e = {.c = s->c, .sync = s->sync, .n = n, .vb = s->t->link.vector_bytes,
-                 .u = {.vxm = &s->vxm[d], .mxm = &s->mxm[d], .mxw = &s->mxw[d], .sxm = &s->sxm[d]}};
+                 .u = {.vxm = &s->vxm[d], .mxm = &s->mxm[d], .mxw = &s->mxw[d], .sxm = &s->sxm[d],
+                       .weights_free = &s->weights_free[d]}};
     compute_emit(&e, ready);
     if (e.too_long && !s->failed) {
       diag_error(&s->c->diag, op->loc,
@@ -236,6 +238,7 @@ static void scheduler_init(Scheduler *s, Compilation *c) {
   s->mxm = xcalloc((size_t)t->ndevices, sizeof(Reservations));
   s->mxw = xcalloc((size_t)t->ndevices, sizeof(Reservations));
   s->sxm = xcalloc((size_t)t->ndevices, sizeof(Reservations));
+  s->weights_free = xcalloc((size_t)t->ndevices, sizeof(int64_t));
 }
 
 static void free_tables(Reservations *r, int n) {
@@ -251,6 +254,7 @@ static void scheduler_free(Scheduler *s) {
   free_tables(s->mxm, s->t->ndevices);
   free_tables(s->mxw, s->t->ndevices);
   free_tables(s->sxm, s->t->ndevices);
+  free(s->weights_free);
   free(s->port_base);
 }
 

@@ -275,7 +275,8 @@ static void compare_pass(Emu *e, const Tensor *t, HomeCheck *hc, int n, double r
   for (b.first = 0; b.first < elems && any_active(hc, n); b.first += b.block) {
     b.count = MIN(b.block, elems - b.first);
     compute_block(e, t, hc[0].th->device, &b);
-    for (int64_t k = 0; sumsq && k < b.count; k++) *sumsq += b.want[k] * b.want[k];
+    for (int64_t k = 0; sumsq && k < b.count; k++)  // the rms of the finite values (NaN and inf compare exactly)
+      if (isfinite(b.want[k])) *sumsq += b.want[k] * b.want[k];
     for (int h = 0; h < n; h++)
       if (hc[h].active) compare_block(e, t, &hc[h], &b, rms);
   }

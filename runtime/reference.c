@@ -50,6 +50,10 @@ struct Reference {
 // layernorm's epsilon, as in docs/dsl.md.
 #define REF_LAYERNORM_EPS IR_LAYERNORM_EPSILON
 
+
+// The maximum of IEEE 754-2019 (and of the vector unit's VMAX): NaN if
+// either is NaN.
+static double max_nan(double a, double b) { return isnan(a) || isnan(b) ? NAN : a > b ? a : b; }
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
 // Whether any single copy of input t was given (ref_set_input_on).
@@ -379,7 +383,7 @@ static void dense_normalise(Reference *r, const Op *op, int device, double *out)
       const double *lane = x + o * s.extent * s.inner + i;
       double *res = out + o * s.extent * s.inner + i;
       double mx = -INFINITY, sum = 0, sq = 0;
-      for (int64_t p = 0; p < s.extent; p++) mx = fmax(mx, lane[p * s.inner]), sum += lane[p * s.inner];
+      for (int64_t p = 0; p < s.extent; p++) mx = max_nan(mx, lane[p * s.inner]), sum += lane[p * s.inner];
       double mean = sum / (double)s.extent;
       for (int64_t p = 0; p < s.extent; p++) sq += (lane[p * s.inner] - mean) * (lane[p * s.inner] - mean);
       double z = 0, scale = 1 / sqrt(sq / (double)s.extent + REF_LAYERNORM_EPS);
@@ -402,7 +406,7 @@ static void dense_reduce(Reference *r, const Op *op, int device, double *out) {
       const double *lane = x + o * s.extent * s.inner + i;
       double acc = lane[0];
       for (int64_t p = 1; p < s.extent; p++)
-        acc = op->kind == OP_REDUCE_MAX ? fmax(acc, lane[p * s.inner]) : acc + lane[p * s.inner];
+        acc = op->kind == OP_REDUCE_MAX ? max_nan(acc, lane[p * s.inner]) : acc + lane[p * s.inner];
       out[o * s.inner + i] = acc;
     }
 }
@@ -497,7 +501,7 @@ static void reduce_block(Reference *r, const Op *op, int64_t first, int64_t n, d
   for (int i = 1; i < g; i++) {
     if (r->varies[x->id]) ref_block(r, x, devs[i], first, n, v);
     if (op->reduce == REDUCE_MAX)
-      for (int64_t k = 0; k < n; k++) out[k] = v[k] > out[k] ? v[k] : out[k];
+      for (int64_t k = 0; k < n; k++) out[k] = max_nan(out[k], v[k]);
     else
       for (int64_t k = 0; k < n; k++) out[k] += v[k];
   }
@@ -517,10 +521,11 @@ static void gather_block(Reference *r, const Op *op, int64_t first, int64_t n, d
   }
 }
 
-// One element-wise function of one operand, in double.
+// One element-wise function of one operand, in double.  relu keeps NaN
+// (as max(x, 0) does under IEEE 754-2019's maximum).
 static double unary(OpKind k, double v) {
   switch (k) {
-  case OP_RELU: return v > 0 ? v : 0;
+  case OP_RELU: return isnan(v) || v > 0 ? v : 0;
   case OP_GELU: return 0.5 * v * (1 + erf(v / sqrt(2.0)));
   case OP_EXP: return exp(v);
   case OP_RSQRT: return 1 / sqrt(v);
@@ -539,6 +544,24 @@ static double binary(OpKind k, double a, double b) {
   }
 }
 
+// The same on integers, exactly: in int64 (no i32 product overflows it)
+// and wrapped by the store; x / 0 is 0 and MIN / -1 wraps (docs/dsl.md).
+static double binary_int(OpKind k, double a, double b) {
+  int64_t x = (int64_t)a, y = (int64_t)b;
+  switch (k) {
+  case OP_ADD: return (double)(x + y);
+  case OP_SUB: return (double)(x - y);
+  case OP_MUL: return (double)(int32_t)(uint32_t)((uint64_t)x * (uint64_t)y);  // exact mod 2^32, then stored
+  case OP_DIV: return y == 0 ? 0 : (double)(x / y);
+  default: unreachable();
+  }
+}
+
+// binary or binary_int, by the result's dtype.
+static double binary_of(DType dt, OpKind k, double a, double b) {
+  return dt == DT_I32 || dt == DT_I8 ? binary_int(k, a, b) : binary(k, a, b);
+}
+
 // add, sub, mul, div: a's block with b's (the same elements, or b a
 // vector over a's last dimension, read from its dense array).
 static void binary_block(Reference *r, const Op *op, int device, int64_t first, int64_t n, double *out) {
@@ -546,12 +569,12 @@ static void binary_block(Reference *r, const Op *op, int device, int64_t first, 
   if (is_broadcast(op)) {
     const double *b = dense_values(r, op->args[1], device);
     int64_t len = op->args[1]->shape.dim[0];
-    for (int64_t k = 0; k < n; k++) out[k] = binary(op->kind, out[k], b[(first + k) % len]);
+    for (int64_t k = 0; k < n; k++) out[k] = binary_of(op->result->dtype, op->kind, out[k], b[(first + k) % len]);
     return;
   }
   double *b = xmalloc((size_t)n * sizeof *b + 1);
   ref_block(r, op->args[1], device, first, n, b);
-  for (int64_t k = 0; k < n; k++) out[k] = binary(op->kind, out[k], b[k]);
+  for (int64_t k = 0; k < n; k++) out[k] = binary_of(op->result->dtype, op->kind, out[k], b[k]);
   free(b);
 }
 
