@@ -271,7 +271,7 @@ static void emit_bias(Emitter *e, int64_t ready) {
   }
 }
 
-// gelu(x) = x (1 + erf(x / sqrt 2)) / 2 over the tensor's vectors as one
+// gelu(x) = x ((1 + erf(x / sqrt 2)) / 2) over the tensor's vectors as one
 // flat run, COMPUTE_CHUNK_VECTORS f32 vectors at a time, in f32.
 static void emit_gelu(Emitter *e, int64_t ready) {
   const Op *op = e->n->op;
@@ -293,9 +293,9 @@ static void emit_gelu(Emitter *e, int64_t ready) {
     at = place3(e, make(OPC_VMULS, DT_F32, 0, 0, 0, 0, v), scratch_ref(t[k]), scratch_ref(s[k]), scratch_ref(inv_sqrt2), rdy);
     at = place3(e, make(OPC_VERF, DT_F32, 0, 0, 0, v, 0), scratch_ref(t[k]), scratch_ref(t[k]), REF_NONE, at + ISA_VXM_LATENCY);
     at = place3(e, make(OPC_VADDS, DT_F32, 0, 0, 0, 0, v), scratch_ref(t[k]), scratch_ref(t[k]), scratch_ref(one), at + ISA_VXM_LATENCY);
-    at = place3(e, make(OPC_VMUL, DT_F32, 0, 0, 0, 0, v), scratch_ref(t[k]), scratch_ref(t[k]), scratch_ref(s[k]), at + ISA_VXM_LATENCY);
-    Instr last = make(OPC_VMULS, DT_F32, 0, 0, 0, 0, v);
-    at = place3(e, last, scratch_ref(t[k]), scratch_ref(t[k]), scratch_ref(half), at + ISA_VXM_LATENCY);
+    at = place3(e, make(OPC_VMULS, DT_F32, 0, 0, 0, 0, v), scratch_ref(t[k]), scratch_ref(t[k]), scratch_ref(half), at + ISA_VXM_LATENCY);
+    Instr last = make(OPC_VMUL, DT_F32, 0, 0, 0, 0, v);  // halved before x: finite for any finite x
+    at = place3(e, last, scratch_ref(t[k]), scratch_ref(t[k]), scratch_ref(s[k]), at + ISA_VXM_LATENCY);
     Instr back = make(OPC_VCVT, dt, DT_F32, off, 0, n, 0);
     at = place3(e, back, REF_RESULT, scratch_ref(t[k]), REF_NONE, landed(e, last, at));
     set_free[k] = at + isa_issue_cycles(&back, e->vb);
@@ -547,8 +547,8 @@ static void emit_layernorm_columns(Emitter *e, int64_t ready) {
   ColBuf gam = {0}, bet = {0}, gs = col_buf(e, 1), bs = col_buf(e, 1);
   if (op->nargs == 3) {
     Geom g = geom(e, op->args[1]);
-    gam = col_buf(e, f32_vectors(e, c.along));
-    bet = col_buf(e, f32_vectors(e, c.along));
+    gam = col_buf(e, f32_vectors(e, g.pitch * g.per));  // col_load converts the whole padded row
+    bet = col_buf(e, f32_vectors(e, g.pitch * g.per));
     col_load(e, &gam, &g, op->args[1]->dtype, 1, 0, ready);
     col_load(e, &bet, &g, op->args[2]->dtype, 2, 0, ready);
   }

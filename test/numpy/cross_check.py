@@ -109,11 +109,22 @@ def encoder_numpy(t):
     return layernorm(r2, t["g2"], t["b2"])
 
 
+def gelu_extremes_inputs(rng):
+    big = np.linspace(-3.4e38, 3.4e38, 100)
+    return {"x": np.stack([big, rng.permutation(big), rng.uniform(-3.4e38, 3.4e38, 100)])}
+
+
+def gelu_extremes_numpy(t):
+    return gelu(t["x"])
+
+
 MODELS = {
     # name: (model file, topology, dtype, inputs, numpy model, output)
     "mlp": ("examples/mlp1.tg", "examples/one.yaml", "f16", mlp_inputs, mlp_numpy, "y"),
     "encoder": ("test/lit/Inputs/model/encoder-small.tg", "examples/one.yaml", "f16", encoder_inputs,
                 encoder_numpy, "y"),
+    "gelu-extremes": ("test/lit/Inputs/model/gelu-extremes.tg", "examples/one.yaml", "f32", gelu_extremes_inputs,
+                      gelu_extremes_numpy, "y"),
 }
 
 
