@@ -1,6 +1,6 @@
 // lower.c: collective lowering.  Part of passes/, after dag and before
 // routing: every COLLECTIVE node is replaced by the TRANSFER nodes of the
-// algorithm it names (algo=NAME), from the registry below.
+// algorithm the choose pass gave it (c->algos), from the registry below.
 //
 // The pass rebuilds the DAG in one forward walk.  A node that is not a
 // collective is copied with its dependencies renumbered; a dependency on a
@@ -281,79 +281,22 @@ static bool lower_dag(Compilation *c, const Dag *old, Dag **out) {
   return ok;
 }
 
-// ---- algo=auto: compile every candidate, keep the fastest ----
-//
-// For each collective left to auto (in DAG order), every registered
-// algorithm that applies is tried: the whole DAG is lowered with it (the
-// collectives decided before keep their choice; those after take the
-// first that applies), routed and scheduled, and the makespan kept.  The
-// fastest wins; a tie goes to the earlier registry entry.  Each trial runs
-// in arena space released afterwards, with its diagnostics discarded, so
-// only the winner's compilation remains.  (The sync pass, whose plan the
-// scheduler reads, runs before this one.)
+// ---- what the choose pass asks ----
 
-// The schedule makespan with c->algos as they stand, or -1 when some pass
-// refuses the trial.  c->algos is restored afterwards: lowering writes each
-// collective's algorithm there, the undecided ones' too.
-static int64_t trial_makespan(Compilation *c, const Dag *old) {
-  int nops = c->graph->ops.len;
-  AlgoKind *before = xmalloc(sizeof(AlgoKind) * (size_t)(nops + 1));
-  memcpy(before, c->algos, sizeof(AlgoKind) * (size_t)nops);
-  ArenaMark mark = arena_mark(&c->arena);
-  Dag *dag;
-  int64_t makespan = -1;
-  if (lower_dag(c, old, &dag)) {
-    c->dag = dag;
-    if (pass_route(c) && pass_schedule(c)) makespan = dag->makespan;
-  }
-  c->dag = (Dag *)old;
-  arena_release(&c->arena, mark);
-  memcpy(c->algos, before, sizeof(AlgoKind) * (size_t)nops);
-  free(before);
-  return makespan;
-}
-
-// The algorithm that compiles n's collective fastest, the others as
-// c->algos says (ALGO_AUTO when none applies).
-static AlgoKind fastest_for(Compilation *c, const Dag *old, const DagNode *n) {
+int lower_applicable(Compilation *c, const DagNode *n, AlgoKind *out) {
   Lowering l = lowering_of(c, n, NULL);
-  AlgoKind best = ALGO_AUTO;
-  int64_t best_makespan = -1;
   char why[256];
-  for (size_t a = 0; a < ARRAY_LEN(registry); a++) {
-    if (!registry[a]->applies(&l, why, sizeof why)) continue;
-    c->algos[n->op->id] = registry[a]->kind;
-    int64_t m = trial_makespan(c, old);
-    if (m >= 0 && (best_makespan < 0 || m < best_makespan)) best = registry[a]->kind, best_makespan = m;
-  }
-  return best;
+  int k = 0;
+  for (size_t i = 0; i < ARRAY_LEN(registry); i++)
+    if (registry[i]->applies(&l, why, sizeof why)) out[k++] = registry[i]->kind;
+  return k;
 }
 
-static void choose_auto(Compilation *c, const Dag *old) {
-  FILE *quiet = fopen("/dev/null", "w");
-  if (!quiet) return;  // auto then takes the first that applies
-  Diag saved = c->diag;
-  diag_init(&c->diag, quiet);
-  for (int i = 0; i < old->nodes.len; i++) {
-    const DagNode *n = old->nodes.data[i];
-    if (n->kind == NODE_COLLECTIVE && c->algos[n->op->id] == ALGO_AUTO)
-      c->algos[n->op->id] = fastest_for(c, old, n);
-  }
-  c->diag = saved;
-  fclose(quiet);
-}
+bool lower_trial(Compilation *c, const Dag *old, Dag **out) { return lower_dag(c, old, out); }
 
 bool pass_lower(Compilation *c) {
-  const Dag *old = c->dag;
-  c->algos = ARENA_ARRAY(&c->arena, AlgoKind, c->graph->ops.len + 1);
-  bool any_auto = false;
-  for (int i = 0; i < c->graph->ops.len; i++) {
-    c->algos[i] = c->algo_forced ? c->forced_algo : c->graph->ops.data[i]->algo;
-    any_auto |= ir_op_is_collective(c->graph->ops.data[i]->kind) && c->algos[i] == ALGO_AUTO;
-  }
-  if (any_auto) choose_auto(c, old);
   Dag *dag;
-  bool ok = lower_dag(c, old, &dag);
+  bool ok = lower_dag(c, c->dag, &dag);
   c->dag = dag;
   return ok;
 }

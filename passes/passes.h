@@ -88,7 +88,8 @@ typedef struct Compilation {
   double drift_ppm;               // --drift-ppm (< 0: not given)
   int64_t launch_window;          // --launch-window (< 0: not given)
   SyncPlan sync;                  // after sync
-  AlgoKind *algos;                // after lower: by op id, the algorithm each collective got
+  AlgoKind *algos;                // after choose: by op id, the algorithm each collective gets
+  const char *choice_log;         // after choose: what algo=auto tried (--stats)
   Program *program;               // after codegen
   int64_t *pitch;                 // layout.c, made on first use: by tensor id, vectors per row
 } Compilation;
@@ -103,6 +104,7 @@ typedef struct Pass {
 // ---- the passes, in pipeline order (pipeline.c holds the table) ----
 bool pass_partition(Compilation *c);  // partition.c: AUTO and STAGE -> devices
 bool pass_dag(Compilation *c);        // dag.c: graph -> compute/transfer/collective nodes
+bool pass_choose(Compilation *c);     // choose.c: algo=auto -> an algorithm for each collective
 bool pass_lower(Compilation *c);      // lower.c: collective nodes -> transfers
 bool pass_route(Compilation *c);      // route.c: transfers -> routes over paths
 bool pass_sync(Compilation *c);       // sync.c: the slack and resync plan for drift and jitter
@@ -114,6 +116,11 @@ bool pass_codegen(Compilation *c);    // codegen.c: scheduled DAG -> device prog
 int64_t sync_window_after(const SyncPlan *s, int64_t t);
 bool sync_overlaps_window(const SyncPlan *s, int64_t t, int64_t len);
 void sync_dump(const Compilation *c, FILE *out);
+void choose_dump(const Compilation *c, FILE *out);
+// schedule.c: the makespan of c->dag (routed) scheduled with every transfer
+// routed as mode says; -1 after an error, -2 as soon as it passes bound
+// (when bound >= 0).  For the choose pass's trials.
+int64_t schedule_makespan(Compilation *c, RouteMode mode, int64_t bound);
 // The generated program as assembly, every device (--dump-after=codegen).
 void codegen_dump(const Compilation *c, FILE *out);
 
@@ -130,6 +137,7 @@ typedef struct Interval {
 typedef struct Reservations {
   Interval *iv;  // malloc'd, sorted by start, disjoint, non-adjacent
   int len, cap;
+  int hint;      // where the last query landed: a search cursor, checked before use
 } Reservations;
 
 // Whether [start, start + len) is free.
@@ -138,6 +146,22 @@ bool resv_is_free(const Reservations *r, int64_t start, int64_t len);
 int64_t resv_earliest(const Reservations *r, int64_t from, int64_t len);
 // Marks [start, start + len) busy; it must be free (an internal error if not).
 void resv_take(Reservations *r, int64_t start, int64_t len);
+
+// A journal of takes that can be undone, newest first: a scheduler tries a
+// placement (a transfer's routes one way), and takes it back to try another.
+typedef struct ResvUndo {
+  Reservations *r;
+  int at, removed;    // iv[at] replaced the `removed` intervals in old
+  Interval old[2];    // a free run touches at most its two neighbours
+} ResvUndo;
+typedef struct ResvJournal {
+  ResvUndo *e;
+  int len, cap;
+} ResvJournal;
+// resv_take, recorded in j.
+void resv_take_logged(Reservations *r, int64_t start, int64_t len, ResvJournal *j);
+// Undoes every take in j, newest first, and empties it.
+void resv_undo_all(ResvJournal *j);
 // The cycles reserved in [from, to): for utilisation figures.
 int64_t resv_busy(const Reservations *r, int64_t from, int64_t to);
 void resv_free(Reservations *r);
@@ -267,6 +291,11 @@ void lower_after_reads(Lowering *l, int node, const int *reads, int nreads);
 // reduce_scatter whose operand nothing else reads and the graph does not
 // output.  Otherwise lowering stages the operand into a buffer first.
 bool lower_in_place(const Graph *g, const Op *op);
+// For the choose pass: the algorithms that can lower collective n, in
+// registry order (returns how many), and old lowered by c->algos into *out
+// (false after reporting an error).
+int lower_applicable(Compilation *c, const DagNode *n, AlgoKind *out);
+bool lower_trial(Compilation *c, const Dag *old, Dag **out);
 
 // ---- algo_ring.c: rings, shared by the ring algorithms ----
 // The group in the order of the topology's Hamiltonian cycle; false (the

@@ -32,6 +32,8 @@ const Pass pass_pipeline[] = {
      dump_partition},
     {"dag", "build compute, transfer and collective nodes with their dependencies", pass_dag, dump_dag},
     {"sync", "plan receive slack and resyncs for the clocks' drift and the links' jitter", pass_sync, sync_dump},
+    {"choose", "give each algo=auto collective the algorithm that runs it fastest (alone, then jointly)",
+     pass_choose, choose_dump},
     {"lower", "replace each collective by the transfers of its algorithm", pass_lower, dump_dag},
     {"route", "choose the paths of every transfer's vectors", pass_route, dump_dag},
     {"schedule", "give every node and route its cycles, no link or unit used twice at once", pass_schedule,

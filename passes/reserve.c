@@ -13,8 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-// The index of the first interval whose end is after t (len if none).
+// The index of the first interval whose end is after t (len if none).  A
+// scheduler's queries on one table mostly move forward a little at a time
+// (a route's retries), so the answer is first looked for at the last one
+// and its successor, then by binary search.  The hint is a cache: a query
+// of a const table may update it.
 static int first_ending_after(const Reservations *r, int64_t t) {
+  int h = r->hint;
+  for (int k = 0; k < 2 && h + k <= r->len; k++)
+    if ((h + k == 0 || r->iv[h + k - 1].end <= t) && (h + k == r->len || r->iv[h + k].end > t)) {
+      ((Reservations *)r)->hint = h + k;
+      return h + k;
+    }
   int lo = 0, hi = r->len;
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
@@ -23,6 +33,7 @@ static int first_ending_after(const Reservations *r, int64_t t) {
     else
       hi = mid;
   }
+  ((Reservations *)r)->hint = lo;
   return lo;
 }
 
@@ -42,8 +53,9 @@ int64_t resv_earliest(const Reservations *r, int64_t from, int64_t len) {
   return t;
 }
 
-void resv_take(Reservations *r, int64_t start, int64_t len) {
-  if (len <= 0) return;
+// Takes [start, start + len), merging with the intervals it touches; fills
+// u (if not NULL) with what it replaced.
+static void take(Reservations *r, int64_t start, int64_t len, ResvUndo *u) {
   if (!resv_is_free(r, start, len)) die("reservation [%lld, %lld) overlaps", (long long)start, (long long)(start + len));
   int64_t end = start + len;
   int i = first_ending_after(r, start - 1);  // the first interval that may touch us
@@ -54,6 +66,10 @@ void resv_take(Reservations *r, int64_t start, int64_t len) {
     j++;
   }
   int removed = j - i;
+  if (u) {
+    *u = (ResvUndo){.r = r, .at = i, .removed = removed};
+    if (removed) memcpy(u->old, r->iv + i, (size_t)removed * sizeof *r->iv);
+  }
   if (removed == 0) {
     if (r->len == r->cap) {
       r->cap = r->cap ? 2 * r->cap : 8;
@@ -66,6 +82,33 @@ void resv_take(Reservations *r, int64_t start, int64_t len) {
     r->len -= removed - 1;
   }
   r->iv[i] = (Interval){start, end};
+}
+
+void resv_take(Reservations *r, int64_t start, int64_t len) {
+  if (len > 0) take(r, start, len, NULL);
+}
+
+void resv_take_logged(Reservations *r, int64_t start, int64_t len, ResvJournal *j) {
+  if (len <= 0) return;
+  if (j->len == j->cap) {
+    j->cap = j->cap ? 2 * j->cap : 64;
+    j->e = xrealloc(j->e, (size_t)j->cap * sizeof *j->e);
+  }
+  take(r, start, len, &j->e[j->len++]);
+}
+
+// Puts back the intervals one take merged into iv[at].
+static void untake(const ResvUndo *u) {
+  Reservations *r = u->r;
+  int grow = u->removed - 1;  // -1: the take inserted one interval
+  if (grow > 0) memmove(r->iv + u->at + 1 + grow, r->iv + u->at + 1, (size_t)(r->len - u->at - 1) * sizeof *r->iv);
+  if (grow < 0) memmove(r->iv + u->at, r->iv + u->at + 1, (size_t)(r->len - u->at - 1) * sizeof *r->iv);
+  r->len += grow;
+  if (u->removed) memcpy(r->iv + u->at, u->old, (size_t)u->removed * sizeof *r->iv);
+}
+
+void resv_undo_all(ResvJournal *j) {
+  while (j->len) untake(&j->e[--j->len]);
 }
 
 int64_t resv_busy(const Reservations *r, int64_t from, int64_t to) {

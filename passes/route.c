@@ -16,10 +16,11 @@
 //   nonminimal  the vectors split over every candidate so that all routes
 //               finish as early as possible (a route too long to help gets
 //               none);
-//   auto        whichever of the two finishes first alone (minimal on a
-//               tie); the scheduler then also tries every transfer
-//               minimal and keeps whichever program finishes first, since
-//               spread vectors can hold links other transfers need.
+//   auto        here, whichever of the two finishes first alone (minimal
+//               on a tie), for --dump-after=route; the scheduler then
+//               decides each transfer against the load on the links
+//               (schedule.c, place_best) and keeps the all-minimal program
+//               if that finishes first.
 // A path must have one vector size and one pacing along it (a candidate
 // that differs from the shortest path's is dropped; a shortest path that
 // mixes them is refused).

@@ -39,6 +39,8 @@ typedef struct Scheduler {
   int *port_base;
   Reservations *vxm, *mxm, *mxw, *sxm;  // by device: vector, matrix (multiply, install path), switch units
   int64_t *weights_free;   // by device: when the last matmul placed is done with the weight buffers
+  RouteMode mode;          // how transfers are routed (auto: each as the links' load makes it finish first)
+  ResvJournal tried;       // the takes of a routing being tried
   bool failed;             // an error was reported
 } Scheduler;
 
@@ -94,15 +96,15 @@ static bool route_fits(Scheduler *s, const Route *rt, int64_t t, int64_t *retry)
   return true;
 }
 
-static void route_take(Scheduler *s, Route *rt, int64_t t) {
+static void route_take(Scheduler *s, Route *rt, int64_t t, ResvJournal *j) {
   int64_t at = t;
   rt->start = t;
-  for (int j = 0; j < rt->path.nhops; j++) {
-    const Hop *h = &rt->path.hops[j];
-    resv_take(link_dir(s, h), at, hold(s, h, at, rt->count * rt->every));
-    resv_take(&s->c2c[s->port_base[h->from] + h->out_port], at, 1);
+  for (int j0 = 0; j0 < rt->path.nhops; j0++) {
+    const Hop *h = &rt->path.hops[j0];
+    resv_take_logged(link_dir(s, h), at, hold(s, h, at, rt->count * rt->every), j);
+    resv_take_logged(&s->c2c[s->port_base[h->from] + h->out_port], at, 1, j);
     at += hop_latency(s, h);
-    resv_take(&s->c2c[s->port_base[h->to] + h->in_port], at, 1);
+    resv_take_logged(&s->c2c[s->port_base[h->to] + h->in_port], at, 1, j);
   }
 }
 
@@ -173,16 +175,52 @@ static int last_war(const DagNode *n) {
 // node): then it is pending, and schedule_all adds it once that node is.
 static bool reduction_waits(const DagNode *n) { return last_war(n) > n->id; }
 
-static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
+// Places n's routes (as route_choose and cut_streams left them) each at
+// its earliest fit from `ready` on, taking them into the journal; returns
+// when the last vector is taken, or -1 as soon as a route cannot finish
+// before `bound` (when bound >= 0; what it took stays in the journal).
+static int64_t place_routes(Scheduler *s, DagNode *n, int64_t ready, int64_t bound) {
   int64_t done = ready;
-  cut_streams(s, n);
   for (int r = 0; r < n->nroutes; r++) {
     Route *rt = &n->routes[r];
-    int64_t t = ready, retry;
-    while (!route_fits(s, rt, t, &retry)) t = retry;
-    route_take(s, rt, t);
-    done = MAX(done, t + route_finish(rt, 1));
+    int64_t t = ready, retry, took = route_finish(rt, 1);
+    while (!route_fits(s, rt, t, &retry)) {
+      t = retry;
+      if (bound >= 0 && t + took >= bound) return -1;
+    }
+    if (bound >= 0 && t + took >= bound) return -1;
+    route_take(s, rt, t, &s->tried);
+    done = MAX(done, t + took);
   }
+  return done;
+}
+
+// Routes n one way (minimal or spread over its paths) and places it.
+static int64_t place_as(Scheduler *s, DagNode *n, RouteMode mode, int64_t ready, int64_t bound) {
+  route_choose(n, mode);
+  cut_streams(s, n);
+  return place_routes(s, n, ready, bound);
+}
+
+// Seed 002 s4.3, bandwidth-aware non-minimal routing: under --route=auto a
+// transfer goes minimal, or spread over its paths when, against the load
+// the transfers placed before it already put on the links, that finishes
+// strictly earlier.  The spread try is abandoned as soon as it cannot win
+// (one of its routes would finish no earlier than the minimal route), and
+// skipped when even an idle network would not let it win.
+static int64_t place_best(Scheduler *s, DagNode *n, int64_t ready) {
+  int64_t minimal = place_as(s, n, ROUTE_MINIMAL, ready, -1);
+  if (n->nspread < 2 || ready + route_finish(n->spread, n->nspread) >= minimal) return minimal;
+  resv_undo_all(&s->tried);
+  int64_t spread = place_as(s, n, ROUTE_NONMINIMAL, ready, minimal);
+  if (spread >= 0) return spread;
+  resv_undo_all(&s->tried);
+  return place_as(s, n, ROUTE_MINIMAL, ready, -1);  // the same places as the first time
+}
+
+static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
+  s->tried.len = 0;
+  int64_t done = s->mode == ROUTE_AUTO ? place_best(s, n, ready) : place_as(s, n, s->mode, ready, -1);
   n->start = n->nroutes ? n->routes[0].start : ready;
   for (int r = 1; r < n->nroutes; r++) n->start = MIN(n->start, n->routes[r].start);
   done += s->sync->margin;
@@ -223,9 +261,9 @@ static void schedule_compute(Scheduler *s, DagNode *n, int64_t ready) {
   }
 }
 
-static void scheduler_init(Scheduler *s, Compilation *c) {
+static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
   const Topology *t = c->topo;
-  *s = (Scheduler){.c = c, .t = t, .sync = &c->sync};
+  *s = (Scheduler){.c = c, .t = t, .sync = &c->sync, .mode = mode};
   s->link_dir = xcalloc((size_t)t->links.len * 2 + 1, sizeof(Reservations));
   s->port_base = xmalloc(sizeof(int) * (size_t)t->ndevices);
   int ports = 0;
@@ -256,13 +294,15 @@ static void scheduler_free(Scheduler *s) {
   free_tables(s->sxm, s->t->ndevices);
   free(s->weights_free);
   free(s->port_base);
+  free(s->tried.e);
 }
 
 // Schedules every node with its transfers routed as mode says; returns the
-// makespan, or -1 (after an error) past SCHEDULE_MAX_CYCLES.
-static int64_t schedule_all(Compilation *c, RouteMode mode) {
+// makespan, -1 (after an error) past SCHEDULE_MAX_CYCLES, or -2 as soon as
+// the makespan passes bound (when bound >= 0).
+static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound) {
   Scheduler s;
-  scheduler_init(&s, c);
+  scheduler_init(&s, c, mode);
   int64_t makespan = 0;
   VEC(DagNode *) pending = {0};  // reductions waiting for a later node's reads
   Arena scratch = {0};
@@ -276,7 +316,6 @@ static int64_t schedule_all(Compilation *c, RouteMode mode) {
       ready = MAX(ready, dep->finish);
     }
     if (n->kind == NODE_TRANSFER) {
-      route_choose(n, mode);
       schedule_transfer(&s, n, ready);
       if (n->reduce && reduction_waits(n)) VEC_PUSH(&scratch, &pending, n);
     } else {
@@ -293,6 +332,10 @@ static int64_t schedule_all(Compilation *c, RouteMode mode) {
       makespan = -1;
       break;
     }
+    if (bound >= 0 && makespan > bound) {
+      makespan = -2;
+      break;
+    }
     if (makespan > SCHEDULE_MAX_CYCLES) {
       diag_error(&c->diag, n->op->loc, "the schedule runs past SCHEDULE_MAX_CYCLES (2^60 cycles) here");
       makespan = -1;
@@ -306,21 +349,22 @@ static int64_t schedule_all(Compilation *c, RouteMode mode) {
   return makespan;
 }
 
-// Under --route=auto, the exact cost decides: the program with each
-// transfer routed as it would be fastest alone, and the program with every
-// transfer minimal, are both scheduled, and the one that finishes first is
-// kept (the first on a tie).
+int64_t schedule_makespan(Compilation *c, RouteMode mode, int64_t bound) { return schedule_all(c, mode, bound); }
+
+// Under --route=auto each transfer is routed against the load before it
+// (place_best), a greedy choice; the program with every transfer minimal is
+// scheduled first, and the load-aware one is abandoned as soon as it runs
+// past it, so auto is never slower than all-minimal (a tie keeps auto).
 bool pass_schedule(Compilation *c) {
-  int64_t makespan = schedule_all(c, c->route_mode);
-  if (makespan < 0) return false;
-  if (c->route_mode == ROUTE_AUTO) {
-    int64_t minimal = schedule_all(c, ROUTE_MINIMAL);
-    if (minimal < 0) return false;
-    if (minimal < makespan)
-      makespan = minimal;
-    else
-      makespan = schedule_all(c, ROUTE_AUTO);
+  int64_t makespan;
+  if (c->route_mode != ROUTE_AUTO) {
+    makespan = schedule_all(c, c->route_mode, -1);
+  } else {
+    int64_t minimal = schedule_all(c, ROUTE_MINIMAL, -1);
+    makespan = minimal < 0 ? minimal : schedule_all(c, ROUTE_AUTO, minimal);
+    if (makespan == -2) makespan = schedule_all(c, ROUTE_MINIMAL, -1);
   }
+  if (makespan < 0) return false;
   c->dag->makespan = makespan;
   c->dag->scheduled = true;
   return true;

@@ -1,0 +1,242 @@
+// choose.c: algo=auto, the choice of each collective's algorithm.  Part of
+// passes/, after sync and before lower; it fills c->algos, which lower
+// then follows.
+//
+// A collective's cost under an algorithm is the makespan of that
+// collective alone (no other node), lowered, routed minimally and
+// scheduled: an exact schedule, not an estimate, but of a DAG a fraction of
+// the model's size, with the cheap routing (--route=auto's load-aware
+// spreading runs once, on the winner).  Costs are cached by what they
+// depend on (kind, reduction, dtype, bytes, group, in place or staged), so
+// a model repeating one collective (a layer's allreduce in every layer)
+// pays for each algorithm once.  Candidates are tried in registry order
+// under branch and bound: a schedule is abandoned as soon as its makespan
+// passes the best so far, so a candidate that cannot win costs only the
+// part of its schedule that shows it.
+//
+// Collectives that share the network are then chosen jointly: when the
+// model holds more than one collective left to auto, or anything besides
+// it, the whole model is scheduled with each collective's own winner and
+// with every single algorithm that applies to all of them (again under
+// branch and bound), and the fastest assignment is kept.  Ties keep the
+// earlier option: the per-collective winners, then registry order; within
+// one collective a tie goes to the candidate whose transfers cross fewer
+// links (the same cycles with less of the network).  --stats prints what
+// was tried, what it cost and what won.
+#include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ABANDONED -2  // a trial's makespan passed the bound
+
+// One cached isolated cost.
+typedef struct Cost {
+  const Op *like;    // a collective with this signature
+  int ngroup;
+  const int *group;
+  bool in_place;
+  int64_t bytes;
+  AlgoKind algo;
+  int64_t cycles;    // -1: refused, ABANDONED: passed `bound`
+  int64_t bound;     // the bound it was tried under (-1: none)
+  int64_t link_vectors;  // vectors x hops of its transfers, the tie-break
+  bool cached;       // (as returned) found in the cache, not scheduled again
+} Cost;
+
+typedef struct Chooser {
+  Compilation *c;
+  VEC(Cost) cache;
+  FILE *log;         // what was tried, for --stats
+} Chooser;
+
+static RouteMode trial_route(const Compilation *c) { return c->route_mode == ROUTE_AUTO ? ROUTE_MINIMAL : c->route_mode; }
+
+// Vectors times hops over every transfer of a routed DAG.
+static int64_t link_vectors(const Dag *d) {
+  int64_t sum = 0;
+  for (int i = 0; i < d->nodes.len; i++) {
+    const DagNode *n = d->nodes.data[i];
+    if (n->kind == NODE_TRANSFER)
+      for (int r = 0; r < n->nroutes; r++) sum += n->routes[r].count * n->routes[r].path.nhops;
+  }
+  return sum;
+}
+
+// The makespan of `old` lowered with c->algos, routed and scheduled, or -1
+// when a pass refuses it, or ABANDONED past bound (>= 0).  Everything the
+// trial builds is released and its diagnostics are discarded.
+static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vectors) {
+  ArenaMark mark = arena_mark(&c->arena);
+  Dag *dag, *model = c->dag;
+  int64_t makespan = -1;
+  if (lower_trial(c, old, &dag)) {
+    c->dag = dag;
+    if (pass_route(c)) makespan = schedule_makespan(c, trial_route(c), bound);
+    if (vectors && makespan >= 0) *vectors = link_vectors(dag);
+  }
+  c->dag = model;
+  arena_release(&c->arena, mark);
+  return makespan < -1 ? ABANDONED : makespan;
+}
+
+static bool same_signature(const Cost *k, const DagNode *n, bool in_place, int64_t bytes, AlgoKind algo) {
+  const Op *a = k->like, *b = n->op;
+  return k->algo == algo && a->kind == b->kind && a->reduce == b->reduce && a->result->dtype == b->result->dtype &&
+         k->bytes == bytes && k->in_place == in_place && k->ngroup == n->ngroup &&
+         !memcmp(k->group, n->group, sizeof(int) * (size_t)n->ngroup);
+}
+
+// Collective n alone under algo, from the cache when it was tried there
+// under a bound no tighter than this one.
+static Cost isolated(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound) {
+  Compilation *c = ch->c;
+  bool in_place = lower_in_place(c->graph, n->op);
+  int64_t bytes = layout_bytes(c, n->op->args[0]) + layout_bytes(c, n->op->result);
+  for (int i = 0; i < ch->cache.len; i++) {
+    Cost *k = &ch->cache.data[i];
+    if (!same_signature(k, n, in_place, bytes, algo)) continue;
+    bool final = k->cycles != ABANDONED || (bound >= 0 && bound <= k->bound);  // it passes this bound too
+    if (!final) continue;
+    Cost hit = *k;
+    hit.cached = true;
+    return hit;
+  }
+  DagNode *alone = ARENA_NEW(&c->arena, DagNode);
+  *alone = *n;
+  alone->id = 0;
+  alone->ndeps = 0;
+  Dag mini = {.graph = c->dag->graph};
+  VEC_PUSH(&c->arena, &mini.nodes, alone);
+  AlgoKind before = c->algos[n->op->id];
+  c->algos[n->op->id] = algo;
+  Cost k = {.like = n->op, .ngroup = n->ngroup, .group = n->group, .in_place = in_place, .bytes = bytes,
+            .algo = algo, .bound = bound};
+  k.cycles = trial(c, &mini, bound, &k.link_vectors);
+  c->algos[n->op->id] = before;
+  VEC_PUSH(&c->arena, &ch->cache, k);
+  return k;
+}
+
+static void log_cost(FILE *log, AlgoKind algo, int64_t cycles, int64_t bound) {
+  if (cycles >= 0) fprintf(log, " %s %lld", ir_algo_names[algo], (long long)cycles);
+  else if (cycles == ABANDONED) fprintf(log, " %s >%lld", ir_algo_names[algo], (long long)bound);
+  else fprintf(log, " %s refused", ir_algo_names[algo]);
+}
+
+// The applicable algorithm that runs collective n fastest alone (ALGO_AUTO
+// when none applies: lower then says why).
+static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
+  AlgoKind cand[ALGO_COUNT];
+  int k = lower_applicable(ch->c, n, cand);
+  AlgoKind best = ALGO_AUTO;
+  int64_t best_cycles = -1, best_vectors = 0, tied_vectors = -1;
+  bool cached = k > 0;
+  fprintf(ch->log, "choose %s (line %d): alone,", n->op->result->name, n->op->loc.line);
+  for (int i = 0; i < k; i++) {
+    Cost cost = isolated(ch, n, cand[i], best_cycles);
+    cached &= cost.cached;
+    log_cost(ch->log, cand[i], cost.cycles, best_cycles);
+    if (cost.cycles < 0) continue;
+    bool tie = cost.cycles == best_cycles;
+    if (best_cycles < 0 || cost.cycles < best_cycles || (tie && cost.link_vectors < best_vectors)) {
+      tied_vectors = tie ? best_vectors : -1;
+      best = cand[i], best_cycles = cost.cycles, best_vectors = cost.link_vectors;
+    } else if (tie) {
+      tied_vectors = cost.link_vectors;
+    }
+  }
+  if (best == ALGO_AUTO) fprintf(ch->log, " -> none applies");
+  else if (tied_vectors == best_vectors)
+    fprintf(ch->log, " -> %s, fewest cycles (a tie in cycles and vector-hops: the first in registry order)",
+            ir_algo_names[best]);
+  else if (tied_vectors >= 0)
+    fprintf(ch->log, " -> %s, fewest cycles and of those the fewest vector-hops (%lld against %lld)",
+            ir_algo_names[best], (long long)best_vectors, (long long)tied_vectors);
+  else fprintf(ch->log, " -> %s, fewest cycles", ir_algo_names[best]);
+  fprintf(ch->log, "%s\n", cached ? " (cached: a collective like it was costed before)" : "");
+  return best;
+}
+
+// Whether the whole model must be tried: more than one collective to
+// choose, or other nodes sharing the network with it.
+static bool shares_the_network(const Dag *d, int nauto) { return nauto > 1 || d->nodes.len > nauto; }
+
+// The whole model with the auto collectives (autos[0..n)) set to `as`
+// (or, when as is NULL, to `one` each); ABANDONED past bound.
+static int64_t whole(Compilation *c, const int *autos, int n, const AlgoKind *as, AlgoKind one, int64_t bound) {
+  for (int i = 0; i < n; i++) c->algos[autos[i]] = as ? as[i] : one;
+  return trial(c, c->dag, bound, NULL);
+}
+
+static bool applies_to_all(Chooser *ch, const int *nodes, int n, AlgoKind algo) {
+  AlgoKind cand[ALGO_COUNT];
+  for (int i = 0; i < n; i++) {
+    int k = lower_applicable(ch->c, ch->c->dag->nodes.data[nodes[i]], cand);
+    bool found = false;
+    for (int j = 0; j < k; j++) found |= cand[j] == algo;
+    if (!found) return false;
+  }
+  return true;
+}
+
+// Joint choice: the per-collective winners against every single algorithm
+// for all of them, on the whole model.
+static void choose_jointly(Chooser *ch, const int *nodes, const int *autos, AlgoKind *winners, int n) {
+  Compilation *c = ch->c;
+  int64_t best = whole(c, autos, n, winners, ALGO_AUTO, -1);
+  fprintf(ch->log, "choose jointly (%d collectives): own winners %lld", n, (long long)best);
+  AlgoKind pick = ALGO_AUTO;  // ALGO_AUTO: the own winners
+  for (int a = 1; a < ALGO_COUNT && best >= 0; a++) {
+    bool same = true;  // the own winners already are this assignment
+    for (int i = 0; i < n; i++) same &= winners[i] == (AlgoKind)a;
+    if (same || !applies_to_all(ch, nodes, n, (AlgoKind)a)) continue;
+    int64_t m = whole(c, autos, n, NULL, (AlgoKind)a, best);
+    log_cost(ch->log, (AlgoKind)a, m, best);
+    if (m >= 0 && m < best) best = m, pick = (AlgoKind)a;
+  }
+  fprintf(ch->log, " -> %s\n", pick == ALGO_AUTO ? "own winners" : ir_algo_names[pick]);
+  for (int i = 0; i < n; i++) c->algos[autos[i]] = pick == ALGO_AUTO ? winners[i] : pick;
+}
+
+bool pass_choose(Compilation *c) {
+  int nops = c->graph->ops.len;
+  c->algos = ARENA_ARRAY(&c->arena, AlgoKind, nops + 1);
+  for (int i = 0; i < nops; i++) c->algos[i] = c->algo_forced ? c->forced_algo : c->graph->ops.data[i]->algo;
+  const Dag *d = c->dag;
+  int *nodes = xmalloc(sizeof(int) * ((size_t)d->nodes.len + 1)), *autos = xmalloc(sizeof(int) * ((size_t)d->nodes.len + 1));
+  AlgoKind *winners = xmalloc(sizeof(AlgoKind) * ((size_t)d->nodes.len + 1));
+  int n = 0;
+  for (int i = 0; i < d->nodes.len; i++) {
+    const DagNode *node = d->nodes.data[i];
+    if (node->kind == NODE_COLLECTIVE && c->algos[node->op->id] == ALGO_AUTO) nodes[n] = i, autos[n++] = node->op->id;
+  }
+  Chooser ch = {.c = c};
+  char *text = NULL;
+  size_t textlen = 0;
+  ch.log = open_memstream(&text, &textlen);
+  if (!ch.log) die("out of memory");
+  Diag saved = c->diag;
+  FILE *quiet = fopen("/dev/null", "w");
+  if (quiet) diag_init(&c->diag, quiet);  // trials' diagnostics are not the user's
+  bool all = true;
+  for (int i = 0; i < n; i++) {
+    winners[i] = best_alone(&ch, d->nodes.data[nodes[i]]);
+    all &= winners[i] != ALGO_AUTO;
+  }
+  for (int i = 0; i < n; i++) c->algos[autos[i]] = winners[i];
+  if (all && n && shares_the_network(d, n)) choose_jointly(&ch, nodes, autos, winners, n);
+  c->diag = saved;
+  if (quiet) fclose(quiet);
+  fclose(ch.log);
+  c->choice_log = arena_strdup(&c->arena, text);
+  free(text);
+  free(nodes);
+  free(autos);
+  free(winners);
+  return true;
+}
+
+void choose_dump(const Compilation *c, FILE *out) {
+  if (c->choice_log) fputs(c->choice_log, out);
+}
