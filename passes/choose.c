@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ABANDONED -2  // a trial's makespan passed the bound
+#define ABANDONED SCHEDULE_ABANDONED  // a trial's makespan passed the bound
 
 // One cached isolated cost.
 typedef struct Cost {
@@ -63,21 +63,21 @@ static int64_t link_vectors(const Dag *d) {
   return sum;
 }
 
-// The makespan of `old` lowered with c->algos, routed and scheduled, or -1
+// The makespan of `old` lowered with c->algos, routed and scheduled, -1
 // when a pass refuses it, or ABANDONED past bound (>= 0).  Everything the
 // trial builds is released and its diagnostics are discarded.
 static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vectors) {
   ArenaMark mark = arena_mark(&c->arena);
   Dag *dag, *model = c->dag;
   int64_t makespan = -1;
-  if (lower_trial(c, old, &dag)) {
+  if (lower_dag(c, old, &dag)) {
     c->dag = dag;
     if (pass_route(c)) makespan = schedule_makespan(c, trial_route(c), bound);
     if (vectors && makespan >= 0) *vectors = link_vectors(dag);
   }
   c->dag = model;
   arena_release(&c->arena, mark);
-  return makespan < -1 ? ABANDONED : makespan;
+  return makespan;
 }
 
 static bool same_signature(const Cost *k, const DagNode *n, bool in_place, int64_t bytes, AlgoKind algo) {
@@ -162,17 +162,23 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
 // choose, or other nodes sharing the network with it.
 static bool shares_the_network(const Dag *d, int nauto) { return nauto > 1 || d->nodes.len > nauto; }
 
-// The whole model with the auto collectives (autos[0..n)) set to `as`
-// (or, when as is NULL, to `one` each); ABANDONED past bound.
-static int64_t whole(Compilation *c, const int *autos, int n, const AlgoKind *as, AlgoKind one, int64_t bound) {
-  for (int i = 0; i < n; i++) c->algos[autos[i]] = as ? as[i] : one;
+// Sets the auto collectives colls[0..n) to `as` (or, when as is NULL, to
+// `one` each).
+static void assign(Compilation *c, const DagNode *const *colls, int n, const AlgoKind *as, AlgoKind one) {
+  for (int i = 0; i < n; i++) c->algos[colls[i]->op->id] = as ? as[i] : one;
+}
+
+// The whole model's makespan with that assignment; ABANDONED past bound.
+static int64_t whole(Compilation *c, const DagNode *const *colls, int n, const AlgoKind *as, AlgoKind one,
+                     int64_t bound) {
+  assign(c, colls, n, as, one);
   return trial(c, c->dag, bound, NULL);
 }
 
-static bool applies_to_all(Chooser *ch, const int *nodes, int n, AlgoKind algo) {
+static bool applies_to_all(Compilation *c, const DagNode *const *colls, int n, AlgoKind algo) {
   AlgoKind cand[ALGO_COUNT];
   for (int i = 0; i < n; i++) {
-    int k = lower_applicable(ch->c, ch->c->dag->nodes.data[nodes[i]], cand);
+    int k = lower_applicable(c, colls[i], cand);
     bool found = false;
     for (int j = 0; j < k; j++) found |= cand[j] == algo;
     if (!found) return false;
@@ -182,21 +188,21 @@ static bool applies_to_all(Chooser *ch, const int *nodes, int n, AlgoKind algo) 
 
 // Joint choice: the per-collective winners against every single algorithm
 // for all of them, on the whole model.
-static void choose_jointly(Chooser *ch, const int *nodes, const int *autos, AlgoKind *winners, int n) {
+static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoKind *winners, int n) {
   Compilation *c = ch->c;
-  int64_t best = whole(c, autos, n, winners, ALGO_AUTO, -1);
+  int64_t best = whole(c, colls, n, winners, ALGO_AUTO, -1);
   fprintf(ch->log, "choose jointly (%d collectives): own winners %lld", n, (long long)best);
   AlgoKind pick = ALGO_AUTO;  // ALGO_AUTO: the own winners
   for (int a = 1; a < ALGO_COUNT && best >= 0; a++) {
     bool same = true;  // the own winners already are this assignment
     for (int i = 0; i < n; i++) same &= winners[i] == (AlgoKind)a;
-    if (same || !applies_to_all(ch, nodes, n, (AlgoKind)a)) continue;
-    int64_t m = whole(c, autos, n, NULL, (AlgoKind)a, best);
+    if (same || !applies_to_all(c, colls, n, (AlgoKind)a)) continue;
+    int64_t m = whole(c, colls, n, NULL, (AlgoKind)a, best);
     log_cost(ch->log, (AlgoKind)a, m, best);
     if (m >= 0 && m < best) best = m, pick = (AlgoKind)a;
   }
   fprintf(ch->log, " -> %s\n", pick == ALGO_AUTO ? "own winners" : ir_algo_names[pick]);
-  for (int i = 0; i < n; i++) c->algos[autos[i]] = pick == ALGO_AUTO ? winners[i] : pick;
+  assign(c, colls, n, pick == ALGO_AUTO ? winners : NULL, pick);
 }
 
 bool pass_choose(Compilation *c) {
@@ -204,12 +210,12 @@ bool pass_choose(Compilation *c) {
   c->algos = ARENA_ARRAY(&c->arena, AlgoKind, nops + 1);
   for (int i = 0; i < nops; i++) c->algos[i] = c->algo_forced ? c->forced_algo : c->graph->ops.data[i]->algo;
   const Dag *d = c->dag;
-  int *nodes = xmalloc(sizeof(int) * ((size_t)d->nodes.len + 1)), *autos = xmalloc(sizeof(int) * ((size_t)d->nodes.len + 1));
-  AlgoKind *winners = xmalloc(sizeof(AlgoKind) * ((size_t)d->nodes.len + 1));
+  const DagNode **colls = xmalloc(sizeof *colls * ((size_t)d->nodes.len + 1));  // the auto collectives
+  AlgoKind *winners = xmalloc(sizeof *winners * ((size_t)d->nodes.len + 1));
   int n = 0;
   for (int i = 0; i < d->nodes.len; i++) {
     const DagNode *node = d->nodes.data[i];
-    if (node->kind == NODE_COLLECTIVE && c->algos[node->op->id] == ALGO_AUTO) nodes[n] = i, autos[n++] = node->op->id;
+    if (node->kind == NODE_COLLECTIVE && c->algos[node->op->id] == ALGO_AUTO) colls[n++] = node;
   }
   Chooser ch = {.c = c};
   char *text = NULL;
@@ -221,18 +227,17 @@ bool pass_choose(Compilation *c) {
   if (quiet) diag_init(&c->diag, quiet);  // trials' diagnostics are not the user's
   bool all = true;
   for (int i = 0; i < n; i++) {
-    winners[i] = best_alone(&ch, d->nodes.data[nodes[i]]);
+    winners[i] = best_alone(&ch, colls[i]);
     all &= winners[i] != ALGO_AUTO;
   }
-  for (int i = 0; i < n; i++) c->algos[autos[i]] = winners[i];
-  if (all && n && shares_the_network(d, n)) choose_jointly(&ch, nodes, autos, winners, n);
+  assign(c, colls, n, winners, ALGO_AUTO);
+  if (all && n && shares_the_network(d, n)) choose_jointly(&ch, colls, winners, n);
   c->diag = saved;
   if (quiet) fclose(quiet);
   fclose(ch.log);
   c->choice_log = arena_strdup(&c->arena, text);
   free(text);
-  free(nodes);
-  free(autos);
+  free(colls);
   free(winners);
   return true;
 }

@@ -258,7 +258,7 @@ static bool lower_collective(Lowerer *w, const DagNode *n) {
 
 // Lowers every collective of old by c->algos into a new DAG (*out); false
 // after reporting an error.
-static bool lower_dag(Compilation *c, const Dag *old, Dag **out) {
+bool lower_dag(Compilation *c, const Dag *old, Dag **out) {
   Dag *dag = ARENA_NEW(&c->arena, Dag);
   dag->graph = old->graph;
   Lowerer w = {.c = c, .old = old, .dag = dag};
@@ -291,8 +291,6 @@ int lower_applicable(Compilation *c, const DagNode *n, AlgoKind *out) {
     if (registry[i]->applies(&l, why, sizeof why)) out[k++] = registry[i]->kind;
   return k;
 }
-
-bool lower_trial(Compilation *c, const Dag *old, Dag **out) { return lower_dag(c, old, out); }
 
 bool pass_lower(Compilation *c) {
   Dag *dag;

@@ -118,8 +118,9 @@ bool sync_overlaps_window(const SyncPlan *s, int64_t t, int64_t len);
 void sync_dump(const Compilation *c, FILE *out);
 void choose_dump(const Compilation *c, FILE *out);
 // schedule.c: the makespan of c->dag (routed) scheduled with every transfer
-// routed as mode says; -1 after an error, -2 as soon as it passes bound
-// (when bound >= 0).  For the choose pass's trials.
+// routed as mode says; -1 after an error, SCHEDULE_ABANDONED as soon as it
+// passes bound (when bound >= 0).  For the choose pass's trials.
+#define SCHEDULE_ABANDONED (-2)
 int64_t schedule_makespan(Compilation *c, RouteMode mode, int64_t bound);
 // The generated program as assembly, every device (--dump-after=codegen).
 void codegen_dump(const Compilation *c, FILE *out);
@@ -158,7 +159,7 @@ typedef struct ResvJournal {
   ResvUndo *e;
   int len, cap;
 } ResvJournal;
-// resv_take, recorded in j.
+// resv_take, recorded in j (NULL: not recorded).
 void resv_take_logged(Reservations *r, int64_t start, int64_t len, ResvJournal *j);
 // Undoes every take in j, newest first, and empties it.
 void resv_undo_all(ResvJournal *j);
@@ -293,9 +294,9 @@ void lower_after_reads(Lowering *l, int node, const int *reads, int nreads);
 bool lower_in_place(const Graph *g, const Op *op);
 // For the choose pass: the algorithms that can lower collective n, in
 // registry order (returns how many), and old lowered by c->algos into *out
-// (false after reporting an error).
+// (false after reporting an error; pass_lower is this on c->dag).
 int lower_applicable(Compilation *c, const DagNode *n, AlgoKind *out);
-bool lower_trial(Compilation *c, const Dag *old, Dag **out);
+bool lower_dag(Compilation *c, const Dag *old, Dag **out);
 
 // ---- algo_ring.c: rings, shared by the ring algorithms ----
 // The group in the order of the topology's Hamiltonian cycle; false (the

@@ -89,6 +89,10 @@ void resv_take(Reservations *r, int64_t start, int64_t len) {
 }
 
 void resv_take_logged(Reservations *r, int64_t start, int64_t len, ResvJournal *j) {
+  if (!j) {
+    resv_take(r, start, len);
+    return;
+  }
   if (len <= 0) return;
   if (j->len == j->cap) {
     j->cap = j->cap ? 2 * j->cap : 64;

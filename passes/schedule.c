@@ -176,30 +176,31 @@ static int last_war(const DagNode *n) {
 static bool reduction_waits(const DagNode *n) { return last_war(n) > n->id; }
 
 // Places n's routes (as route_choose and cut_streams left them) each at
-// its earliest fit from `ready` on, taking them into the journal; returns
-// when the last vector is taken, or -1 as soon as a route cannot finish
-// before `bound` (when bound >= 0; what it took stays in the journal).
-static int64_t place_routes(Scheduler *s, DagNode *n, int64_t ready, int64_t bound) {
+// its earliest fit from `ready` on, recording the takes in j (NULL: not
+// recorded); returns when the last vector is taken, or -1 as soon as a
+// route cannot finish before `bound` (when bound >= 0; what it took stays
+// in j).
+static int64_t place_routes(Scheduler *s, DagNode *n, int64_t ready, int64_t bound, ResvJournal *j) {
   int64_t done = ready;
   for (int r = 0; r < n->nroutes; r++) {
     Route *rt = &n->routes[r];
     int64_t t = ready, retry, took = route_finish(rt, 1);
-    while (!route_fits(s, rt, t, &retry)) {
-      t = retry;
+    for (;;) {
       if (bound >= 0 && t + took >= bound) return -1;
+      if (route_fits(s, rt, t, &retry)) break;
+      t = retry;
     }
-    if (bound >= 0 && t + took >= bound) return -1;
-    route_take(s, rt, t, &s->tried);
+    route_take(s, rt, t, j);
     done = MAX(done, t + took);
   }
   return done;
 }
 
 // Routes n one way (minimal or spread over its paths) and places it.
-static int64_t place_as(Scheduler *s, DagNode *n, RouteMode mode, int64_t ready, int64_t bound) {
+static int64_t place_as(Scheduler *s, DagNode *n, RouteMode mode, int64_t ready, int64_t bound, ResvJournal *j) {
   route_choose(n, mode);
   cut_streams(s, n);
-  return place_routes(s, n, ready, bound);
+  return place_routes(s, n, ready, bound, j);
 }
 
 // Seed 002 s4.3, bandwidth-aware non-minimal routing: under --route=auto a
@@ -207,20 +208,25 @@ static int64_t place_as(Scheduler *s, DagNode *n, RouteMode mode, int64_t ready,
 // the transfers placed before it already put on the links, that finishes
 // strictly earlier.  The spread try is abandoned as soon as it cannot win
 // (one of its routes would finish no earlier than the minimal route), and
-// skipped when even an idle network would not let it win.
+// skipped when even an idle network would not let it win.  When it loses,
+// the minimal routes go back where they were found, without a search.
 static int64_t place_best(Scheduler *s, DagNode *n, int64_t ready) {
-  int64_t minimal = place_as(s, n, ROUTE_MINIMAL, ready, -1);
+  s->tried.len = 0;
+  int64_t minimal = place_as(s, n, ROUTE_MINIMAL, ready, -1, &s->tried);
   if (n->nspread < 2 || ready + route_finish(n->spread, n->nspread) >= minimal) return minimal;
+  Route *kept = n->routes;
+  int nkept = n->nroutes;
   resv_undo_all(&s->tried);
-  int64_t spread = place_as(s, n, ROUTE_NONMINIMAL, ready, minimal);
+  int64_t spread = place_as(s, n, ROUTE_NONMINIMAL, ready, minimal, &s->tried);
   if (spread >= 0) return spread;
   resv_undo_all(&s->tried);
-  return place_as(s, n, ROUTE_MINIMAL, ready, -1);  // the same places as the first time
+  n->routes = kept, n->nroutes = nkept, n->nonminimal = false;
+  for (int r = 0; r < nkept; r++) route_take(s, &kept[r], kept[r].start, NULL);
+  return minimal;
 }
 
 static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
-  s->tried.len = 0;
-  int64_t done = s->mode == ROUTE_AUTO ? place_best(s, n, ready) : place_as(s, n, s->mode, ready, -1);
+  int64_t done = s->mode == ROUTE_AUTO ? place_best(s, n, ready) : place_as(s, n, s->mode, ready, -1, NULL);
   n->start = n->nroutes ? n->routes[0].start : ready;
   for (int r = 1; r < n->nroutes; r++) n->start = MIN(n->start, n->routes[r].start);
   done += s->sync->margin;
@@ -298,8 +304,8 @@ static void scheduler_free(Scheduler *s) {
 }
 
 // Schedules every node with its transfers routed as mode says; returns the
-// makespan, -1 (after an error) past SCHEDULE_MAX_CYCLES, or -2 as soon as
-// the makespan passes bound (when bound >= 0).
+// makespan, -1 (after an error) past SCHEDULE_MAX_CYCLES, or
+// SCHEDULE_ABANDONED as soon as the makespan passes bound (when bound >= 0).
 static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound) {
   Scheduler s;
   scheduler_init(&s, c, mode);
@@ -333,7 +339,7 @@ static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound) {
       break;
     }
     if (bound >= 0 && makespan > bound) {
-      makespan = -2;
+      makespan = SCHEDULE_ABANDONED;
       break;
     }
     if (makespan > SCHEDULE_MAX_CYCLES) {
@@ -362,7 +368,7 @@ bool pass_schedule(Compilation *c) {
   } else {
     int64_t minimal = schedule_all(c, ROUTE_MINIMAL, -1);
     makespan = minimal < 0 ? minimal : schedule_all(c, ROUTE_AUTO, minimal);
-    if (makespan == -2) makespan = schedule_all(c, ROUTE_MINIMAL, -1);
+    if (makespan == SCHEDULE_ABANDONED) makespan = schedule_all(c, ROUTE_MINIMAL, -1);
   }
   if (makespan < 0) return false;
   c->dag->makespan = makespan;
