@@ -69,6 +69,7 @@ typedef struct CollectiveReport {
   double busbw_gbps;      // nccl-tests' bus bandwidth, GB/s (1e9 bytes)
   double link_util;       // busy / (link_directions x cycles)
   int timesteps;          // the longest chain of the op's transfers
+  int links_used;         // link directions its routes cross (of link_directions)
 } CollectiveReport;
 
 // By node id (malloc'd): each transfer's timestep, its depth in its op's
@@ -81,7 +82,8 @@ int *be_transfer_timesteps(const Dag *d);
 int be_collective_reports(const Topology *t, const Dag *d, const SyncPlan *s, const AlgoKind *algos,
                           CollectiveReport *out);
 // One line: "collective NAME: KIND algo=A N=.. bytes=.. cycles=.. bound=.. (KIND) volume=.. cut=.. (CUT)
-// latency=.. diameter=.. efficiency=.. busbw_gbps=.. link_util=.. timesteps=..".
+// latency=.. diameter=.. efficiency=.. busbw_gbps=.. link_util=.. timesteps=..
+// links_used=K/T".
 void be_print_collective_report(const CollectiveReport *r, FILE *out);
 
 // ---- units.c ----

@@ -231,7 +231,7 @@ static double total_bandwidth(const Topology *t, int *directions, int64_t *hop) 
 
 // The cycles the op's transfers and stages span, the link-direction cycles
 // its routes hold, and its deepest timestep.
-static void measure(CollectiveReport *r, const Dag *d, const int *step) {
+static void measure(CollectiveReport *r, const Topology *t, const Dag *d, const int *step, char *used) {
   bool any = false;
   for (int i = 0; i < d->nodes.len; i++) {
     const DagNode *n = d->nodes.data[i];
@@ -241,10 +241,17 @@ static void measure(CollectiveReport *r, const Dag *d, const int *step) {
     any = true;
     r->timesteps = MAX(r->timesteps, step[i]);
     if (n->kind != NODE_TRANSFER) continue;
-    for (int k = 0; k < n->nroutes; k++)
-      r->busy += n->routes[k].count * n->routes[k].every * n->routes[k].path.nhops;
+    for (int k = 0; k < n->nroutes; k++) {
+      const Path *p = &n->routes[k].path;
+      r->busy += n->routes[k].count * n->routes[k].every * p->nhops;
+      for (int h = 0; h < p->nhops; h++) {
+        const Link *link = &t->links.data[p->hops[h].link];
+        used[2 * p->hops[h].link + (p->hops[h].from != link->a)] = 1;
+      }
+    }
   }
   r->cycles = r->finish - r->start;
+  for (int i = 0; i < 2 * t->links.len; i++) r->links_used += used[i];
 }
 
 // The bounds from the formulas at the top, and the figures derived from them.
@@ -277,7 +284,9 @@ static void report_one(CollectiveReport *r, const Topology *t, const Dag *d, con
   for (int g = 0; g < r->ngroup; g++) member[group[g]] = 1;
   const Tensor *buffer = r->op->kind == OP_ALL_GATHER ? r->op->result : r->op->args[0];
   r->bytes = ir_tensor_bytes(buffer);
-  measure(r, d, step);
+  char *used = xcalloc(2 * (size_t)t->links.len + 1, 1);
+  measure(r, t, d, step, used);
+  free(used);
   if (r->ngroup >= 2) search_cuts(r, t, group, member);
   else snprintf(r->cut_name, sizeof r->cut_name, "none");
   bound(r, t, s);
@@ -303,9 +312,9 @@ int be_collective_reports(const Topology *t, const Dag *d, const SyncPlan *s, co
 void be_print_collective_report(const CollectiveReport *r, FILE *out) {
   fprintf(out,
           "collective %s: %s algo=%s N=%d bytes=%lld cycles=%lld bound=%lld (%s) volume=%lld cut=%lld (%s) "
-          "latency=%lld diameter=%d efficiency=%.3f busbw_gbps=%.3f link_util=%.3f timesteps=%d\n",
+          "latency=%lld diameter=%d efficiency=%.3f busbw_gbps=%.3f link_util=%.3f timesteps=%d links_used=%d/%d\n",
           r->op->result->name, ir_op_info[r->op->kind].name, ir_algo_names[r->algo], r->ngroup,
           (long long)r->bytes, (long long)r->cycles, (long long)r->bound, r->binding, (long long)r->volume,
           (long long)r->cut, r->cut_name, (long long)r->latency, r->diameter, r->efficiency, r->busbw_gbps,
-          r->link_util, r->timesteps);
+          r->link_util, r->timesteps, r->links_used, r->link_directions);
 }

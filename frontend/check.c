@@ -555,14 +555,20 @@ static bool shape_collective(Checker *c, const Call *call, Op *op, Tensor *r) {
   r->dtype = x->dtype;
   r->shape = x->shape;
   if (call->kind == OP_REDUCE_SCATTER) {
-    if (x->shape.dim[0] % group) {
+    // Rows are whole vectors (row padding, passes/layout.c), so a first
+    // dimension the group does not divide is completed with zero rows; the
+    // elements of a rank-1 tensor are packed, and its shards may not be.
+    int64_t n = x->shape.dim[0], rows = (n + group - 1) / group;
+    if (x->shape.rank == 1 && n % group) {
       diag_error(c->d, call->arg_ast[0]->loc,
-                 "reduce_scatter splits the first dimension of '%s' (%lld) over %d devices; it "
-                 "must be a multiple of %d",
-                 x->name, (long long)x->shape.dim[0], group, group);
+                 "reduce_scatter splits '%s' (%lld elements) over %d devices; a rank-1 operand must be a "
+                 "multiple of %d (give it a second dimension, [rows, k], and any number of rows is split, "
+                 "the last shards padded with zero rows)",
+                 x->name, (long long)n, group, group);
       return false;
     }
-    r->shape.dim[0] /= group;
+    r->shape.dim[0] = rows;
+    op->pad_rows = rows * group - n;
   }
   if (call->kind == OP_ALL_GATHER) {
     if (x->shape.dim[0] > IR_MAX_TENSOR_BYTES / group) {

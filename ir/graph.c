@@ -156,7 +156,10 @@ void ir_graph_dump(const Graph *g, FILE *out) {
     } else {
       fprintf(out, "  %s %s : %s", t->kind == TENSOR_INPUT ? "input" : "param", t->name, type);
     }
-    fprintf(out, " @ %s;  // %s, line %d\n", place, size, t->loc.line);
+    fprintf(out, " @ %s;  // %s", place, size);
+    if (t->def && t->def->pad_rows)
+      fprintf(out, ", %lld pad row%s", (long long)t->def->pad_rows, t->def->pad_rows == 1 ? "" : "s");
+    fprintf(out, ", line %d\n", t->loc.line);
   }
   for (int i = 0; i < g->outputs.len; i++) fprintf(out, "  output %s;\n", g->outputs.data[i]->name);
   fprintf(out, "}\n");

@@ -162,6 +162,8 @@ struct Op {
   int axis;          // softmax, layernorm, reduce_*, slice, concat: a non-negative axis (default last)
   Shape shape;       // reshape: the shape asked for
   int64_t start, end;  // slice: [start, end) along axis, non-negative, start < end
+  int64_t pad_rows;  // reduce_scatter: zero rows that complete the operand's first
+                     //   dimension to group x the result's (docs/dsl.md)
   SrcLoc loc;
 };
 
@@ -487,6 +489,8 @@ typedef struct DagNode {
   Route *spread;     // ... and the vectors spread over the candidates
   int nspread;
   bool nonminimal;   // TRANSFER, after routing: routes are the spread ones
+  bool on_cycle;     // TRANSFER: a ring's hop between neighbours on its cycle;
+                     //   --route=auto keeps it on the link between them
   int lane;          // TRANSFER of a collective: which of its algorithm's rings or trees
                      //   carried it (0 ..), for --emit=dot pictures and the manifest
   int ngroup;        // COLLECTIVE: the participating devices, ascending

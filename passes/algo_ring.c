@@ -13,7 +13,8 @@
 //
 // The cycle is the topology's Hamiltonian cycle (passes/rings.c) restricted
 // to the group when there is one, so consecutive devices are neighbours;
-// otherwise the group in id order, and routing carries each hop over as
+// on a mesh of odd dimensions the near cycle, one of whose hops crosses
+// two links (rings.c); otherwise the group in id order, and routing carries each hop over as
 // many links as it takes.  Any group can be lowered.  lower_ring runs one
 // ring over a part of the data; the bidirectional ring (algo_biring.c)
 // runs two.
@@ -42,7 +43,7 @@ bool lower_ring_order(const Lowering *l, int *order, char *why, size_t whylen) {
   for (int g = 0; g < l->ngroup; g++) in_group[l->group[g]] = 1;
   bool found = ring_hamiltonian(t, cycle, why, whylen);
   int n = 0;
-  if (found) {
+  if (found || ring_near_hamiltonian(t, cycle)) {
     for (int i = 0; i < t->ndevices; i++)
       if (in_group[cycle[i]]) order[n++] = cycle[i];
   } else {
@@ -93,11 +94,13 @@ static void ring_step(Ring *r, int shift, bool reduce) {
     r->next[q] = -1;
     if (!rp->bytes[label]) continue;
     send_deps(r, p, label);
+    r->l->on_cycle = ring_link_between(r->l->c->topo, rp->order[p], rp->order[q], -1) >= 0;
     r->next[q] = lower_send(r->l, rp->order[p], rp->order[q], rp->offset[label], rp->bytes[label], reduce,
                             r->deps.data, r->deps.len);
     if (rp->complete && !reduce) rp->complete[q * n + label] = r->next[q];
   }
   for (int p = 0; p < n; p++) r->arrived[p] = r->next[p];
+  r->l->on_cycle = false;
 }
 
 static void mark_done(Ring *r) {

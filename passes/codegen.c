@@ -24,7 +24,8 @@
 //     producer's start to their last reader's finish and their room is
 //     reused after; inputs, params, outputs, and what copies and
 //     collectives touch keep theirs for the whole program.  Constant
-//     vectors (a layernorm's 1/n) are .init records, one per value.
+//     vectors (a layernorm's 1/n) are .init records, one per value, and
+//     so are the zeroed pad rows of a reduce_scatter's buffer.
 // An op compute.c cannot compile (compute_supported) is refused with its
 // location and the reason.
 #include "passes.h"
@@ -64,6 +65,7 @@ typedef struct DeviceCode {
   UnitCode *c2c;  // by port
   UnitCode vxm, mxm, sxm, ctl;
   VEC(ConstVec) consts;
+  VEC(DataRecord) zeros;  // .init records of zeroed pad rows
   int64_t top;    // the next free SRAM vector
   VEC(Block) scratch;
 } DeviceCode;
@@ -153,6 +155,22 @@ static int64_t read_at(Codegen *g, const Tensor *t, int device) {
   return row[device] - 1;
 }
 
+// The vectors of a collective's buffer: its operand's, and a
+// reduce_scatter's pad rows after them.
+static int64_t buffer_vectors(Codegen *g, const Op *op) {
+  const Tensor *x = op->args[0];
+  return layout_vectors(g->c, x) + op->pad_rows * layout_pitch(g->c, x);
+}
+
+// A reduce_scatter's pad rows read as zeros: an .init record before the
+// run (no instruction, no cycle), since no transfer carries them.
+static void zero_pad_rows(Codegen *g, const Op *op, int device, int64_t buffer) {
+  int64_t first = layout_vectors(g->c, op->args[0]);
+  DataRecord r = {.kind = REC_INIT, .dtype = op->args[0]->dtype, .addr = (uint32_t)(buffer + first),
+                  .nvec = (uint32_t)(buffer_vectors(g, op) - first), .a = 0, .b = 0};
+  VEC_PUSH(&g->c->arena, &g->dev[device].zeros, r);
+}
+
 // A collective's buffer on device (see the file comment), and the home of
 // its result there.
 static int64_t work(Codegen *g, const Op *op, int device) {
@@ -165,7 +183,8 @@ static int64_t work(Codegen *g, const Op *op, int device) {
   else if (lower_in_place(g->c->graph, op))
     w = read_at(g, x, device);
   else
-    w = alloc(g, device, layout_vectors(g->c, x), arena_printf(&g->c->arena, "the buffer of %s", ir_op_info[op->kind].name));
+    w = alloc(g, device, buffer_vectors(g, op), arena_printf(&g->c->arena, "the buffer of %s", ir_op_info[op->kind].name));
+  if (op->pad_rows) zero_pad_rows(g, op, device, w);
   row[device] = w + 1;
   if (op->kind != OP_ALL_GATHER) {
     int64_t shard = 0;
@@ -512,6 +531,7 @@ static void add_const_records(Codegen *g, const DeviceCode *d, DeviceProgram *dp
     DataRecord r = {.kind = REC_INIT, .dtype = cv->dtype, .addr = cv->addr, .nvec = 1, .a = 0, .b = cv->value};
     VEC_PUSH(&g->c->arena, &dp->records, r);
   }
+  for (int i = 0; i < d->zeros.len; i++) VEC_PUSH(&g->c->arena, &dp->records, d->zeros.data[i]);
 }
 
 // The program: units in port order, vxm, mxm, sxm, ctl; the preamble; the streams.

@@ -71,11 +71,17 @@ void lower_chunk(const Lowering *l, int k, int n, int64_t *offset, int64_t *byte
   }
   // A shard is the op's: units (padded rows, or elements of a rank-1
   // tensor: layout.c) [s * E / N, (s + 1) * E / N) for group index s; its
-  // parts are cut at vectors from the shard's start.
+  // parts are cut at vectors from the shard's start.  A reduce_scatter
+  // with pad rows has shards of R = ceil(E / N) rows, [s R, (s + 1) R)
+  // clipped to E: the pad rows never travel (codegen zeroes them).
   int per = n / l->ngroup, shard = k / per;
   int64_t elems, size;
   layout_units(l->c, l->buffer, &elems, &size);
   int64_t s0 = elems * shard / l->ngroup * size, s1 = elems * (shard + 1) / l->ngroup * size;
+  if (l->op->pad_rows) {
+    int64_t rows = (elems + l->op->pad_rows) / l->ngroup;
+    s0 = MIN(rows * shard, elems) * size, s1 = MIN(rows * (shard + 1), elems) * size;
+  }
   vector_part(s1 - s0, vb, k % per, per, offset, bytes);
   *offset += s0;
 }
@@ -114,7 +120,7 @@ int lower_send(Lowering *l, int src, int dst, int64_t offset, int64_t bytes, boo
   for (int i = 0; i < w->ready_on[src].len; i++) VEC_PUSH(&w->c->arena, &w->ready, w->ready_on[src].data[i]);
   for (int i = 0; i < w->ready_on[dst].len; i++) VEC_PUSH(&w->c->arena, &w->ready, w->ready_on[dst].data[i]);
   DagNode like = {.kind = NODE_TRANSFER, .op = l->op, .tensor = l->buffer, .src = src, .dst = dst,
-                  .offset = offset, .bytes = bytes, .reduce = reduce, .lane = l->lane};
+                  .offset = offset, .bytes = bytes, .reduce = reduce, .lane = l->lane, .on_cycle = l->on_cycle};
   return append(w, &like)->id;
 }
 
@@ -170,7 +176,7 @@ static const Tensor *buffer_of(const Op *op) { return op->kind == OP_ALL_GATHER 
 
 bool lower_in_place(const Graph *g, const Op *op) {
   const Tensor *x = op->args[0];
-  if (op->kind == OP_ALL_GATHER || x->is_output) return false;
+  if (op->kind == OP_ALL_GATHER || x->is_output || op->pad_rows) return false;
   for (int i = 0; i < g->ops.len; i++)
     for (int a = 0; a < g->ops.data[i]->nargs; a++)
       if (g->ops.data[i]->args[a] == x && g->ops.data[i] != op) return false;

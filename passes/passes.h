@@ -252,6 +252,7 @@ typedef struct Lowering {
   const int *group;     // the devices, ascending
   int lane;             // the ring or tree the next lower_send belongs to (0 ..);
                         // algorithms with several set it, for pictures
+  bool on_cycle;        // the next lower_send is a ring's hop between neighbours
   void *state;          // lower.c's own
 } Lowering;
 
@@ -290,7 +291,8 @@ void lower_done(Lowering *l, int device, int node);
 void lower_after_reads(Lowering *l, int node, const int *reads, int nreads);
 // Whether a collective works in its operand's own memory: an allreduce or
 // reduce_scatter whose operand nothing else reads and the graph does not
-// output.  Otherwise lowering stages the operand into a buffer first.
+// output, and whose first dimension needs no pad rows.  Otherwise lowering
+// stages the operand into a buffer first.
 bool lower_in_place(const Graph *g, const Op *op);
 // For the choose pass: the algorithms that can lower collective n, in
 // registry order (returns how many), and old lowered by c->algos into *out
@@ -441,6 +443,10 @@ int ring_link_between(const Topology *t, int a, int b, int except);
 // False, with the reason in why (an odd mesh: bipartite with an odd number
 // of devices; or nothing found within the budget).
 bool ring_hamiltonian(const Topology *t, int *order, char *why, size_t whylen);
+// On a mesh whose dimensions are all odd (and at least 3, no failed links):
+// fills order with a cycle whose hops are neighbours except one over two
+// links.  False on any other topology.
+bool ring_near_hamiltonian(const Topology *t, int *order);
 // Whether order is a Hamiltonian cycle of t (for checks and tests).
 bool ring_is_hamiltonian(const Topology *t, const int *order);
 

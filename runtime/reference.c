@@ -508,6 +508,16 @@ static void reduce_block(Reference *r, const Op *op, int64_t first, int64_t n, d
   free(v);
 }
 
+// reduce_scatter: device's shard of the reduction; the elements of its pad
+// rows (past the operand's end: check.c) are zeros.
+static void scatter_block(Reference *r, const Op *op, int device, int64_t first, int64_t n, double *out) {
+  const Tensor *x = op->args[0];
+  int64_t start = (int64_t)group_position(r, x, device) * ir_shape_elems(&op->result->shape) + first;
+  int64_t real = MAX(0, MIN(n, ir_shape_elems(&x->shape) - start));
+  if (real) reduce_block(r, op, start, real, out);
+  for (int64_t k = real; k < n; k++) out[k] = 0;
+}
+
 // all_gather: the block crosses from one device's copy of x to the next.
 static void gather_block(Reference *r, const Op *op, int64_t first, int64_t n, double *out) {
   const Tensor *x = op->args[0];
@@ -589,9 +599,7 @@ static void lazy_block(Reference *r, const Tensor *t, int device, int64_t first,
   const Tensor *x = op->args[0];
   switch (op->kind) {
   case OP_ALLREDUCE: reduce_block(r, op, first, n, out); break;
-  case OP_REDUCE_SCATTER:
-    reduce_block(r, op, (int64_t)group_position(r, x, device) * ir_shape_elems(&t->shape) + first, n, out);
-    break;
+  case OP_REDUCE_SCATTER: scatter_block(r, op, device, first, n, out); break;
   case OP_ALL_GATHER: gather_block(r, op, first, n, out); break;
   case OP_COPY: ref_block(r, x, x->place.kind == PLACE_EACH ? device : 0, first, n, out); break;
   case OP_RESHAPE: ref_block(r, x, device, first, n, out); break;  // the same row-major elements

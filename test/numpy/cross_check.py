@@ -167,32 +167,52 @@ def cross_check_model(name, bindir, work):
     return judge(name, np.load(dump).astype(np.float64), numpy_model(tensors))
 
 
-def cross_check_allreduce(bindir, work):
-    """A real-valued f32 allreduce over fc4: each device's own g (g@D)."""
-    rng = np.random.default_rng(7)
+def emulate_collective(bindir, work, model, shape, seed):
+    """Compiles model (g @ each -> s) for fc4, gives each of the 4 devices
+    its own seeded real-valued f32 g (g@D), runs it and returns the inputs
+    (float64) and each device's dumped s."""
+    rng = np.random.default_rng(seed)
     out = os.path.join(work, "out")
-    run([os.path.join(bindir, "tspc"), os.path.join(ROOT, "test/lit/Inputs/model/allreduce-real.tg"), "-t",
-         os.path.join(ROOT, "examples/fc4.yaml"), "-o", out])
+    run([os.path.join(bindir, "tspc"), os.path.join(ROOT, model), "-t", os.path.join(ROOT, "examples/fc4.yaml"),
+         "-o", out])
     args, parts = [], []
     for d in range(4):
-        g = rng.normal(0, 1, 1000).astype(np.float32)
+        g = rng.normal(0, 1, shape).astype(np.float32)
         f = os.path.join(work, "g%d.npy" % d)
         np.save(f, g)
-        args += ["--input", "g@%d=%s" % (d, f)]
+        args += ["--input", "g@%d=%s" % (d, f), "--dump", "s@%d=%s" % (d, os.path.join(work, "s%d.npy" % d))]
         parts.append(g.astype(np.float64))
-    dumps = []
-    for d in range(4):
-        dumps += ["--dump", "s@%d=%s" % (d, os.path.join(work, "s%d.npy" % d))]
-    print(run([os.path.join(bindir, "tsp-emu"), out] + args + dumps).strip())
+    print(run([os.path.join(bindir, "tsp-emu"), out] + args).strip())
+    return parts, [np.load(os.path.join(work, "s%d.npy" % d)).astype(np.float64) for d in range(4)]
+
+
+def cross_check_allreduce(bindir, work):
+    """A real-valued f32 allreduce over fc4: each device's own g."""
+    parts, got = emulate_collective(bindir, work, "test/lit/Inputs/model/allreduce-real.tg", 1000, 7)
     want = T(store(sum(parts), "f32"), "f32", 1 + log2c(4))
-    return all(judge("allreduce device %d" % d, np.load(os.path.join(work, "s%d.npy" % d)).astype(np.float64), want)
-               for d in range(4))
+    return all([judge("allreduce device %d" % d, got[d], want) for d in range(4)])
+
+
+def cross_check_reduce_scatter(bindir, work):
+    """An f32 reduce_scatter of 37 rows over fc4's 4 devices: each gets 10
+    rows of the sum, the last 7 and 3 zero rows (the pad rows)."""
+    parts, got = emulate_collective(bindir, work, "test/lit/Inputs/model/reduce-scatter-uneven.tg", (37, 5), 11)
+    padded = np.concatenate([sum(parts), np.zeros((3, 5))])
+    ok = all([judge("reduce_scatter device %d" % d, got[d], T(store(padded[10 * d:10 * d + 10], "f32"), "f32",
+                                                              1 + log2c(4))) for d in range(4)])
+    if np.any(got[3][7:] != 0):
+        print("reduce_scatter device 3: pad rows are not zero: FAIL")
+        ok = False
+    return ok
+
+
+COLLECTIVES = {"allreduce": cross_check_allreduce, "reduce-scatter-uneven": cross_check_reduce_scatter}
 
 
 def main():
     name, bindir, work = sys.argv[1], sys.argv[2], sys.argv[3]
     os.makedirs(work, exist_ok=True)
-    ok = cross_check_allreduce(bindir, work) if name == "allreduce" else cross_check_model(name, bindir, work)
+    ok = COLLECTIVES[name](bindir, work) if name in COLLECTIVES else cross_check_model(name, bindir, work)
     sys.exit(0 if ok else 1)
 
 

@@ -349,6 +349,52 @@ static void hamiltonian_cycles_refused_with_reasons(void **state) {
   arena_free(&a);
 }
 
+// A mesh of odd dimensions: every device once, every hop between
+// neighbours but one, and that one between devices two links apart (they
+// share a neighbour).  Anything else has no near cycle.
+static void assert_near_ring(const char *yaml) {
+  Arena a = {0};
+  Topology *t = topo_ok(&a, yaml);
+  int n = t->ndevices, *order = malloc(sizeof(int) * (size_t)n), far = 0;
+  char *seen = calloc((size_t)n, 1);
+  assert_true(ring_near_hamiltonian(t, order));
+  for (int i = 0; i < n; i++) {
+    assert_true(order[i] >= 0 && order[i] < n && !seen[order[i]]);
+    seen[order[i]] = 1;
+  }
+  for (int i = 0; i < n; i++) {
+    int u = order[i], v = order[(i + 1) % n];
+    if (ring_link_between(t, u, v, -1) >= 0) continue;
+    far++;
+    bool shared = false;
+    for (int w = 0; w < n; w++) shared |= ring_link_between(t, u, w, -1) >= 0 && ring_link_between(t, w, v, -1) >= 0;
+    assert_true(shared);
+  }
+  assert_int_equal(far, 1);
+  free(order);
+  free(seen);
+  arena_free(&a);
+}
+
+static void near_cycles_on_odd_meshes(void **state) {
+  (void)state;
+  char yaml[160];
+  for (int x = 3; x <= 11; x += 2)
+    for (int y = 3; y <= 11; y += 2) {
+      snprintf(yaml, sizeof yaml, "topology: mesh\ndims: [%d, %d]\n", x, y);
+      assert_near_ring(yaml);
+    }
+  assert_near_ring("topology: mesh\ndims: [3, 3, 3]\n");
+  assert_near_ring("topology: mesh\ndims: [5, 3, 7]\n");
+  Arena a = {0};
+  int order[64];
+  assert_false(ring_near_hamiltonian(topo_ok(&a, "topology: mesh\ndims: [4, 3]\n"), order));  // has a cycle
+  assert_false(ring_near_hamiltonian(topo_ok(&a, "topology: mesh\ndims: [7]\n"), order));     // a line
+  assert_false(ring_near_hamiltonian(topo_ok(&a, "topology: torus\ndims: [3, 3]\n"), order));
+  assert_false(ring_near_hamiltonian(topo_ok(&a, "topology: mesh\ndims: [3, 3]\nfailed_links: [[0, 1]]\n"), order));
+  arena_free(&a);
+}
+
 // The DAG verifier re-checks a schedule from its routes alone: two
 // transfers on one link direction whose runs overlap by one cycle are
 // refused, naming both; one cycle later they pass.  Opposite directions
@@ -402,6 +448,7 @@ int main(void) {
       cmocka_unit_test(alignment_refuses_straddling_latencies),
       cmocka_unit_test(hamiltonian_cycles_where_they_exist),
       cmocka_unit_test(hamiltonian_cycles_refused_with_reasons),
+      cmocka_unit_test(near_cycles_on_odd_meshes),
       cmocka_unit_test(schedule_verifier_catches_overlapping_runs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
