@@ -500,7 +500,16 @@ static void add_resyncs(Codegen *g, DeviceCode *d, int nports) {
 // Appends u's instructions to out, WAITs in the gaps, then HALT.
 static void emit_unit(Codegen *g, int device, UnitCode *u, UnitProgram *out) {
   if (u->code.len) qsort(u->code.data, (size_t)u->code.len, sizeof(Timed), compare_timed);
-  int64_t now = 0;
+  int64_t now = 0, words = 1;  // the instructions, their WAITs and the HALT
+  for (int i = 0; i < u->code.len; i++) {
+    int64_t gap = u->code.data[i].at - now;
+    words += 1 + (gap > 0 ? (gap + UINT32_MAX - 1) / UINT32_MAX : 0);
+    now = MAX(now, u->code.data[i].at + issue_cycles(g, &u->code.data[i].in));
+  }
+  words += out->code.len;  // after the preamble
+  if (words > INT32_MAX) die("codegen: device %d: a unit of more than 2^31 instructions", device);
+  VEC_RESERVE(&g->c->arena, &out->code, (int)words);
+  now = 0;
   for (int i = 0; i < u->code.len; i++) {
     const Timed *t = &u->code.data[i];
     if (t->at < now)

@@ -77,6 +77,14 @@ void arena_release(Arena *a, ArenaMark m) {
   a->used = m.used;
 }
 
+void vec_reserve_(Arena *a, void **data, int *cap, int len, int n, size_t elem) {
+  if (n <= *cap) return;
+  void *p = arena_alloc(a, elem * (size_t)n);
+  if (*data) memcpy(p, *data, elem * (size_t)len);
+  *data = p;
+  *cap = n;
+}
+
 void vec_grow_(Arena *a, void **data, int *cap, size_t elem) {
   int ncap = *cap ? *cap * 2 : 8;
   void *p = arena_alloc(a, elem * (size_t)ncap);

@@ -79,6 +79,11 @@ void arena_release(Arena *a, ArenaMark m);
     (v)->data[(v)->len++] = (x);                                               \
   } while (0)
 void vec_grow_(Arena *a, void **data, int *cap, size_t elem);
+// Makes room for n elements in all with one allocation, for a vector whose
+// final length is known (growing by doubling leaves every smaller copy in
+// the arena).
+#define VEC_RESERVE(arena, v, n) vec_reserve_((arena), (void **)&(v)->data, &(v)->cap, (v)->len, (n), sizeof(*(v)->data))
+void vec_reserve_(Arena *a, void **data, int *cap, int len, int n, size_t elem);
 
 // ---- strings.c: a malloc-backed growable string ----------------------------
 typedef struct Buf {
