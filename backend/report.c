@@ -230,8 +230,9 @@ static double total_bandwidth(const Topology *t, int *directions, int64_t *hop) 
 }
 
 // The cycles the op's transfers and stages span, the link-direction cycles
-// its routes hold, and its deepest timestep.
-static void measure(CollectiveReport *r, const Topology *t, const Dag *d, const int *step, char *used) {
+// its routes hold, its deepest timestep, and the link directions they cross.
+static void measure(CollectiveReport *r, const Topology *t, const Dag *d, const int *step) {
+  char *used = xcalloc(2 * (size_t)t->links.len + 1, 1);  // by link direction
   bool any = false;
   for (int i = 0; i < d->nodes.len; i++) {
     const DagNode *n = d->nodes.data[i];
@@ -252,6 +253,7 @@ static void measure(CollectiveReport *r, const Topology *t, const Dag *d, const 
   }
   r->cycles = r->finish - r->start;
   for (int i = 0; i < 2 * t->links.len; i++) r->links_used += used[i];
+  free(used);
 }
 
 // The bounds from the formulas at the top, and the figures derived from them.
@@ -284,9 +286,7 @@ static void report_one(CollectiveReport *r, const Topology *t, const Dag *d, con
   for (int g = 0; g < r->ngroup; g++) member[group[g]] = 1;
   const Tensor *buffer = r->op->kind == OP_ALL_GATHER ? r->op->result : r->op->args[0];
   r->bytes = ir_tensor_bytes(buffer);
-  char *used = xcalloc(2 * (size_t)t->links.len + 1, 1);
-  measure(r, t, d, step, used);
-  free(used);
+  measure(r, t, d, step);
   if (r->ngroup >= 2) search_cuts(r, t, group, member);
   else snprintf(r->cut_name, sizeof r->cut_name, "none");
   bound(r, t, s);

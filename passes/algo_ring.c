@@ -14,8 +14,8 @@
 // The cycle is the topology's Hamiltonian cycle (passes/rings.c) restricted
 // to the group when there is one, so consecutive devices are neighbours;
 // on a mesh of odd dimensions the near cycle, one of whose hops crosses
-// two links (rings.c); otherwise the group in id order, and routing carries each hop over as
-// many links as it takes.  Any group can be lowered.  lower_ring runs one
+// two links (rings.c); otherwise the group in id order, and routing
+// carries each hop over as many links as it takes.  Any group can be lowered.  lower_ring runs one
 // ring over a part of the data; the bidirectional ring (algo_biring.c)
 // runs two.
 #include "passes.h"

@@ -156,10 +156,11 @@ static int64_t read_at(Codegen *g, const Tensor *t, int device) {
 }
 
 // The vectors of a collective's buffer: its operand's, and a
-// reduce_scatter's pad rows after them.
+// reduce_scatter's pad rows (of its first dimension) after them.
 static int64_t buffer_vectors(Codegen *g, const Op *op) {
   const Tensor *x = op->args[0];
-  return layout_vectors(g->c, x) + op->pad_rows * layout_pitch(g->c, x);
+  int64_t vectors = layout_vectors(g->c, x);
+  return vectors + op->pad_rows * (vectors / x->shape.dim[0]);
 }
 
 // A reduce_scatter's pad rows read as zeros: an .init record before the

@@ -69,19 +69,17 @@ void lower_chunk(const Lowering *l, int k, int n, int64_t *offset, int64_t *byte
     vector_part(layout_bytes(l->c, l->buffer), vb, k, n, offset, bytes);
     return;
   }
-  // A shard is the op's: units (padded rows, or elements of a rank-1
-  // tensor: layout.c) [s * E / N, (s + 1) * E / N) for group index s; its
-  // parts are cut at vectors from the shard's start.  A reduce_scatter
-  // with pad rows has shards of R = ceil(E / N) rows, [s R, (s + 1) R)
-  // clipped to E: the pad rows never travel (codegen zeroes them).
+  // A shard is the op's: S units (padded rows, or elements: layout.c) of
+  // the E, [s S, (s + 1) S) for group index s, clipped to E; its parts are
+  // cut at vectors from the shard's start.  S = E / N, or with a
+  // reduce_scatter's pad rows (first-dimension rows, each E / dim0 units)
+  // S = (E + pad) / N: the last shards are short or empty, and the pad
+  // rows never travel (codegen zeroes them).
   int per = n / l->ngroup, shard = k / per;
   int64_t elems, size;
   layout_units(l->c, l->buffer, &elems, &size);
-  int64_t s0 = elems * shard / l->ngroup * size, s1 = elems * (shard + 1) / l->ngroup * size;
-  if (l->op->pad_rows) {
-    int64_t rows = (elems + l->op->pad_rows) / l->ngroup;
-    s0 = MIN(rows * shard, elems) * size, s1 = MIN(rows * (shard + 1), elems) * size;
-  }
+  int64_t pad = l->op->pad_rows * (elems / l->buffer->shape.dim[0]), units = (elems + pad) / l->ngroup;
+  int64_t s0 = MIN(units * shard, elems) * size, s1 = MIN(units * (shard + 1), elems) * size;
   vector_part(s1 - s0, vb, k % per, per, offset, bytes);
   *offset += s0;
 }
