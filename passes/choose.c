@@ -12,7 +12,8 @@
 // pays for each algorithm once.  Candidates are tried in registry order
 // under branch and bound: a schedule is abandoned as soon as its makespan
 // passes the best so far, so a candidate that cannot win costs only the
-// part of its schedule that shows it.
+// part of its schedule that shows it.  A lone applicable algorithm is not
+// tried at all.
 //
 // Collectives that share the network are then chosen jointly: when the
 // model holds more than one collective left to auto, or anything besides
@@ -72,7 +73,11 @@ static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vec
   int64_t makespan = -1;
   if (lower_dag(c, old, &dag)) {
     c->dag = dag;
-    if (pass_route(c)) makespan = schedule_makespan(c, trial_route(c), bound);
+    RouteMode mode = c->route_mode;
+    c->route_mode = trial_route(c);  // the router then finds no spread it would not use
+    bool routed = pass_route(c);
+    c->route_mode = mode;
+    if (routed) makespan = schedule_makespan(c, trial_route(c), bound);
     if (vectors && makespan >= 0) *vectors = link_vectors(dag);
   }
   c->dag = model;
@@ -133,6 +138,11 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
   int64_t best_cycles = -1, best_vectors = 0, tied_vectors = -1;
   bool cached = k > 0;
   fprintf(ch->log, "choose %s (line %d): alone,", n->op->result->name, n->op->loc.line);
+  if (k == 1) {  // nothing to compare: no trial (the final compile schedules it anyway)
+    fprintf(ch->log, " %s -> %s, the only algorithm that applies (not tried)\n", ir_algo_names[cand[0]],
+            ir_algo_names[cand[0]]);
+    return cand[0];
+  }
   for (int i = 0; i < k; i++) {
     Cost cost = isolated(ch, n, cand[i], best_cycles);
     cached &= cost.cached;
@@ -188,15 +198,28 @@ static bool applies_to_all(Compilation *c, const DagNode *const *colls, int n, A
 
 // Joint choice: the per-collective winners against every single algorithm
 // for all of them, on the whole model.
+// Whether every collective getting `algo` is an assignment other than the
+// own winners.
+static bool is_alternative(Compilation *c, const DagNode *const *colls, const AlgoKind *winners, int n,
+                           AlgoKind algo) {
+  bool same = true;  // the own winners already are this assignment
+  for (int i = 0; i < n; i++) same &= winners[i] == algo;
+  return !same && applies_to_all(c, colls, n, algo);
+}
+
 static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoKind *winners, int n) {
   Compilation *c = ch->c;
+  bool any = false;
+  for (int a = 1; a < ALGO_COUNT && !any; a++) any = is_alternative(c, colls, winners, n, (AlgoKind)a);
+  if (!any) {  // nothing to compare the own winners with
+    fprintf(ch->log, "choose jointly (%d collectives): own winners, no other assignment applies to all\n", n);
+    return;
+  }
   int64_t best = whole(c, colls, n, winners, ALGO_AUTO, -1);
   fprintf(ch->log, "choose jointly (%d collectives): own winners %lld", n, (long long)best);
   AlgoKind pick = ALGO_AUTO;  // ALGO_AUTO: the own winners
   for (int a = 1; a < ALGO_COUNT && best >= 0; a++) {
-    bool same = true;  // the own winners already are this assignment
-    for (int i = 0; i < n; i++) same &= winners[i] == (AlgoKind)a;
-    if (same || !applies_to_all(c, colls, n, (AlgoKind)a)) continue;
+    if (!is_alternative(c, colls, winners, n, (AlgoKind)a)) continue;
     int64_t m = whole(c, colls, n, NULL, (AlgoKind)a, best);
     log_cost(ch->log, (AlgoKind)a, m, best);
     if (m >= 0 && m < best) best = m, pick = (AlgoKind)a;

@@ -400,6 +400,7 @@ extern const CollectiveAlgo algo_ringbiodd;  // algo_ringbiodd.c
 extern const CollectiveAlgo algo_ring2d;     // algo_ring2d.c
 extern const CollectiveAlgo algo_hring;   // algo_hring.c
 extern const CollectiveAlgo algo_dragonfly3;  // algo_dragonfly3.c
+extern const CollectiveAlgo algo_hier;        // algo_hier.c
 extern const CollectiveAlgo algo_dbtree;     // algo_dbtree.c
 extern const CollectiveAlgo algo_multitree;  // algo_multitree.c
 extern const CollectiveAlgo algo_tto;        // algo_tto.c
@@ -422,6 +423,15 @@ void route_choose(DagNode *n, RouteMode mode);
 // taken away (within a node of a dragonfly: the direct link, then one
 // two-hop path through every other TSP).  Returns how many were found.
 int route_disjoint_paths(Arena *a, const Topology *t, int src, int dst, int max, Path *out);
+// The same greedy sequence, found a piece at a time with scratch kept
+// between calls: paths[0..have) are its first paths (from earlier calls);
+// this adds the next ones, up to max in all, stopping before one of more
+// than max_hops hops.  *exhausted: the sequence has no more.  Returns the new count.
+typedef struct PathFinder PathFinder;
+PathFinder *route_finder_new(const Topology *t);
+void route_finder_free(PathFinder *f);
+int route_more_paths(PathFinder *f, Arena *a, int src, int dst, Path *paths, int have, int max, int max_hops,
+                     bool *exhausted);
 
 // ---- rings.c: Hamiltonian cycles (for ring lowerings) ----
 //

@@ -26,19 +26,31 @@
 // mixes them is refused).
 #include "passes.h"
 
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 const char *const route_mode_names[ROUTE_MODE_COUNT] = {"auto", "minimal", "nonminimal"};
 
-// The candidate paths between one pair of devices, found once.
+// The candidate paths between one pair of devices: a prefix of their
+// greedy sequence (paths.c), as long as the transfers between them so far
+// could use.  A path of latency L carries none of n vectors split by
+// `split` unless L <= L0 + (n - 1) e, the minimal path's time alone, and
+// every hop costs at least min_hop; so a transfer needs the paths of at
+// most (L0 + (n - 1) e) / min_hop hops, and a one-vector transfer the
+// minimal path alone.
 typedef struct PairPaths {
-  int src, dst;  // src < 0: an empty slot
+  int src, dst;      // src < 0: an empty slot
   int npaths;
-  Path *paths;
+  Path *paths;       // room for ROUTE_MAX_PATHS
+  int searched_hops; // every path of the sequence up to this many hops is found
+  bool exhausted;    // the sequence has no more
 } PairPaths;
 
 typedef struct Router {
   Compilation *c;
+  PathFinder *finder;
+  int64_t min_hop;   // the least latency_max + receive slack of a working link
   PairPaths *table;  // open addressing, a power of two long
   int cap, len;
 } Router;
@@ -75,17 +87,54 @@ static void grow(Router *r) {
   free(old);
 }
 
-static const PairPaths *candidates(Router *r, int src, int dst) {
+static PairPaths *pair_entry(Router *r, int src, int dst) {
   if (2 * (r->len + 1) > r->cap) grow(r);
   uint64_t h = pair_hash(src, dst) & (uint64_t)(r->cap - 1);
   for (; r->table[h].src >= 0; h = (h + 1) & (uint64_t)(r->cap - 1))
     if (r->table[h].src == src && r->table[h].dst == dst) return &r->table[h];
   PairPaths *pp = &r->table[h];
-  *pp = (PairPaths){.src = src, .dst = dst};
+  *pp = (PairPaths){.src = src, .dst = dst, .searched_hops = -1};
   pp->paths = ARENA_ARRAY(&r->c->arena, Path, ROUTE_MAX_PATHS);
-  pp->npaths = route_disjoint_paths(&r->c->arena, r->c->topo, src, dst, ROUTE_MAX_PATHS, pp->paths);
   r->len++;
   return pp;
+}
+
+// Continues pp's sequence up to paths of max_hops hops (at most `max` paths).
+static void extend(Router *r, PairPaths *pp, int max_hops, int max) {
+  bool none_left;
+  pp->npaths = route_more_paths(r->finder, &r->c->arena, pp->src, pp->dst, pp->paths, pp->npaths, max, max_hops,
+                                &none_left);
+  pp->exhausted = none_left || pp->npaths == ROUTE_MAX_PATHS;
+  if (pp->npaths < max) pp->searched_hops = MAX(pp->searched_hops, max_hops);  // stopped by the bound
+  else pp->searched_hops = MAX(pp->searched_hops, pp->paths[pp->npaths - 1].nhops - 1);  // by the count: more may tie
+}
+
+// The pair's paths, enough for a transfer of `bytes` (in the vectors of
+// the minimal path: every candidate the router keeps has its vector size).
+static const PairPaths *candidates(Router *r, int src, int dst, int64_t bytes) {
+  PairPaths *pp = pair_entry(r, src, dst);
+  if (!pp->npaths && !pp->exhausted) extend(r, pp, INT_MAX, 1);  // the minimal path
+  if (!pp->npaths || pp->exhausted || r->c->route_mode == ROUTE_MINIMAL) return pp;  // minimal: no spreading
+  const Topology *t = r->c->topo;
+  int64_t latency;
+  int every, vb;
+  if (!path_params(t, &pp->paths[0], r->c->sync.rx_slack, &latency, &every, &vb)) return pp;  // refused by the caller
+  int64_t vectors = MAX(1, (bytes + vb - 1) / vb);
+  if (vectors > ROUTE_MAX_CYCLES / every) return pp;  // refused by the caller
+  int64_t reach = latency + (vectors - 1) * (int64_t)every;
+  int hops = (int)MIN(reach / r->min_hop, INT_MAX);
+  if (hops > pp->searched_hops) extend(r, pp, hops, ROUTE_MAX_PATHS);
+  return pp;
+}
+
+// The least hop latency (latency_max + slack) over working links.
+static int64_t least_hop(const Compilation *c) {
+  int64_t least = INT64_MAX;
+  for (int i = 0; i < c->topo->links.len; i++) {
+    const Link *l = &c->topo->links.data[i];
+    if (!l->failed) least = MIN(least, l->p.latency_max + c->sync.rx_slack);
+  }
+  return least == INT64_MAX ? 1 : MAX(least, 1);
 }
 
 // How many vectors a route can finish within t cycles.
@@ -124,7 +173,7 @@ static int split(Route *routes, int k, int64_t n) {
 
 static bool route_transfer(Router *r, DagNode *n) {
   const Topology *t = r->c->topo;
-  const PairPaths *pp = candidates(r, n->src, n->dst);
+  const PairPaths *pp = candidates(r, n->src, n->dst, n->bytes);
   if (!pp->npaths) {
     diag_error(&r->c->diag, n->op->loc, "no working path from device %d to device %d for %s", n->src, n->dst,
                n->tensor->name);
@@ -172,12 +221,13 @@ void route_choose(DagNode *n, RouteMode mode) {
 }
 
 bool pass_route(Compilation *c) {
-  Router r = {.c = c};
+  Router r = {.c = c, .finder = route_finder_new(c->topo), .min_hop = least_hop(c)};
   bool ok = true;
   for (int i = 0; i < c->dag->nodes.len && ok; i++) {
     DagNode *n = c->dag->nodes.data[i];
     if (n->kind == NODE_TRANSFER) ok = route_transfer(&r, n);
   }
   free(r.table);
+  route_finder_free(r.finder);
   return ok;
 }

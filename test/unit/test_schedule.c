@@ -3,6 +3,8 @@
 // router's disjoint paths.
 #include "harness.h"
 
+#include <limits.h>
+
 #include "../../runtime/emu.h"
 
 #define HORIZON 400
@@ -146,6 +148,34 @@ static void a_node_offers_seven_paths(void **state) {
   assert_int_equal(p[0].nhops, 1);
   for (int k = 1; k < 7; k++) assert_int_equal(p[k].nhops, 2);
   assert_int_equal(route(&a, "topology: dragonfly\ndragonfly: {nodes: 1}\n", 0, 5, p, 3), 3);
+  arena_free(&a);
+}
+
+// The router asks for paths a few hops at a time (a transfer of few
+// vectors can use only short ones) and continues later: the pieces must be
+// the same greedy sequence as one search for all of them, hop for hop.
+static void paths_found_in_pieces_are_the_same_sequence(void **state) {
+  (void)state;
+  Arena a = {0};
+  const char *yaml = "topology: dragonfly\ndragonfly: {tsps_per_node: 4, nodes_per_rack: 3, racks: 3}\n";
+  Topology *t = topo_ok(&a, yaml);
+  int pairs[][2] = {{0, 1}, {0, 5}, {0, 13}, {3, 30}, {17, 2}};
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+    Path whole[16], pieces[16];
+    int n = route_disjoint_paths(&a, t, pairs[i][0], pairs[i][1], 16, whole);
+    PathFinder *f = route_finder_new(t);
+    int have = 0;
+    bool exhausted = false;
+    for (int hops = 1; !exhausted && hops <= 64; hops++)
+      have = route_more_paths(f, &a, pairs[i][0], pairs[i][1], pieces, have, 16, hops, &exhausted);
+    if (!exhausted) have = route_more_paths(f, &a, pairs[i][0], pairs[i][1], pieces, have, 16, INT_MAX, &exhausted);
+    route_finder_free(f);
+    assert_int_equal(have, n);
+    for (int k = 0; k < n; k++) {
+      assert_int_equal(pieces[k].nhops, whole[k].nhops);
+      for (int h = 0; h < whole[k].nhops; h++) assert_int_equal(pieces[k].hops[h].link, whole[k].hops[h].link);
+    }
+  }
   arena_free(&a);
 }
 
@@ -444,6 +474,7 @@ int main(void) {
       cmocka_unit_test(streams_are_runs_not_vectors),
       cmocka_unit_test(a_node_offers_seven_paths),
       cmocka_unit_test(paths_follow_the_network),
+      cmocka_unit_test(paths_found_in_pieces_are_the_same_sequence),
       cmocka_unit_test(alignment_brings_every_device_to_one_cycle),
       cmocka_unit_test(alignment_refuses_straddling_latencies),
       cmocka_unit_test(hamiltonian_cycles_where_they_exist),
