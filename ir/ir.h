@@ -124,7 +124,8 @@ typedef struct OpInfo {
   X(TTO, "tto")             /* 003 Algorithm 2: three disjoint trees    */ \
   X(HRING, "hring")         /* 004 s IV-A: hierarchical rings           */ \
   X(CTREE, "ctree")         /* 004 s IV-B: concentrated multi-tree      */ \
-  X(DRAGONFLY3, "dragonfly3") /* 002 s5.6: three-stage hierarchical     */
+  X(DRAGONFLY3, "dragonfly3") /* 002 s5.6: three-stage hierarchical     */ \
+  X(HIER, "hier")           /* 002 s2.2, s5.6: node, rack, system       */
 
 typedef enum {
 #define X(e, name) ALGO_##e,

@@ -21,6 +21,7 @@ static const CollectiveAlgo *const registry[] = {
     &algo_ring2d,
     &algo_hring,
     &algo_dragonfly3,
+    &algo_hier,
     &algo_dbtree,
     &algo_multitree,
     &algo_tto,

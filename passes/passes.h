@@ -21,6 +21,12 @@ extern const char *const route_mode_names[ROUTE_MODE_COUNT];
 // The most disjoint paths the router considers for one transfer (a named
 // limit: a dragonfly node offers 7, a mesh device at most 4).
 #define ROUTE_MAX_PATHS 16
+// The most hops a spread path may take beyond the shortest one (a named
+// limit: seed 002 s4.3 spreads a tensor over the injection links through
+// intermediate TSPs, one or two hops out of the way; a longer detour costs
+// its vectors' bandwidth on every extra link, and searching for it means a
+// BFS over most of a large system for every pair).
+#define ROUTE_MAX_DETOUR_HOPS 2
 // The longest one transfer may take, and the latest a schedule may end, in
 // cycles (named limits far past any real program: a node starts before
 // SCHEDULE_MAX_CYCLES and lasts at most ROUTE_MAX_CYCLES, or about that for

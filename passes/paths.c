@@ -28,8 +28,13 @@ struct PathFinder {
   unsigned *seen;     // by device: the generation that reached it
   unsigned gen;
   int *prev_dev, *prev_port, *queue, *depth;  // by device, valid where seen == gen
-  bool *used;         // by link direction (link * 2 + direction, 0 = a -> b): taken by a path of this pair
+  bool *used;         // by link direction (link * 2 + direction, 0 = a -> b): taken by a path of this
+                      //   pair, or (for good) a failed link's
+  int *port_base;     // by device: its first entry in port_dir
+  int *port_dir;      // by port: the link direction it sends on (-1: unplugged)
 };
+
+static int direction(const Topology *t, int link, int from) { return link * 2 + (t->links.data[link].a == from ? 0 : 1); }
 
 PathFinder *route_finder_new(const Topology *t) {
   PathFinder *f = xcalloc(1, sizeof *f);
@@ -41,6 +46,17 @@ PathFinder *route_finder_new(const Topology *t) {
   f->queue = xmalloc(sizeof(int) * n);
   f->depth = xmalloc(sizeof(int) * n);
   f->used = xcalloc((size_t)t->links.len * 2 + 1, sizeof(bool));
+  for (int i = 0; i < t->links.len; i++)
+    if (t->links.data[i].failed) f->used[2 * i] = f->used[2 * i + 1] = true;
+  f->port_base = xmalloc(sizeof(int) * n);
+  int ports = 0;
+  for (int v = 0; v < t->ndevices; v++) f->port_base[v] = ports, ports += t->devices[v].nports;
+  f->port_dir = xmalloc(sizeof(int) * (size_t)(ports + 1));
+  for (int v = 0; v < t->ndevices; v++)
+    for (int p = 0; p < t->devices[v].nports; p++) {
+      int link = t->devices[v].ports[p].link;
+      f->port_dir[f->port_base[v] + p] = link < 0 ? -1 : direction(t, link, v);
+    }
   return f;
 }
 
@@ -52,10 +68,11 @@ void route_finder_free(PathFinder *f) {
   free(f->queue);
   free(f->depth);
   free(f->used);
+  free(f->port_base);
+  free(f->port_dir);
   free(f);
 }
 
-static int direction(const Topology *t, int link, int from) { return link * 2 + (t->links.data[link].a == from ? 0 : 1); }
 
 // A new generation of visit marks (wrapping around clears them once).
 static void next_generation(PathFinder *f) {
@@ -79,11 +96,12 @@ static bool bfs_free(PathFinder *f, int src, int dst, int max_hops) {
   while (head < tail && f->seen[dst] != f->gen) {
     int v = f->queue[head++];
     if (f->depth[v] >= max_hops) break;  // breadth first: every later one is as deep
+    bool last = f->depth[v] == max_hops - 1;  // only dst itself may be reached from here
     const Device *d = &t->devices[v];
+    const int *dir = f->port_dir + f->port_base[v];
     for (int p = 0; p < d->nports; p++) {
       const Port *port = &d->ports[p];
-      if (port->link < 0 || t->links.data[port->link].failed || f->seen[port->peer] == f->gen) continue;
-      if (f->used[direction(t, port->link, v)]) continue;
+      if (dir[p] < 0 || (last && port->peer != dst) || f->seen[port->peer] == f->gen || f->used[dir[p]]) continue;
       f->seen[port->peer] = f->gen;
       f->prev_dev[port->peer] = v;
       f->prev_port[port->peer] = p;

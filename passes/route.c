@@ -38,7 +38,8 @@ const char *const route_mode_names[ROUTE_MODE_COUNT] = {"auto", "minimal", "nonm
 // `split` unless L <= L0 + (n - 1) e, the minimal path's time alone, and
 // every hop costs at least min_hop; so a transfer needs the paths of at
 // most (L0 + (n - 1) e) / min_hop hops, and a one-vector transfer the
-// minimal path alone.
+// minimal path alone.  No path more than ROUTE_MAX_DETOUR_HOPS longer
+// than the shortest is considered at all.
 typedef struct PairPaths {
   int src, dst;      // src < 0: an empty slot
   int npaths;
@@ -122,7 +123,7 @@ static const PairPaths *candidates(Router *r, int src, int dst, int64_t bytes) {
   int64_t vectors = MAX(1, (bytes + vb - 1) / vb);
   if (vectors > ROUTE_MAX_CYCLES / every) return pp;  // refused by the caller
   int64_t reach = latency + (vectors - 1) * (int64_t)every;
-  int hops = (int)MIN(reach / r->min_hop, INT_MAX);
+  int hops = (int)MIN(MIN(reach / r->min_hop, INT_MAX), (int64_t)pp->paths[0].nhops + ROUTE_MAX_DETOUR_HOPS);
   if (hops > pp->searched_hops) extend(r, pp, hops, ROUTE_MAX_PATHS);
   return pp;
 }

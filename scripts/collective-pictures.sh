@@ -10,7 +10,7 @@
 #
 # The topology: examples/mesh4x4.yaml, but mesh3x3 for ringbiodd (an odd
 # mesh), fc4 for direct (fully connected) and the two-rack dragonfly of
-# test/lit/Inputs/hier/df3-small.yaml for dragonfly3; tto's group leaves
+# test/lit/Inputs/hier/df3-small.yaml for dragonfly3 and hier; tto's group leaves
 # out the corner device 12 (x = 0, y = 3).  Graphviz is
 # no build dependency: this script installs it (scripts/install-deps.sh)
 # when neato is missing.
@@ -23,14 +23,14 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p docs/img
 
 algos=("$@")
-(( ${#algos[@]} )) || algos=(ring biring direct ringbiodd ring2d dbtree multitree tto hring ctree dragonfly3 auto)
+(( ${#algos[@]} )) || algos=(ring biring direct ringbiodd ring2d dbtree multitree tto hring ctree dragonfly3 hier auto)
 
 for algo in "${algos[@]}"; do
   topo=examples/mesh4x4.yaml place=each engine="neato -n"
   case $algo in
   ringbiodd) topo=examples/mesh3x3.yaml ;;
   direct) topo=examples/fc4.yaml ;;
-  dragonfly3) topo=test/lit/Inputs/hier/df3-small.yaml engine=fdp ;;
+  dragonfly3 | hier) topo=test/lit/Inputs/hier/df3-small.yaml engine=fdp ;;
   tto) place="each except device(12)" ;;
   esac
   printf 'graph pic {\n  input g : f32[4096] @ %s;\n  s = allreduce(g, op=sum);\n  output s;\n}\n' "$place" > "$work/pic.tg"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# scale.sh: compile time, peak memory and efficiency of the default
+# (algo=auto, --route=auto) allreduce against the device count: node8,
+# rack72, system264 and system10440, at 1 MiB a device and at a larger
+# size (64 MiB where it compiles in reasonable time).  Whole compiles with
+# code generation (-o); wall seconds, peak RSS (kB, /usr/bin/time), the
+# algorithm auto chose, the makespan and --stats' efficiency.
+#
+#   bench/scale.sh [MIB...]   (default: 1 64)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sizes=${*:-1 64}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+make -s VARIANT=release tools
+printf '%-12s %7s %5s %9s %10s %-10s %10s %6s\n' topology devices MiB seconds peak_kB algo cycles eff
+for mib in $sizes; do
+  printf 'graph ar {\n  input g : f32[%d] @ each;\n  s = allreduce(g, op=sum);\n  output s;\n}\n' $((mib * 262144)) > "$work/ar.tg"
+  for topo in node8 rack72 system264 system10440; do
+    start=$(date +%s.%N)
+    /usr/bin/time -f '%M' -o "$work/rss" bin/tspc "$work/ar.tg" -t "examples/$topo.yaml" -o "$work/out" --stats \
+      > "$work/stats" 2>&1 || { echo "$topo $mib MiB: refused or failed: $(grep -m1 error: "$work/stats")"; continue; }
+    end=$(date +%s.%N)
+    line=$(grep '^collective s:' "$work/stats")
+    printf '%-12s %7s %5s %9.2f %10s %-10s %10s %6s\n' "$topo" "$(grep '^devices:' "$work/stats" | awk '{print $2}')" \
+      "$mib" "$(echo "$end - $start" | bc)" "$(cat "$work/rss")" "$(sed 's/.* algo=\([a-z0-9]*\).*/\1/' <<< "$line")" \
+      "$(sed 's/.* cycles=\([0-9]*\).*/\1/' <<< "$line")" "$(sed 's/.* efficiency=\([0-9.]*\).*/\1/' <<< "$line")"
+    rm -rf "$work/out"
+  done
+done
