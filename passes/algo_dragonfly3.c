@@ -367,4 +367,4 @@ static void df3_lower(Lowering *l) {
   free(d.deps);
 }
 
-const CollectiveAlgo algo_dragonfly3 = {ALGO_DRAGONFLY3, df3_applies, df3_lower};
+const CollectiveAlgo algo_dragonfly3 = {ALGO_DRAGONFLY3, df3_applies, df3_lower, false};

@@ -418,4 +418,4 @@ static void hier_lower(Lowering *l) {
   free(h.g_done);
 }
 
-const CollectiveAlgo algo_hier = {ALGO_HIER, hier_applies, hier_lower};
+const CollectiveAlgo algo_hier = {ALGO_HIER, hier_applies, hier_lower, false};

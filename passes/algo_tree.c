@@ -149,15 +149,29 @@ static int deepest_step(const TreeSet *ts) {
 // takes (H + C - 1) chunk times, within 1/TREE_CHUNKS_PER_LEVEL of the C
 // a stream of the share takes alone.  No chunk below TREE_MIN_CHUNK_VECTORS;
 // no more than TREE_TRANSFER_BUDGET transfers in all.
+// --tree-chunks N gives C = N, at most one vector a chunk and within the
+// budget; otherwise the formula's C is divided by what the choose pass
+// found fastest (tree_chunk_divisor).
 static int chunks_per_tree(const Lowering *l, const TreeSet *ts) {
   int64_t offset, bytes, vb = l->c->topo->link.vector_bytes;
   lower_chunk(l, 0, ts->ntrees, &offset, &bytes);
   int64_t share_vectors = (bytes + vb - 1) / vb;
   int64_t per_chunk = MAX(1, carrying_edges(l, ts) * phases(l));
+  int64_t most = MAX(1, MIN(share_vectors, TREE_TRANSFER_BUDGET / per_chunk));
+  if (l->c->tree_chunks > 0) {
+    if (l->c->tree_chunks > most)
+      diag_note(&l->c->diag, l->op->loc,
+                "--tree-chunks=%d cut to %lld: a tree's share is %lld vectors, and TREE_TRANSFER_BUDGET (%d) "
+                "allows %lld chunks of %lld transfers each",
+                l->c->tree_chunks, (long long)most, (long long)share_vectors, TREE_TRANSFER_BUDGET,
+                (long long)(TREE_TRANSFER_BUDGET / per_chunk), (long long)per_chunk);
+    return (int)MIN(l->c->tree_chunks, most);
+  }
   int64_t chunks = (int64_t)TREE_CHUNKS_PER_LEVEL * MAX(1, deepest_step(ts) - 1);
   chunks = MIN(chunks, share_vectors / TREE_MIN_CHUNK_VECTORS);
   chunks = MIN(chunks, TREE_TRANSFER_BUDGET / per_chunk);
-  return (int)MAX(1, chunks);
+  int divisor = l->c->tree_chunk_divisor ? MAX(1, l->c->tree_chunk_divisor[l->op->id]) : 1;
+  return (int)MAX(1, chunks / divisor);
 }
 
 // ---- emission ----

@@ -39,6 +39,7 @@ typedef struct Cost {
   bool in_place;
   int64_t bytes;
   AlgoKind algo;
+  int divisor;       // the tree engine's chunk divisor it was tried with (1: the formula's count)
   int64_t cycles;    // -1: refused, ABANDONED: passed `bound`
   int64_t bound;     // the bound it was tried under (-1: none)
   int64_t link_vectors;  // vectors x hops of its transfers, the tie-break
@@ -85,9 +86,12 @@ static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vec
   return makespan;
 }
 
-static bool same_signature(const Cost *k, const DagNode *n, bool in_place, int64_t bytes, AlgoKind algo) {
+static int divisor_of(const Compilation *c, const Op *op) { return MAX(1, c->tree_chunk_divisor[op->id]); }
+
+static bool same_signature(const Cost *k, const DagNode *n, bool in_place, int64_t bytes, AlgoKind algo,
+                           int divisor) {
   const Op *a = k->like, *b = n->op;
-  return k->algo == algo && a->kind == b->kind && a->reduce == b->reduce && a->result->dtype == b->result->dtype &&
+  return k->algo == algo && k->divisor == divisor && a->kind == b->kind && a->reduce == b->reduce && a->result->dtype == b->result->dtype &&
          k->bytes == bytes && k->in_place == in_place && k->ngroup == n->ngroup &&
          !memcmp(k->group, n->group, sizeof(int) * (size_t)n->ngroup);
 }
@@ -100,7 +104,7 @@ static Cost isolated(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound
   int64_t bytes = layout_bytes(c, n->op->args[0]) + layout_bytes(c, n->op->result);
   for (int i = 0; i < ch->cache.len; i++) {
     Cost *k = &ch->cache.data[i];
-    if (!same_signature(k, n, in_place, bytes, algo)) continue;
+    if (!same_signature(k, n, in_place, bytes, algo, divisor_of(c, n->op))) continue;
     bool final = k->cycles != ABANDONED || (bound >= 0 && bound <= k->bound);  // it passes this bound too
     if (!final) continue;
     Cost hit = *k;
@@ -116,7 +120,7 @@ static Cost isolated(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound
   AlgoKind before = c->algos[n->op->id];
   c->algos[n->op->id] = algo;
   Cost k = {.like = n->op, .ngroup = n->ngroup, .group = n->group, .in_place = in_place, .bytes = bytes,
-            .algo = algo, .bound = bound};
+            .algo = algo, .divisor = divisor_of(c, n->op), .bound = bound};
   k.cycles = trial(c, &mini, bound, &k.link_vectors);
   c->algos[n->op->id] = before;
   VEC_PUSH(&c->arena, &ch->cache, k);
@@ -228,9 +232,34 @@ static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoK
   assign(c, colls, n, pick == ALGO_AUTO ? winners : NULL, pick);
 }
 
+// A tree algorithm's chunk count (seed 003 s VIII-C): the formula's
+// (algo_tree.c) divided by each of TREE_CHUNK_DIVISORS, collective n alone
+// under branch and bound, the fastest kept (the larger count on a tie).
+// Unless --tree-chunks gives the count.
+static void choose_tree_chunks(Chooser *ch, const DagNode *n) {
+  static const int divisors[] = TREE_CHUNK_DIVISORS;
+  Compilation *c = ch->c;
+  AlgoKind algo = c->algos[n->op->id];
+  if (c->tree_chunks || !lower_uses_tree_chunks(algo)) return;
+  fprintf(ch->log, "choose %s (line %d): %s's chunks, the formula's count divided by", n->op->result->name,
+          n->op->loc.line, ir_algo_names[algo]);
+  int64_t best = -1;
+  int best_divisor = 1;
+  for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
+    c->tree_chunk_divisor[n->op->id] = divisors[i];
+    Cost k = isolated(ch, n, algo, best);
+    if (k.cycles >= 0) fprintf(ch->log, " %d: %lld", divisors[i], (long long)k.cycles);
+    else fprintf(ch->log, " %d: %s", divisors[i], k.cycles == ABANDONED ? ">best" : "refused");
+    if (k.cycles >= 0 && (best < 0 || k.cycles < best)) best = k.cycles, best_divisor = divisors[i];
+  }
+  c->tree_chunk_divisor[n->op->id] = best_divisor;
+  fprintf(ch->log, " -> %d\n", best_divisor);
+}
+
 bool pass_choose(Compilation *c) {
   int nops = c->graph->ops.len;
   c->algos = ARENA_ARRAY(&c->arena, AlgoKind, nops + 1);
+  c->tree_chunk_divisor = ARENA_ARRAY(&c->arena, int, nops + 1);
   for (int i = 0; i < nops; i++) c->algos[i] = c->algo_forced ? c->forced_algo : c->graph->ops.data[i]->algo;
   const Dag *d = c->dag;
   const DagNode **colls = xmalloc(sizeof *colls * ((size_t)d->nodes.len + 1));  // the auto collectives
@@ -255,6 +284,8 @@ bool pass_choose(Compilation *c) {
   }
   assign(c, colls, n, winners, ALGO_AUTO);
   if (all && n && shares_the_network(d, n)) choose_jointly(&ch, colls, winners, n);
+  for (int i = 0; i < d->nodes.len; i++)
+    if (d->nodes.data[i]->kind == NODE_COLLECTIVE) choose_tree_chunks(&ch, d->nodes.data[i]);
   c->diag = saved;
   if (quiet) fclose(quiet);
   fclose(ch.log);

@@ -297,6 +297,11 @@ int lower_applicable(Compilation *c, const DagNode *n, AlgoKind *out) {
   return k;
 }
 
+bool lower_uses_tree_chunks(AlgoKind kind) {
+  const CollectiveAlgo *a = find_algo(kind);
+  return a && a->tree_chunks;
+}
+
 bool pass_lower(Compilation *c) {
   Dag *dag;
   bool ok = lower_dag(c, c->dag, &dag);

@@ -27,6 +27,10 @@ extern const char *const route_mode_names[ROUTE_MODE_COUNT];
 // its vectors' bandwidth on every extra link, and searching for it means a
 // BFS over most of a large system for every pair).
 #define ROUTE_MAX_DETOUR_HOPS 2
+// Under --route=auto, how far (percent) the load-aware schedule may fall
+// behind the all-minimal one, node for node, before it is abandoned for
+// it (a named setting: see schedule.c, pass_schedule).
+#define SCHEDULE_AUTO_LAG_PERCENT 5
 // The longest one transfer may take, and the latest a schedule may end, in
 // cycles (named limits far past any real program: a node starts before
 // SCHEDULE_MAX_CYCLES and lasts at most ROUTE_MAX_CYCLES, or about that for
@@ -91,10 +95,13 @@ typedef struct Compilation {
   bool algo_forced;               // --algo given: forced_algo for every collective
   AlgoKind forced_algo;
   RouteMode route_mode;           // --route (default auto)
+  int tree_chunks;                // --tree-chunks (0: the cost model's choice, tree_chunk_divisor)
   double drift_ppm;               // --drift-ppm (< 0: not given)
   int64_t launch_window;          // --launch-window (< 0: not given)
   SyncPlan sync;                  // after sync
   AlgoKind *algos;                // after choose: by op id, the algorithm each collective gets
+  int *tree_chunk_divisor;        // after choose: by op id, what the tree engine divides its
+                                  //   chunk count by (algo_tree.c; 0 or 1: the formula's)
   const char *choice_log;         // after choose: what algo=auto tried (--stats)
   Program *program;               // after codegen
   int64_t *pitch;                 // layout.c, made on first use: by tensor id, vectors per row
@@ -274,6 +281,7 @@ typedef struct CollectiveAlgo {
   // --algo and algo=NAME errors).
   bool (*applies)(const Lowering *l, char *why, size_t whylen);
   void (*lower)(Lowering *l);
+  bool tree_chunks;  // it lowers through the tree engine, whose chunk count the choose pass picks
 } CollectiveAlgo;
 
 // The byte range [*offset, *offset + *bytes) of chunk k of n (whole
@@ -304,6 +312,9 @@ bool lower_in_place(const Graph *g, const Op *op);
 // registry order (returns how many), and old lowered by c->algos into *out
 // (false after reporting an error; pass_lower is this on c->dag).
 int lower_applicable(Compilation *c, const DagNode *n, AlgoKind *out);
+// Whether algorithm kind lowers through the tree engine (its chunk count
+// is then the choose pass's to pick).
+bool lower_uses_tree_chunks(AlgoKind kind);
 bool lower_dag(Compilation *c, const Dag *old, Dag **out);
 
 // ---- algo_ring.c: rings, shared by the ring algorithms ----
@@ -365,6 +376,13 @@ typedef struct TreeSet {
 #define TREE_CHUNKS_PER_LEVEL 32
 #define TREE_MIN_CHUNK_VECTORS 4
 #define TREE_TRANSFER_BUDGET (1 << 17)
+// The chunk count is a setting (seed 003 s VIII-C sweeps it): --tree-chunks
+// gives it (at most TREE_MAX_CHUNKS, and never more chunks than vectors in
+// a share, nor past the transfer budget); otherwise the choose pass
+// schedules the formula's count divided by each of TREE_CHUNK_DIVISORS and
+// keeps the fastest.
+#define TREE_MAX_CHUNKS 4096
+#define TREE_CHUNK_DIVISORS {1, 2, 4}
 
 // A set of ntrees trees over the topology's devices, every device absent.
 TreeSet *lower_trees_new(const Lowering *l, int ntrees);

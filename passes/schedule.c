@@ -309,7 +309,10 @@ static void scheduler_free(Scheduler *s) {
 // Schedules every node with its transfers routed as mode says; returns the
 // makespan, -1 (after an error) past SCHEDULE_MAX_CYCLES, or
 // SCHEDULE_ABANDONED as soon as the makespan passes bound (when bound >= 0).
-static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound) {
+// pace (optional, by node): the makespan after each node, recorded when
+// mode is minimal; under auto the schedule is abandoned once it runs
+// SCHEDULE_AUTO_LAG_PERCENT behind it.
+static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound, int64_t *pace) {
   Scheduler s;
   scheduler_init(&s, c, mode);
   int64_t makespan = 0;
@@ -337,6 +340,11 @@ static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound) {
         pending.data[k--] = pending.data[--pending.len];
       }
     makespan = MAX(makespan, n->finish);
+    if (pace && mode != ROUTE_AUTO) pace[i] = makespan;
+    if (pace && mode == ROUTE_AUTO && makespan * 100 > pace[i] * (100 + SCHEDULE_AUTO_LAG_PERCENT)) {
+      makespan = SCHEDULE_ABANDONED;
+      break;
+    }
     if (s.failed) {
       makespan = -1;
       break;
@@ -358,20 +366,28 @@ static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound) {
   return makespan;
 }
 
-int64_t schedule_makespan(Compilation *c, RouteMode mode, int64_t bound) { return schedule_all(c, mode, bound); }
+int64_t schedule_makespan(Compilation *c, RouteMode mode, int64_t bound) { return schedule_all(c, mode, bound, NULL); }
 
 // Under --route=auto each transfer is routed against the load before it
 // (place_best), a greedy choice; the program with every transfer minimal is
 // scheduled first, and the load-aware one is abandoned as soon as it runs
 // past it, so auto is never slower than all-minimal (a tie keeps auto).
+// It is also abandoned as soon as it falls SCHEDULE_AUTO_LAG_PERCENT
+// behind the minimal one's makespan after the same node: greedy spreading
+// that loses does so from the start (rack72, 64 MiB: multitree's falls
+// behind by node 42 of 122,688, ctree's by 20, dragonfly3's by 9, while
+// dbtree's, which wins by 2.7x, never does), and a schedule that far behind
+// has not been seen to catch up; that cut 256 MiB compiles by 2-3x.
 bool pass_schedule(Compilation *c) {
   int64_t makespan;
   if (c->route_mode != ROUTE_AUTO) {
-    makespan = schedule_all(c, c->route_mode, -1);
+    makespan = schedule_all(c, c->route_mode, -1, NULL);
   } else {
-    int64_t minimal = schedule_all(c, ROUTE_MINIMAL, -1);
-    makespan = minimal < 0 ? minimal : schedule_all(c, ROUTE_AUTO, minimal);
-    if (makespan == SCHEDULE_ABANDONED) makespan = schedule_all(c, ROUTE_MINIMAL, -1);
+    int64_t *pace = xmalloc(sizeof(int64_t) * ((size_t)c->dag->nodes.len + 1));
+    int64_t minimal = schedule_all(c, ROUTE_MINIMAL, -1, pace);
+    makespan = minimal < 0 ? minimal : schedule_all(c, ROUTE_AUTO, minimal, pace);
+    free(pace);
+    if (makespan == SCHEDULE_ABANDONED) makespan = schedule_all(c, ROUTE_MINIMAL, -1, NULL);
   }
   if (makespan < 0) return false;
   c->dag->makespan = makespan;

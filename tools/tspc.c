@@ -31,6 +31,7 @@ typedef struct Options {
   bool emit_dot;           // --emit=dot
   AlgoKind algo;    // --algo: forced on every collective
   RouteMode route;  // --route
+  int tree_chunks;  // --tree-chunks (0: chosen by the compiler)
   bool algo_given;
   bool describe, ports, stats, verify_each;
   int max_errors;
@@ -50,6 +51,8 @@ static void usage(FILE *out) {
           "      --ports            with --describe: every device's numbered ports\n"
           "      --algo=NAME        lower every collective by NAME, whatever the model says\n"
           "      --route=MODE       auto (default: the faster), minimal or nonminimal paths\n"
+          "      --tree-chunks=N    cut each tree's share into N chunks (tree algorithms; default:\n"
+          "                         the compiler's cycle counts choose)\n"
           "      --drift-ppm=P      plan for clocks off by up to P ppm (default: the topology's\n"
           "                         drift_ppm, at least %g)\n"
           "      --launch-window=C  cycles the alignment waits for every device to start (default %d)\n"
@@ -68,7 +71,7 @@ static void usage(FILE *out) {
 }
 
 enum {
-  OPT_DESCRIBE = 256, OPT_ALGO, OPT_ROUTE, OPT_PORTS, OPT_DUMP_AFTER, OPT_STOP_AFTER, OPT_MAX_ERRORS, OPT_STATS,
+  OPT_DESCRIBE = 256, OPT_ALGO, OPT_ROUTE, OPT_TREE_CHUNKS, OPT_PORTS, OPT_DUMP_AFTER, OPT_STOP_AFTER, OPT_MAX_ERRORS, OPT_STATS,
   OPT_VERIFY, OPT_EMIT, OPT_DRIFT, OPT_LAUNCH, OPT_VERSION, OPT_HELP
 };
 
@@ -144,6 +147,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       {"launch-window", required_argument, 0, OPT_LAUNCH},
       {"algo", required_argument, 0, OPT_ALGO},
       {"route", required_argument, 0, OPT_ROUTE},
+      {"tree-chunks", required_argument, 0, OPT_TREE_CHUNKS},
       {"max-errors", required_argument, 0, OPT_MAX_ERRORS},
       {"stats", no_argument, 0, OPT_STATS},       {"version", no_argument, 0, OPT_VERSION},
       {"verify-each", no_argument, 0, OPT_VERIFY},
@@ -206,6 +210,13 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
         diag_tool_error(d, "tspc", "unknown routing '%s' for --route (known: auto, minimal, nonminimal)", optarg);
         return false;
       }
+      break;
+    case OPT_TREE_CHUNKS:
+      if (!str_to_i64(optarg, &n) || n < 1 || n > TREE_MAX_CHUNKS) {
+        diag_tool_error(d, "tspc", "--tree-chunks needs a count from 1 to %d, got '%s'", TREE_MAX_CHUNKS, optarg);
+        return false;
+      }
+      o->tree_chunks = (int)n;
       break;
     case OPT_MAX_ERRORS:
       if (!str_to_i64(optarg, &n) || n < 0 || n > 1000000) {
@@ -309,6 +320,7 @@ int main(int argc, char **argv) {
   c.algo_forced = o.algo_given;
   c.forced_algo = o.algo;
   c.route_mode = o.route;
+  c.tree_chunks = o.tree_chunks;
   c.drift_ppm = o.drift_ppm;
   c.launch_window = o.launch_window;
   int status = 1;
