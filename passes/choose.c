@@ -40,6 +40,7 @@ typedef struct Cost {
   int64_t bytes;
   AlgoKind algo;
   int divisor;       // the tree engine's chunk divisor it was tried with (1: the formula's count)
+  bool as_compiled;  // routed and scheduled as the compile will, not minimally
   int64_t cycles;    // -1: refused, ABANDONED: passed `bound`
   int64_t bound;     // the bound it was tried under (-1: none)
   int64_t link_vectors;  // vectors x hops of its transfers, the tie-break
@@ -68,17 +69,20 @@ static int64_t link_vectors(const Dag *d) {
 // The makespan of `old` lowered with c->algos, routed and scheduled, -1
 // when a pass refuses it, or ABANDONED past bound (>= 0).  Everything the
 // trial builds is released and its diagnostics are discarded.
-static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vectors) {
+// as_compiled: routed and scheduled as the compile will (--route=auto's
+// load-aware schedule against the all-minimal one), not minimally.
+static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vectors, bool as_compiled) {
   ArenaMark mark = arena_mark(&c->arena);
   Dag *dag, *model = c->dag;
   int64_t makespan = -1;
   if (lower_dag(c, old, &dag)) {
     c->dag = dag;
     RouteMode mode = c->route_mode;
-    c->route_mode = trial_route(c);  // the router then finds no spread it would not use
+    if (!as_compiled) c->route_mode = trial_route(c);  // the router then finds no spread it would not use
     bool routed = pass_route(c);
     c->route_mode = mode;
-    if (routed) makespan = schedule_makespan(c, trial_route(c), bound);
+    if (routed && as_compiled) makespan = schedule_as_compiled(c, bound);
+    else if (routed) makespan = schedule_makespan(c, trial_route(c), bound);
     if (vectors && makespan >= 0) *vectors = link_vectors(dag);
   }
   c->dag = model;
@@ -89,22 +93,22 @@ static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vec
 static int divisor_of(const Compilation *c, const Op *op) { return MAX(1, c->tree_chunk_divisor[op->id]); }
 
 static bool same_signature(const Cost *k, const DagNode *n, bool in_place, int64_t bytes, AlgoKind algo,
-                           int divisor) {
+                           int divisor, bool as_compiled) {
   const Op *a = k->like, *b = n->op;
-  return k->algo == algo && k->divisor == divisor && a->kind == b->kind && a->reduce == b->reduce && a->result->dtype == b->result->dtype &&
+  return k->algo == algo && k->divisor == divisor && k->as_compiled == as_compiled && a->kind == b->kind && a->reduce == b->reduce && a->result->dtype == b->result->dtype &&
          k->bytes == bytes && k->in_place == in_place && k->ngroup == n->ngroup &&
          !memcmp(k->group, n->group, sizeof(int) * (size_t)n->ngroup);
 }
 
 // Collective n alone under algo, from the cache when it was tried there
 // under a bound no tighter than this one.
-static Cost isolated(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound) {
+static Cost isolated(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound, bool as_compiled) {
   Compilation *c = ch->c;
   bool in_place = lower_in_place(c->graph, n->op);
   int64_t bytes = layout_bytes(c, n->op->args[0]) + layout_bytes(c, n->op->result);
   for (int i = 0; i < ch->cache.len; i++) {
     Cost *k = &ch->cache.data[i];
-    if (!same_signature(k, n, in_place, bytes, algo, divisor_of(c, n->op))) continue;
+    if (!same_signature(k, n, in_place, bytes, algo, divisor_of(c, n->op), as_compiled)) continue;
     bool final = k->cycles != ABANDONED || (bound >= 0 && bound <= k->bound);  // it passes this bound too
     if (!final) continue;
     Cost hit = *k;
@@ -120,8 +124,8 @@ static Cost isolated(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound
   AlgoKind before = c->algos[n->op->id];
   c->algos[n->op->id] = algo;
   Cost k = {.like = n->op, .ngroup = n->ngroup, .group = n->group, .in_place = in_place, .bytes = bytes,
-            .algo = algo, .divisor = divisor_of(c, n->op), .bound = bound};
-  k.cycles = trial(c, &mini, bound, &k.link_vectors);
+            .algo = algo, .divisor = divisor_of(c, n->op), .as_compiled = as_compiled, .bound = bound};
+  k.cycles = trial(c, &mini, bound, &k.link_vectors, as_compiled);
   c->algos[n->op->id] = before;
   VEC_PUSH(&c->arena, &ch->cache, k);
   return k;
@@ -148,7 +152,7 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
     return cand[0];
   }
   for (int i = 0; i < k; i++) {
-    Cost cost = isolated(ch, n, cand[i], best_cycles);
+    Cost cost = isolated(ch, n, cand[i], best_cycles, false);
     cached &= cost.cached;
     log_cost(ch->log, cand[i], cost.cycles, best_cycles);
     if (cost.cycles < 0) continue;
@@ -186,7 +190,7 @@ static void assign(Compilation *c, const DagNode *const *colls, int n, const Alg
 static int64_t whole(Compilation *c, const DagNode *const *colls, int n, const AlgoKind *as, AlgoKind one,
                      int64_t bound) {
   assign(c, colls, n, as, one);
-  return trial(c, c->dag, bound, NULL);
+  return trial(c, c->dag, bound, NULL, false);
 }
 
 static bool applies_to_all(Compilation *c, const DagNode *const *colls, int n, AlgoKind algo) {
@@ -234,26 +238,41 @@ static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoK
 
 // A tree algorithm's chunk count (seed 003 s VIII-C): the formula's
 // (algo_tree.c) divided by each of TREE_CHUNK_DIVISORS, collective n alone
-// under branch and bound, the fastest kept (the larger count on a tie).
-// Unless --tree-chunks gives the count.
+// routed minimally under branch and bound; when another count than the
+// formula's is fastest, both are tried again routed and scheduled as the
+// compile will, and the faster kept (under --route=auto a count that wins
+// minimally routed can lose once the load-aware router spreads: dbtree on
+// rack72 at 64 MiB, a half of the formula's count).  The formula's on a
+// tie.  Unless --tree-chunks gives the count.
 static void choose_tree_chunks(Chooser *ch, const DagNode *n) {
   static const int divisors[] = TREE_CHUNK_DIVISORS;
   Compilation *c = ch->c;
-  AlgoKind algo = c->algos[n->op->id];
+  int op = n->op->id;
+  AlgoKind algo = c->algos[op];
   if (c->tree_chunks || !lower_uses_tree_chunks(algo)) return;
   fprintf(ch->log, "choose %s (line %d): %s's chunks, the formula's count divided by", n->op->result->name,
           n->op->loc.line, ir_algo_names[algo]);
   int64_t best = -1;
-  int best_divisor = 1;
+  int pick = 1;
   for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
-    c->tree_chunk_divisor[n->op->id] = divisors[i];
-    Cost k = isolated(ch, n, algo, best);
+    c->tree_chunk_divisor[op] = divisors[i];
+    Cost k = isolated(ch, n, algo, best, false);
     if (k.cycles >= 0) fprintf(ch->log, " %d: %lld", divisors[i], (long long)k.cycles);
     else fprintf(ch->log, " %d: %s", divisors[i], k.cycles == ABANDONED ? ">best" : "refused");
-    if (k.cycles >= 0 && (best < 0 || k.cycles < best)) best = k.cycles, best_divisor = divisors[i];
+    if (k.cycles >= 0 && (best < 0 || k.cycles < best)) best = k.cycles, pick = divisors[i];
   }
-  c->tree_chunk_divisor[n->op->id] = best_divisor;
-  fprintf(ch->log, " -> %d\n", best_divisor);
+  if (pick != 1 && c->route_mode == ROUTE_AUTO) {
+    c->tree_chunk_divisor[op] = 1;
+    Cost formula = isolated(ch, n, algo, -1, true);
+    c->tree_chunk_divisor[op] = pick;
+    Cost other = isolated(ch, n, algo, formula.cycles, true);
+    fprintf(ch->log, "; as compiled 1: %lld %d: ", (long long)formula.cycles, pick);
+    if (other.cycles >= 0) fprintf(ch->log, "%lld", (long long)other.cycles);
+    else fprintf(ch->log, "%s", other.cycles == ABANDONED ? ">best" : "refused");
+    if (formula.cycles >= 0 && (other.cycles < 0 || other.cycles >= formula.cycles)) pick = 1;
+  }
+  c->tree_chunk_divisor[op] = pick;
+  fprintf(ch->log, " -> %d\n", pick);
 }
 
 bool pass_choose(Compilation *c) {

@@ -28,9 +28,11 @@ extern const char *const route_mode_names[ROUTE_MODE_COUNT];
 // BFS over most of a large system for every pair).
 #define ROUTE_MAX_DETOUR_HOPS 2
 // Under --route=auto, how far (percent) the load-aware schedule may fall
-// behind the all-minimal one, node for node, before it is abandoned for
-// it (a named setting: see schedule.c, pass_schedule).
-#define SCHEDULE_AUTO_LAG_PERCENT 5
+// behind the all-minimal one, node for node, once past the first
+// SCHEDULE_AUTO_LAG_GRACE_PERCENT of the nodes, before it is abandoned
+// for it (named settings: see schedule.c, pass_schedule).
+#define SCHEDULE_AUTO_LAG_PERCENT 15
+#define SCHEDULE_AUTO_LAG_GRACE_PERCENT 10
 // The longest one transfer may take, and the latest a schedule may end, in
 // cycles (named limits far past any real program: a node starts before
 // SCHEDULE_MAX_CYCLES and lasts at most ROUTE_MAX_CYCLES, or about that for
@@ -135,6 +137,11 @@ void choose_dump(const Compilation *c, FILE *out);
 // passes bound (when bound >= 0).  For the choose pass's trials.
 #define SCHEDULE_ABANDONED (-2)
 int64_t schedule_makespan(Compilation *c, RouteMode mode, int64_t bound);
+// The makespan pass_schedule would give c->dag (under --route=auto the
+// better of the all-minimal and the load-aware schedule), or
+// SCHEDULE_ABANDONED past bound, -1 after an error; c->dag is left
+// scheduled some way.
+int64_t schedule_as_compiled(Compilation *c, int64_t bound);
 // The generated program as assembly, every device (--dump-after=codegen).
 void codegen_dump(const Compilation *c, FILE *out);
 

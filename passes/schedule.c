@@ -341,7 +341,8 @@ static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound, int64
       }
     makespan = MAX(makespan, n->finish);
     if (pace && mode != ROUTE_AUTO) pace[i] = makespan;
-    if (pace && mode == ROUTE_AUTO && makespan * 100 > pace[i] * (100 + SCHEDULE_AUTO_LAG_PERCENT)) {
+    if (pace && mode == ROUTE_AUTO && (int64_t)i * 100 >= (int64_t)c->dag->nodes.len * SCHEDULE_AUTO_LAG_GRACE_PERCENT &&
+        makespan * 100 > pace[i] * (100 + SCHEDULE_AUTO_LAG_PERCENT)) {
       makespan = SCHEDULE_ABANDONED;
       break;
     }
@@ -372,23 +373,44 @@ int64_t schedule_makespan(Compilation *c, RouteMode mode, int64_t bound) { retur
 // (place_best), a greedy choice; the program with every transfer minimal is
 // scheduled first, and the load-aware one is abandoned as soon as it runs
 // past it, so auto is never slower than all-minimal (a tie keeps auto).
-// It is also abandoned as soon as it falls SCHEDULE_AUTO_LAG_PERCENT
-// behind the minimal one's makespan after the same node: greedy spreading
-// that loses does so from the start (rack72, 64 MiB: multitree's falls
-// behind by node 42 of 122,688, ctree's by 20, dragonfly3's by 9, while
-// dbtree's, which wins by 2.7x, never does), and a schedule that far behind
-// has not been seen to catch up; that cut 256 MiB compiles by 2-3x.
-bool pass_schedule(Compilation *c) {
-  int64_t makespan;
-  if (c->route_mode != ROUTE_AUTO) {
-    makespan = schedule_all(c, c->route_mode, -1, NULL);
-  } else {
-    int64_t *pace = xmalloc(sizeof(int64_t) * ((size_t)c->dag->nodes.len + 1));
-    int64_t minimal = schedule_all(c, ROUTE_MINIMAL, -1, pace);
-    makespan = minimal < 0 ? minimal : schedule_all(c, ROUTE_AUTO, minimal, pace);
-    free(pace);
-    if (makespan == SCHEDULE_ABANDONED) makespan = schedule_all(c, ROUTE_MINIMAL, -1, NULL);
+// It is also abandoned as soon as, past the first
+// SCHEDULE_AUTO_LAG_GRACE_PERCENT of the nodes, it runs
+// SCHEDULE_AUTO_LAG_PERCENT behind the minimal one's makespan after the same
+// node: greedy spreading that loses is that far behind from the start
+// (64 MiB, a tenth of the nodes in: multitree 1.31 on rack72, 1.2 on
+// mesh8x8; ctree 1.23; dragonfly3 1.43), while one that wins is at most
+// 1.10 behind there and ends ahead (dbtree on mesh8x8: 0.82 at the end,
+// but 1.55 at node 29, hence the grace).  That cut 256 MiB compiles by
+// 2-3x; a schedule cut wrongly costs cycles, never correctness (the
+// minimal one is kept).
+// What pass_schedule does, with `bound` for the choose pass's trials (-1:
+// none); *lost: the load-aware schedule lost to the minimal one and was
+// abandoned (the DAG then holds neither whole).
+static int64_t schedule_modes(Compilation *c, int64_t bound, bool *lost) {
+  *lost = false;
+  if (c->route_mode != ROUTE_AUTO) return schedule_all(c, c->route_mode, bound, NULL);
+  // The minimal schedule is not bounded: the load-aware one may beat a
+  // bound the minimal one misses.
+  int64_t *pace = xmalloc(sizeof(int64_t) * ((size_t)c->dag->nodes.len + 1));
+  int64_t minimal = schedule_all(c, ROUTE_MINIMAL, -1, pace);
+  int64_t makespan = minimal < 0 ? minimal : schedule_all(c, ROUTE_AUTO, bound >= 0 ? MIN(bound, minimal) : minimal, pace);
+  free(pace);
+  if (makespan == SCHEDULE_ABANDONED && minimal >= 0) {
+    *lost = true;
+    return bound >= 0 && minimal > bound ? SCHEDULE_ABANDONED : minimal;
   }
+  return makespan;
+}
+
+int64_t schedule_as_compiled(Compilation *c, int64_t bound) {
+  bool lost;
+  return schedule_modes(c, bound, &lost);
+}
+
+bool pass_schedule(Compilation *c) {
+  bool lost;
+  int64_t makespan = schedule_modes(c, -1, &lost);
+  if (lost) makespan = schedule_all(c, ROUTE_MINIMAL, -1, NULL);  // the DAG holds the load-aware try
   if (makespan < 0) return false;
   c->dag->makespan = makespan;
   c->dag->scheduled = true;

@@ -126,6 +126,7 @@ static bool decode_streams(Decoder *dc, char *err, size_t errlen) {
     UnitProgram *up = &dc->out->units.data[u];
     size_t entry = ISA_HEADER_BYTES + (size_t)ISA_UNIT_ENTRY_BYTES * (size_t)u;
     uint32_t count = get_u32(dc->data + entry + 4), start = get_u32(dc->data + entry + 8);
+    VEC_RESERVE(dc->a, &up->code, (int)count);  // once: decode_units checked it fits the file
     for (uint32_t i = 0; i < count; i++) {
       size_t at = start + (size_t)ISA_INSTR_BYTES * i;
       const unsigned char *p = dc->data + at;
