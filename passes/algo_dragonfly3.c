@@ -86,25 +86,6 @@ static void select_part(Df3 *d, int p) {
 
 static int df3_node_of(const Df3 *d, int dev) { return dev / d->tpn; }
 
-// Whether the group is made of whole nodes; if not, which device breaks it.
-static bool whole_nodes(const Lowering *l, int tpn, char *why, size_t whylen) {
-  char *in = xcalloc((size_t)l->c->topo->ndevices, 1);
-  for (int g = 0; g < l->ngroup; g++) in[l->group[g]] = 1;
-  bool ok = true;
-  for (int g = 0; g < l->ngroup && ok; g++) {
-    int first = l->group[g] / tpn * tpn;
-    for (int k = 0; k < tpn && ok; k++)
-      if (!in[first + k]) {
-        snprintf(why, whylen,
-                 "it needs whole nodes in the group, and device %d is in it while device %d of the same node is not",
-                 l->group[g], first + k);
-        ok = false;
-      }
-  }
-  free(in);
-  return ok;
-}
-
 static bool df3_applies(const Lowering *l, char *why, size_t whylen) {
   const Topology *t = l->c->topo;
   if (t->family != FAMILY_DRAGONFLY) {
@@ -116,7 +97,7 @@ static bool df3_applies(const Lowering *l, char *why, size_t whylen) {
     snprintf(why, whylen, "it lowers allreduce only");
     return false;
   }
-  if (!whole_nodes(l, t->df.tsps_per_node, why, whylen)) return false;
+  if (!lower_whole_blocks(l, t->df.tsps_per_node, "node", why, whylen)) return false;
   int64_t tpn = t->df.tsps_per_node, m = l->ngroup / tpn;
   // Per part: stage 1 and 3 (T-1) T M each, stage 2 2 M (M-1) T.
   int64_t transfers = pipeline_parts(m, tpn) * part_transfers(m, tpn);

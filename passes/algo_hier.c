@@ -93,23 +93,6 @@ static void chunk(const Hier *h, int k, int t, int64_t *offset, int64_t *bytes) 
 
 // ---- applicability ----
 
-static bool whole_racks(const Lowering *l, int per_rack, char *why, size_t whylen) {
-  char *in = xcalloc((size_t)l->c->topo->ndevices, 1);
-  for (int g = 0; g < l->ngroup; g++) in[l->group[g]] = 1;
-  bool ok = true;
-  for (int g = 0; g < l->ngroup && ok; g++) {
-    int first = l->group[g] / per_rack * per_rack;
-    for (int k = 0; k < per_rack && ok; k++)
-      if (!in[first + k]) {
-        snprintf(why, whylen, "it needs whole racks in the group, and device %d is in it while device %d of the "
-                 "same rack is not", l->group[g], first + k);
-        ok = false;
-      }
-  }
-  free(in);
-  return ok;
-}
-
 // Transfers of one part, at most (a root chunk splits a range in two): A
 // and A' 2 Q R T ((R - 1) L + T - 1) each doubled, B and B' 2 Q R T (R - 1),
 // G per chunk 2 ((Q - 1) + R (T - 1) + R - 1).
@@ -137,7 +120,7 @@ static bool hier_applies(const Lowering *l, char *why, size_t whylen) {
     return false;
   }
   int u = t->df.tsps_per_node * t->df.nodes_per_rack;
-  if (!whole_racks(l, u, why, whylen)) return false;
+  if (!lower_whole_blocks(l, u, "rack", why, whylen)) return false;
   if (l->ngroup / u < 2) {
     snprintf(why, whylen, "its group is one rack; the rack's own algorithms (dragonfly3, multitree) cover it");
     return false;

@@ -10,6 +10,7 @@
 // defining a CollectiveAlgo and one line in `registry`.
 #include "passes.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -295,6 +296,24 @@ int lower_applicable(Compilation *c, const DagNode *n, AlgoKind *out) {
   for (size_t i = 0; i < ARRAY_LEN(registry); i++)
     if (registry[i]->applies(&l, why, sizeof why)) out[k++] = registry[i]->kind;
   return k;
+}
+
+bool lower_whole_blocks(const Lowering *l, int size, const char *what, char *why, size_t whylen) {
+  char *in = xcalloc((size_t)l->c->topo->ndevices, 1);
+  for (int g = 0; g < l->ngroup; g++) in[l->group[g]] = 1;
+  bool ok = true;
+  for (int g = 0; g < l->ngroup && ok; g++) {
+    int first = l->group[g] / size * size;
+    for (int k = 0; k < size && ok; k++)
+      if (!in[first + k]) {
+        snprintf(why, whylen,
+                 "it needs whole %ss in the group, and device %d is in it while device %d of the same %s is not", what,
+                 l->group[g], first + k, what);
+        ok = false;
+      }
+  }
+  free(in);
+  return ok;
 }
 
 bool lower_uses_tree_chunks(AlgoKind kind) {

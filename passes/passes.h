@@ -319,6 +319,10 @@ bool lower_in_place(const Graph *g, const Op *op);
 // registry order (returns how many), and old lowered by c->algos into *out
 // (false after reporting an error; pass_lower is this on c->dag).
 int lower_applicable(Compilation *c, const DagNode *n, AlgoKind *out);
+// Whether the group is made of whole blocks of `size` consecutive device
+// ids (a dragonfly's nodes or racks, named `what`); if not, why, naming a
+// device in the group and one of its block that is not.
+bool lower_whole_blocks(const Lowering *l, int size, const char *what, char *why, size_t whylen);
 // Whether algorithm kind lowers through the tree engine (its chunk count
 // is then the choose pass's to pick).
 bool lower_uses_tree_chunks(AlgoKind kind);
