@@ -10,36 +10,82 @@
 // stops between passes when diag.nerrors > 0.
 #include "support.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void diag_init(Diag *d, FILE *out) {
   *d = (Diag){.out = out, .max_errors = DIAG_DEFAULT_MAX_ERRORS};
 }
 
-// Prints the quoted line and a caret under LOC (tabs kept, so the caret lines up).
-static void print_caret(Diag *d, SrcLoc loc) {
-  if (!loc.file || loc.line < 1) return;
-  int n;
-  const char *line = src_line(loc.file, loc.line, &n);
-  for (int i = 0; i < n; i++) fputc(line[i] ? line[i] : ' ', d->out);  // a NUL shows as a space
-  fputc('\n', d->out);
-  // One space (or tab) per character: UTF-8 continuation bytes take no column.
-  for (int i = 0; i < loc.col - 1 && i < n; i++)
-    if (((unsigned char)line[i] & 0xc0) != 0x80) fputc(line[i] == '\t' ? '\t' : ' ', d->out);
-  fputc('^', d->out);
-  for (int i = 1; i < loc.len && loc.col - 1 + i < n; i++)
-    if (((unsigned char)line[loc.col - 1 + i] & 0xc0) != 0x80) fputc('~', d->out);
-  fputc('\n', d->out);
+// The quoted line's window: [*start, *end) of its n bytes, at most
+// DIAG_QUOTE_MAX_BYTES long and holding the caret's column, cut at UTF-8
+// character boundaries.
+static void quote_window(const char *line, int n, SrcLoc loc, int *start, int *end) {
+  *start = 0, *end = n;
+  if (n <= DIAG_QUOTE_MAX_BYTES) return;
+  *start = MAX(0, MIN(loc.col - 1 - DIAG_QUOTE_MAX_BYTES / 4, n - DIAG_QUOTE_MAX_BYTES));
+  while (*start > 0 && ((unsigned char)line[*start] & 0xc0) == 0x80) (*start)--;
+  *end = MIN(n, *start + DIAG_QUOTE_MAX_BYTES);
+  while (*end < n && ((unsigned char)line[*end] & 0xc0) == 0x80) (*end)++;
 }
 
+// Prints the quoted line and a caret under LOC (tabs kept, so the caret
+// lines up); a line longer than DIAG_QUOTE_MAX_BYTES is quoted around the
+// caret, with "..." where it is cut.
+static void print_caret(FILE *out, SrcLoc loc) {
+  if (!loc.file || loc.line < 1) return;
+  int n, start, end;
+  const char *line = src_line(loc.file, loc.line, &n);
+  quote_window(line, n, loc, &start, &end);
+  const char *before = start > 0 ? "..." : "";
+  fputs(before, out);
+  for (int i = start; i < end; i++) fputc(line[i] ? line[i] : ' ', out);  // a NUL shows as a space
+  fputs(end < n ? "...\n" : "\n", out);
+  // One space (or tab) per character: UTF-8 continuation bytes take no column.
+  fprintf(out, "%*s", (int)strlen(before), "");
+  for (int i = start; i < loc.col - 1 && i < end; i++)
+    if (((unsigned char)line[i] & 0xc0) != 0x80) fputc(line[i] == '\t' ? '\t' : ' ', out);
+  fputc('^', out);
+  for (int i = 1; i < loc.len && loc.col - 1 + i < end; i++)
+    if (((unsigned char)line[loc.col - 1 + i] & 0xc0) != 0x80) fputc('~', out);
+  fputc('\n', out);
+}
+
+// A message longer than DIAG_MESSAGE_MAX_BYTES (it quotes a pathological
+// input: a name of megabytes) keeps its start and end around a count of
+// what was cut.  msg starts `at` bytes into a buffer of *len bytes.
+static void elide_middle(char *msg, size_t *len, size_t at) {
+  size_t n = *len - at, keep = DIAG_MESSAGE_MAX_BYTES / 2;
+  if (n <= DIAG_MESSAGE_MAX_BYTES) return;
+  char mid[64];
+  int m = snprintf(mid, sizeof mid, "... (%zu bytes cut) ...", n - 2 * keep);
+  memmove(msg + keep + (size_t)m, msg + n - keep, keep);
+  memcpy(msg + keep, mid, (size_t)m);
+  *len = at + 2 * keep + (size_t)m;
+}
+
+// One diagnostic, composed in memory and written at once (the stream may
+// be unbuffered: stderr writes every byte on its own otherwise).
 static void print_message(Diag *d, SrcLoc loc, const char *kind, const char *fmt, va_list ap) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  if (!out) die("out of memory");
   if (loc.file)
-    fprintf(d->out, "%s:%d:%d: %s: ", loc.file->path, loc.line, loc.col, kind);
+    fprintf(out, "%s:%d:%d: %s: ", loc.file->path, loc.line, loc.col, kind);
   else
-    fprintf(d->out, "%s: ", kind);
-  vfprintf(d->out, fmt, ap);
-  fputc('\n', d->out);
-  print_caret(d, loc);
+    fprintf(out, "%s: ", kind);
+  long at = ftell(out);
+  vfprintf(out, fmt, ap);
+  fflush(out);
+  elide_middle(text + at, &len, (size_t)at);
+  fseek(out, (long)len, SEEK_SET);
+  fputc('\n', out);
+  print_caret(out, loc);
+  fclose(out);
+  fwrite(text, 1, len, d->out);
+  fflush(d->out);
+  free(text);
 }
 
 void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap) {

@@ -131,6 +131,12 @@ typedef struct Diag {
 // stops reporting more (a cascade rarely helps the reader).
 #define DIAG_DEFAULT_MAX_ERRORS 20
 
+// A quoted source line longer than this many bytes is quoted around the
+// caret only (a named limit: a 10 MB line is an input, not a message).
+#define DIAG_QUOTE_MAX_BYTES 160
+// A message longer than this keeps its start and end around a count of
+// what was cut (it quotes a pathological input).
+#define DIAG_MESSAGE_MAX_BYTES 1024
 void diag_init(Diag *d, FILE *out);
 void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) PRINTF_LIKE(3, 4);
 void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap);
