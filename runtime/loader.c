@@ -252,9 +252,16 @@ static bool read_pitch(ManifestReader *m, yaml_node_t *n, const Topology *t, Ten
 static bool read_tensor(ManifestReader *m, yaml_node_t *n, const Topology *t, TensorHome *th) {
   int64_t v;
   yaml_node_t *name = required(m, n, "name"), *dtype = required(m, n, "dtype"), *shape = required(m, n, "shape");
-  if (!name || !dtype || !shape || name->type != YAML_SCALAR_NODE || dtype->type != YAML_SCALAR_NODE ||
-      shape->type != YAML_SEQUENCE_NODE)
+  if (!name || !dtype || !shape) return false;
+  if (name->type != YAML_SCALAR_NODE || dtype->type != YAML_SCALAR_NODE) {
+    diag_error(m->d, mloc(m, name->type != YAML_SCALAR_NODE ? name : dtype), "a tensor's %s must be a scalar",
+               name->type != YAML_SCALAR_NODE ? "name" : "dtype");
     return false;
+  }
+  if (shape->type != YAML_SEQUENCE_NODE) {
+    diag_error(m->d, mloc(m, shape), "a tensor's shape must be a list of dimensions");
+    return false;
+  }
   th->name = arena_strdup(m->a, (char *)name->data.scalar.value);
   if (!ir_dtype_lookup((char *)dtype->data.scalar.value, &th->dtype)) {
     diag_error(m->d, mloc(m, dtype), "unknown dtype '%s'", (char *)dtype->data.scalar.value);
@@ -265,13 +272,18 @@ static bool read_tensor(ManifestReader *m, yaml_node_t *n, const Topology *t, Te
   if (!scalar_int(m, required(m, n, "addr"), "addr", 0, t->sram_vectors - 1, &v)) return false;
   th->addr = (uint32_t)v;
   for (yaml_node_item_t *i = shape->data.sequence.items.start; i < shape->data.sequence.items.top; i++) {
-    if (th->shape.rank == IR_MAX_RANK ||
-        !scalar_int(m, yaml_document_get_node(m->doc, *i), "a dimension", 1, INT32_MAX, &v))
+    if (th->shape.rank == IR_MAX_RANK) {
+      diag_error(m->d, mloc(m, shape), "tensor '%s' has more than %d dimensions", th->name, IR_MAX_RANK);
       return false;
+    }
+    if (!scalar_int(m, yaml_document_get_node(m->doc, *i), "a dimension", 1, INT32_MAX, &v)) return false;
     th->shape.dim[th->shape.rank++] = v;
   }
-  if (th->shape.rank == 0 ||
-      !ir_shape_fits(&th->shape, ir_dtype_bytes[th->dtype], (int64_t)t->sram_vectors * t->link.vector_bytes)) {
+  if (th->shape.rank == 0) {
+    diag_error(m->d, mloc(m, shape), "tensor '%s' has no dimensions", th->name);
+    return false;
+  }
+  if (!ir_shape_fits(&th->shape, ir_dtype_bytes[th->dtype], (int64_t)t->sram_vectors * t->link.vector_bytes)) {
     diag_error(m->d, mloc(m, shape), "tensor '%s' is larger than the SRAM", th->name);
     return false;
   }

@@ -51,10 +51,16 @@ static bool dir_is_tspc_output(const char *path) {
   return ok;
 }
 
-// "<path minus trailing slashes><suffix>XXXXXX", ready for mkdtemp.
-static char *sibling_template(const char *path, const char *suffix) {
+// The length of path without its trailing slashes (at least 1).
+static size_t trimmed_length(const char *path) {
   size_t n = strlen(path);
   while (n > 1 && path[n - 1] == '/') n--;
+  return n;
+}
+
+// "<path minus trailing slashes><suffix>XXXXXX", ready for mkdtemp.
+static char *sibling_template(const char *path, const char *suffix) {
+  size_t n = trimmed_length(path);
   char *t = xmalloc(n + strlen(suffix) + 8);
   sprintf(t, "%.*s%sXXXXXX", (int)n, path, suffix);
   return t;
@@ -74,28 +80,40 @@ static bool make_parents(const char *path) {
   return ok;
 }
 
-bool outdir_begin(OutDir *o, const char *path, Diag *d, const char *tool) {
-  *o = (OutDir){0};
+bool outdir_check(const char *path, Diag *d, const char *tool) {
   if (!*path) {
     diag_tool_error(d, tool, "the output directory's name is empty");
     return false;
   }
+  char *p = xstrdup(path);
+  p[trimmed_length(path)] = '\0';
+  struct stat st;
+  bool ok = true;
+  if (lstat(p, &st) == 0) {
+    if (S_ISLNK(st.st_mode)) {
+      diag_tool_error(d, tool,
+                      "output '%s' is a symbolic link: give the directory itself (the output directory is "
+                      "replaced whole, which cannot be done through a link)",
+                      path);
+      ok = false;
+    } else if (!S_ISDIR(st.st_mode)) {
+      diag_tool_error(d, tool, "output '%s' exists and is not a directory", path);
+      ok = false;
+    } else if (!dir_is_empty(p) && !dir_is_tspc_output(p)) {
+      diag_tool_error(d, tool, "refusing to replace '%s': it is not empty and holds no tspc manifest.yaml", path);
+      ok = false;
+    }
+  }
+  free(p);
+  return ok;
+}
+
+bool outdir_begin(OutDir *o, const char *path, Diag *d, const char *tool) {
+  *o = (OutDir){0};
+  if (!outdir_check(path, d, tool)) return false;
   if (!make_parents(path)) {
     diag_tool_error(d, tool, "cannot create the directories above '%s': %s", path, strerror(errno));
     return false;
-  }
-  struct stat st;
-  if (stat(path, &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) {
-      diag_tool_error(d, tool, "output '%s' exists and is not a directory", path);
-      return false;
-    }
-    if (!dir_is_empty(path) && !dir_is_tspc_output(path)) {
-      diag_tool_error(d, tool,
-                      "refusing to replace '%s': it is not empty and holds no tspc manifest.yaml",
-                      path);
-      return false;
-    }
   }
   o->tmp_path = sibling_template(path, ".tmp.");
   if (!mkdtemp(o->tmp_path)) {

@@ -161,6 +161,10 @@ typedef struct OutDir {
 // replaced when it is empty or holds a manifest starting with this marker.
 #define OUTDIR_MANIFEST_MARKER "# tspc manifest"
 
+// Whether path can become an output directory, checked before any work:
+// not a symbolic link (dangling or not), not a file, and if a directory,
+// empty or a tspc output; if not, reports why.  outdir_begin checks it too.
+bool outdir_check(const char *path, Diag *d, const char *tool);
 bool outdir_begin(OutDir *o, const char *path, Diag *d, const char *tool);
 FILE *outdir_create_file(OutDir *o, const char *name, Diag *d, const char *tool);
 bool outdir_commit(OutDir *o, Diag *d, const char *tool);

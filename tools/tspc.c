@@ -304,6 +304,7 @@ static int compile(Compilation *c, const Options *o) {
     diag_tool_error(&c->diag, "tspc", "cannot read model '%s': %s", o->model, err);
     return 1;
   }
+  if (o->out && !outdir_check(o->out, &c->diag, "tspc")) return 1;  // before any work
   if (!pass_run_pipeline(c, o->dump_after, o->stop_after)) return 1;
   if (o->out && !write_outputs(c, o)) return 1;
   if (o->stats) print_stats(c);
