@@ -159,22 +159,12 @@ bool emu_decode_binary(Arena *a, const unsigned char *data, size_t n, int expect
 }
 
 unsigned char *emu_read_file(const char *path, size_t *n, char *err, size_t errlen) {
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return snprintf(err, errlen, "%s", strerror(errno)), NULL;
-  Buf b = {0};
-  char chunk[65536];
-  size_t got;
-  while ((got = fread(chunk, 1, sizeof chunk, fp)) > 0 && b.len <= ISA_MAX_BINARY_BYTES) buf_append(&b, chunk, got);
-  bool failed = ferror(fp);
-  int e = errno;
-  fclose(fp);
-  if (failed) {
-    snprintf(err, errlen, "%s", strerror(e));
-    buf_free(&b);
-    return NULL;
-  }
-  *n = b.len;
-  return b.data ? (unsigned char *)b.data : xcalloc(1, 1);
+  const char *why;
+  char limit[96];
+  snprintf(limit, sizeof limit, "larger than any binary (%u bytes, ISA_MAX_BINARY_BYTES)", ISA_MAX_BINARY_BYTES);
+  char *data = read_regular_file(path, ISA_MAX_BINARY_BYTES, limit, n, &why);
+  if (!data) snprintf(err, errlen, "%s", why);
+  return (unsigned char *)data;
 }
 
 // ---- the manifest --------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "emu.h"
 
@@ -378,6 +379,9 @@ static bool read_data(Reader *r, const NpyDescr *d, const Shape *s, size_t bytes
 
 bool npy_read(const char *path, NpyArray *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
+  struct stat st;  // a FIFO or device would block or never end: refused before opening
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return fail(err, errlen, path, "cannot open: not a regular file (a device, FIFO, socket or directory is not read)");
   Reader r = {fopen(path, "rb"), path, err, errlen};
   if (!r.f) return fail(err, errlen, path, "cannot open: %s", strerror(errno));
   char *header = NULL;

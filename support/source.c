@@ -4,7 +4,12 @@
 #include "support.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 SrcFile *src_from_string(Arena *a, const char *path, const char *text) {
   SrcFile *f = ARENA_NEW(a, SrcFile);
@@ -14,30 +19,54 @@ SrcFile *src_from_string(Arena *a, const char *path, const char *text) {
   return f;
 }
 
-SrcFile *src_read(Arena *a, const char *path, const char **err) {
-  FILE *fp = fopen(path, "rb");
-  if (!fp) {
+char *read_regular_file(const char *path, size_t max, const char *limit, size_t *n, const char **err) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not block the open
+  if (fd < 0) {
     *err = strerror(errno);
     return NULL;
   }
-  Buf b = {0};
-  char chunk[16384];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) buf_append(&b, chunk, n);
-  bool failed = ferror(fp);
-  int read_errno = errno;
-  fclose(fp);
-  if (failed) {
-    *err = strerror(read_errno);
-    buf_free(&b);
-    return NULL;
+  struct stat st;
+  char *data = NULL;
+  if (fstat(fd, &st) != 0) {
+    *err = strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    *err = S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file (a device, FIFO or socket is not read)";
+  } else if ((uint64_t)st.st_size > max) {
+    *err = limit;
+  } else {
+    size_t size = (size_t)st.st_size, got = 0;
+    data = xmalloc(size + 1);
+    ssize_t r;
+    while (got < size && (r = read(fd, data + got, size - got)) != 0) {
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) {
+        *err = strerror(errno);
+        free(data);
+        data = NULL;
+        break;
+      }
+      got += (size_t)r;
+    }
+    if (data) {
+      data[got] = '\0';  // a file that shrank meanwhile is read as it now is
+      *n = got;
+    }
   }
+  close(fd);
+  return data;
+}
+
+SrcFile *src_read(Arena *a, const char *path, const char **err) {
+  size_t n;
+  char *data = read_regular_file(path, SRC_MAX_BYTES, "larger than 64 MiB, the most a text input may be (SRC_MAX_BYTES)",
+                                 &n, err);
+  if (!data) return NULL;
   // The text may hold NUL bytes; readers scan by length and report them.
   SrcFile *f = ARENA_NEW(a, SrcFile);
   f->path = arena_strdup(a, path);
-  f->len = b.len;
-  f->text = arena_strndup(a, b.data ? b.data : "", b.len);
-  buf_free(&b);
+  f->len = n;
+  f->text = arena_strndup(a, data, n);
+  free(data);
   return f;
 }
 

@@ -109,7 +109,16 @@ typedef struct SrcLoc {
   int line, col, len;
 } SrcLoc;
 
-// Reads PATH whole. On failure returns NULL and fills ERR (strerror text).
+// The largest text input (a .tg model, a topology, a manifest, an .tsa
+// listing) read whole: a named limit far past any real one.
+#define SRC_MAX_BYTES ((size_t)64 << 20)
+// Reads a regular file whole, checked before reading: not a device, FIFO
+// or directory (opened without blocking), and at most max bytes.  Returns
+// a malloc'd buffer of *n bytes plus a NUL, or NULL with why in err
+// (strerror text, "not a regular file", or "larger than LIMIT").
+char *read_regular_file(const char *path, size_t max, const char *limit, size_t *n, const char **err);
+// Reads PATH whole (read_regular_file, SRC_MAX_BYTES). On failure returns
+// NULL and fills ERR.
 SrcFile *src_read(Arena *a, const char *path, const char **err);
 SrcFile *src_from_string(Arena *a, const char *path, const char *text);
 // The text of line LINE (1-based) without its newline; *len set to its length.
