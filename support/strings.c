@@ -3,6 +3,8 @@
 // Part of support/.
 #include "support.h"
 
+#include <ctype.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -74,12 +76,29 @@ bool str_to_i64(const char *s, int64_t *out) {
   return true;
 }
 
+// Decimal notation only: [+-] digits [. digits] [e [+-] digits], as the
+// integers are decimal only (strtod alone takes hex floats, inf and nan).
+static bool decimal_syntax(const char *s) {
+  if (*s == '+' || *s == '-') s++;
+  bool digits = false;
+  for (; isdigit((unsigned char)*s); s++) digits = true;
+  if (*s == '.')
+    for (s++; isdigit((unsigned char)*s); s++) digits = true;
+  if (!digits) return false;
+  if (*s == 'e' || *s == 'E') {
+    s++;
+    if (*s == '+' || *s == '-') s++;
+    if (!isdigit((unsigned char)*s)) return false;
+    while (isdigit((unsigned char)*s)) s++;
+  }
+  return !*s;
+}
+
 bool str_to_double(const char *s, double *out) {
-  if (!*s) return false;
-  char *end;
+  if (!decimal_syntax(s)) return false;
   errno = 0;
-  double v = strtod(s, &end);
-  if (errno || *end || !isfinite(v)) return false;
+  double v = strtod(s, NULL);  // an underflow is 0 or subnormal, which range checks then name
+  if ((errno && errno != ERANGE) || !isfinite(v)) return false;
   *out = v;
   return true;
 }

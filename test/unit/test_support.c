@@ -70,6 +70,16 @@ static void integers_parse_whole_and_reject_junk(void **state) {
   assert_false(str_to_double("nan", &d));
   assert_false(str_to_double("1e999", &d));
   assert_false(str_to_double("3 ", &d));
+  // Decimal notation only, as the integers: no hex floats, inf or nan; an
+  // underflow is a value (0), which callers' range checks then name.
+  assert_false(str_to_double("0x1p10", &d));
+  assert_false(str_to_double("inf", &d));
+  assert_false(str_to_double("1e", &d));
+  assert_false(str_to_double(".", &d));
+  assert_true(str_to_double("1e-400", &d));
+  assert_true(d == 0);
+  assert_true(str_to_double("-.5e+2", &d));
+  assert_true(d == -50);
 }
 
 static void edit_distance_counts_single_edits(void **state) {
