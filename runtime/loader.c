@@ -53,6 +53,7 @@ static bool check_header(const unsigned char *data, size_t n, int expect_device,
     FAIL("byte %d: CRC-32 mismatch: stored 0x%08x, computed 0x%08x (the file is corrupt)", ISA_CRC_OFFSET,
          get_u32(data + ISA_CRC_OFFSET), (uint32_t)crc);
   uint32_t dev = get_u32(data + 8), count = get_u32(data + 12);
+  if (count > IR_MAX_DEVICES) FAIL("byte 12: a system of %u devices, more than any (IR_MAX_DEVICES, %d)", count, IR_MAX_DEVICES);
   if (dev >= count) FAIL("byte 8: device %u of a %u-device system", dev, count);
   if (expect_device >= 0 && dev != (uint32_t)expect_device)
     FAIL("byte 8: this is device %u's binary, expected device %d's", dev, expect_device);

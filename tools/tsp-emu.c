@@ -10,6 +10,7 @@
 // the input is unusable (missing, corrupt, or not for this topology).
 #include "../runtime/emu.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,15 +332,22 @@ static bool write_dump(Emu *e, const Program *p, const char *arg) {
   return ok;
 }
 
-static bool write_report(const char *path, const EmuResult *r, const EmuOptions *opt, int ndevices) {
+// The --report file, opened before the run so that a path that cannot be
+// written costs no run; NULL after saying why.
+static FILE *open_report(const char *path) {
   FILE *fp = fopen(path, "w");
-  if (!fp) {
-    fprintf(stderr, "tsp-emu: error: cannot write '%s'\n", path);
-    return false;
-  }
+  if (!fp) fprintf(stderr, "tsp-emu: error: cannot write the report '%s': %s\n", path, strerror(errno));
+  return fp;
+}
+
+static bool write_report(FILE *fp, const char *path, const EmuResult *r, const EmuOptions *opt, int ndevices) {
   emu_write_report(r, opt, ndevices, fp);
   emu_write_data_report(r, fp);
-  return fclose(fp) == 0;
+  bool ok = !ferror(fp);
+  int e = errno;
+  if (fclose(fp) != 0 && ok) ok = false, e = errno;
+  if (!ok) fprintf(stderr, "tsp-emu: error: cannot write the report '%s': %s\n", path, strerror(e));
+  return ok;
 }
 
 // The model's reference (NULL without a model), its inputs as --input gives
@@ -360,9 +368,12 @@ static bool make_reference(const EmuInput *in, Args *args, Reference **out) {
 // Runs a loaded directory: its inputs in, the run, --dump and --report out.
 static int run_loaded(Arena *a, Args *args, EmuInput *in) {
   char err[256];
+  FILE *report = NULL;
+  if (args->report && !(report = open_report(args->report))) return 1;
   Emu *e = emu_new(a, in, &args->opt, err, sizeof err);
   if (!e) {
     fprintf(stderr, "tsp-emu: error: %s\n", err);
+    if (report) fclose(report), remove(args->report);
     return 1;
   }
   bool ok = true;
@@ -373,7 +384,8 @@ static int run_loaded(Arena *a, Args *args, EmuInput *in) {
   EmuResult r;
   if (ok) emu_run(e, &r);
   for (int i = 0; i < args->ndumps && ok; i++) ok = write_dump(e, in->prog, args->dumps[i]);
-  if (ok && args->report) ok = write_report(args->report, &r, &args->opt, in->topo->ndevices);
+  if (report && ok) ok = write_report(report, args->report, &r, &args->opt, in->topo->ndevices);
+  else if (report) fclose(report), remove(args->report);  // the run never happened
   if (!emu_close_trace(e) && ok) {
     fprintf(stderr, "tsp-emu: error: cannot write the trace '%s'\n", args->opt.trace_path);
     ok = false;
