@@ -71,10 +71,22 @@ static void found_text(AsmReader *r, char *out, size_t n) {
   int end = r->pos;
   while (end < r->len && !strchr(" \t,()[]", r->text[end])) end++;
   if (end == r->pos && end < r->len) end++;
-  if (end == r->pos)
+  if (end == r->pos) {
     snprintf(out, n, "end of line");
-  else
-    snprintf(out, n, "'%.*s'", MIN(end - r->pos, 40), r->text + r->pos);
+    return;
+  }
+  unsigned char first = (unsigned char)r->text[r->pos];
+  if (end - r->pos == 1 && (first < 0x20 || first >= 0x7f)) {  // a stray byte, named by value as the .tg lexer does
+    snprintf(out, n, "byte 0x%02x", first);
+    return;
+  }
+  // Up to 40 bytes quoted, any that is not printable ASCII as \xNN.
+  size_t at = (size_t)snprintf(out, n, "'");
+  for (int i = r->pos; i < MIN(end, r->pos + 40) && at + 6 < n; i++) {
+    unsigned char ch = (unsigned char)r->text[i];
+    at += (size_t)snprintf(out + at, n - at, ch < 0x20 || ch >= 0x7f ? "\\x%02x" : "%c", ch);
+  }
+  snprintf(out + at, n - at, "'");
 }
 
 static bool expect_char(AsmReader *r, char c) {
