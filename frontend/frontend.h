@@ -137,5 +137,11 @@ Program *fe_assemble(Arena *a, Diag *d, const SrcFile *src, const Topology *topo
 Topology *fe_load_topology(Arena *a, Diag *d, const char *tool, const char *path);
 // The same from text in memory (tests, fuzzing).
 Topology *fe_load_topology_text(Arena *a, Diag *d, const char *path, const char *text);
+// Whether a loaded YAML document (libyaml's yaml_document_t) holds a scalar
+// with a NUL byte (a "\0" escape), which C strings would cut silently;
+// if so, reports it at that scalar and returns true.  For every YAML the
+// tools read (topology, manifest).
+struct yaml_document_s;
+bool fe_yaml_refuse_nul(Diag *d, const SrcFile *src, struct yaml_document_s *doc);
 
 #endif

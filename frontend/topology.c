@@ -820,6 +820,8 @@ static Topology *load(Arena *a, Diag *d, const SrcFile *src) {
   Topology *t = NULL;
   if (!yaml_parser_load(&parser, &doc)) {
     report_yaml_error(d, &parser, src);
+  } else if (fe_yaml_refuse_nul(d, src, &doc)) {
+    yaml_document_delete(&doc);
   } else {
     L.doc = &doc;
     t = load_document(&L);
@@ -838,6 +840,16 @@ static Topology *load(Arena *a, Diag *d, const SrcFile *src) {
   }
   yaml_parser_delete(&parser);
   return t;
+}
+
+bool fe_yaml_refuse_nul(Diag *d, const SrcFile *src, yaml_document_t *doc) {
+  for (yaml_node_t *n = doc->nodes.start; n < doc->nodes.top; n++)
+    if (n->type == YAML_SCALAR_NODE && strlen((const char *)n->data.scalar.value) != n->data.scalar.length) {
+      SrcLoc loc = {src, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1, 1};
+      diag_error(d, loc, "a string holds a NUL byte (\\0), which no name or value may");
+      return true;
+    }
+  return false;
 }
 
 Topology *fe_load_topology_text(Arena *a, Diag *d, const char *path, const char *text) {

@@ -454,7 +454,7 @@ bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in) {
                "invalid YAML: %s", parser.problem ? parser.problem : "unknown error");
   } else {
     ManifestReader m = {.a = a, .d = d, .src = src, .doc = &doc};
-    ok = read_manifest_fields(&m, yaml_document_get_root_node(&doc), in);
+    ok = !fe_yaml_refuse_nul(d, src, &doc) && read_manifest_fields(&m, yaml_document_get_root_node(&doc), in);
     yaml_document_delete(&doc);
   }
   yaml_parser_delete(&parser);
