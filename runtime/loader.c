@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <yaml.h>
 #include <zlib.h>
 
@@ -409,10 +410,23 @@ static bool read_manifest_fields(ManifestReader *m, yaml_node_t *root, EmuInput 
   return read_tensors(m, root, in);
 }
 
+// An output directory's own files are read from it, never through a
+// symbolic link to a file elsewhere; false after saying so.
+static bool not_a_link(Diag *d, const char *path) {
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    diag_tool_error(d, "tsp-emu", "'%s' is a symbolic link: an output directory's files are read from the directory itself",
+                    path);
+    return false;
+  }
+  return true;
+}
+
 static bool load_binaries(Arena *a, Diag *d, EmuInput *in) {
   Program *p = in->prog;
   for (int i = 0; i < p->ndevices; i++) {
     char *path = arena_printf(a, "%s/%s", in->dir, in->binaries[i]), err[256];
+    if (!not_a_link(d, path)) return false;
     size_t n;
     unsigned char *data = emu_read_file(path, &n, err, sizeof err);
     int ndev;
@@ -433,13 +447,14 @@ static bool load_binaries(Arena *a, Diag *d, EmuInput *in) {
 bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in) {
   *in = (EmuInput){.dir = dir};
   const char *err;
-  char *mpath = arena_printf(a, "%s/manifest.yaml", dir);
+  char *mpath = arena_printf(a, "%s/manifest.yaml", dir), *tpath = arena_printf(a, "%s/topology.yaml", dir);
+  if (!not_a_link(d, mpath) || !not_a_link(d, tpath)) return false;
   SrcFile *src = src_read(a, mpath, &err);
   if (!src) {
     diag_tool_error(d, "tsp-emu", "cannot read '%s': %s", mpath, err);
     return false;
   }
-  in->topo = fe_load_topology(a, d, "tsp-emu", arena_printf(a, "%s/topology.yaml", dir));
+  in->topo = fe_load_topology(a, d, "tsp-emu", tpath);
   if (!in->topo) return false;
   in->prog = ARENA_NEW(a, Program);
   in->prog->ndevices = in->topo->ndevices;
