@@ -1,9 +1,11 @@
 // outdir.c: atomic output directories.  Part of support/; the backend writes
 // a compilation's files through it, tsp-as too.
 //
-// Files go into a fresh sibling directory "<out>.tmp.XXXXXX".  Commit swaps it
-// into place (an old tspc output directory is moved aside and removed); abort
-// removes it.  A failed run therefore leaves the old directory or nothing, and
+// Files go into a fresh sibling directory "<out>.tmp.<pid>.XXXXXX".  Commit
+// swaps it into place (an old tspc output directory is moved aside, to
+// "<out>.old.<pid>.XXXXXX", and removed); abort removes it.  A run killed
+// before either leaves them behind, and the next run into <out> removes the
+// siblings of processes that no longer exist.  A failed run therefore leaves the old directory or nothing, and
 // never a half-written one.  An existing directory is only ever replaced when
 // it is empty or is a tspc output directory (its manifest starts with
 // OUTDIR_MANIFEST_MARKER), so a typo in -o cannot wipe a user's files.
@@ -13,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -58,12 +61,57 @@ static size_t trimmed_length(const char *path) {
   return n;
 }
 
-// "<path minus trailing slashes><suffix>XXXXXX", ready for mkdtemp.
+// "<path minus trailing slashes><suffix><pid>.XXXXXX", ready for mkdtemp:
+// the pid lets a later run tell a killed run's debris from a live run's.
 static char *sibling_template(const char *path, const char *suffix) {
   size_t n = trimmed_length(path);
-  char *t = xmalloc(n + strlen(suffix) + 8);
-  sprintf(t, "%.*s%sXXXXXX", (int)n, path, suffix);
+  char *t = xmalloc(n + strlen(suffix) + 32);
+  sprintf(t, "%.*s%s%ld.XXXXXX", (int)n, path, suffix, (long)getpid());
   return t;
+}
+
+// Whether name is "<base><suffix><pid>.XXXXXX" of a process that no longer
+// exists (a compile killed before it could clean up).
+static bool is_dead_runs_sibling(const char *name, const char *base, size_t blen, const char *suffix) {
+  size_t slen = strlen(suffix);
+  if (strncmp(name, base, blen) || strncmp(name + blen, suffix, slen)) return false;
+  const char *p = name + blen + slen;
+  char *end;
+  errno = 0;
+  long pid = strtol(p, &end, 10);
+  if (errno || end == p || pid <= 0 || *end != '.' || strlen(end + 1) != 6) return false;
+  return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+// Removes the temporary siblings of path that killed runs left behind
+// (SIGKILL gives no chance to clean up; the next run does).
+static void remove_dead_runs_debris(const char *path) {
+  size_t n = trimmed_length(path);
+  char *dir = xstrdup(path);
+  dir[n] = '\0';
+  char *slash = strrchr(dir, '/');
+  const char *base = slash ? slash + 1 : dir;
+  char *parent;
+  if (!slash) {
+    parent = xstrdup(".");
+  } else {
+    parent = xstrdup(dir);
+    parent[slash == dir ? 1 : slash - dir] = '\0';  // "/x" -> "/"
+  }
+  DIR *d = opendir(parent);
+  struct dirent *e;
+  size_t blen = strlen(base);
+  while (d && (e = readdir(d))) {
+    if (!is_dead_runs_sibling(e->d_name, base, blen, ".tmp.") && !is_dead_runs_sibling(e->d_name, base, blen, ".old."))
+      continue;
+    char *victim = xmalloc(strlen(parent) + strlen(e->d_name) + 2);
+    sprintf(victim, "%s/%s", parent, e->d_name);
+    remove_tree(victim);
+    free(victim);
+  }
+  if (d) closedir(d);
+  free(parent);
+  free(dir);
 }
 
 // mkdir -p of the directory that will hold `path`.
@@ -115,6 +163,7 @@ bool outdir_begin(OutDir *o, const char *path, Diag *d, const char *tool) {
     diag_tool_error(d, tool, "cannot create the directories above '%s': %s", path, strerror(errno));
     return false;
   }
+  remove_dead_runs_debris(path);
   o->tmp_path = sibling_template(path, ".tmp.");
   if (!mkdtemp(o->tmp_path)) {
     diag_tool_error(d, tool, "cannot create a directory beside '%s': %s", path, strerror(errno));
