@@ -21,6 +21,36 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+// SIGINT, SIGTERM and SIGHUP while an output directory is being written:
+// the handler removes what this run created (only async-signal-safe calls:
+// unlink, rmdir, rename), puts back a previous output moved aside, and
+// dies of the signal.  SIGKILL cannot be caught; the next run cleans up.
+static OutDir *volatile active;
+static const int fatal_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void on_fatal_signal(int sig) {
+  OutDir *o = active;
+  if (o) {
+    for (int i = 0; i < o->nfiles; i++) unlink(o->files[i]);
+    rmdir(o->tmp_path);
+    if (o->old_path) rename(o->old_path, o->final_path);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void watch_signals(OutDir *o) {
+  active = o;
+  struct sigaction sa = {.sa_handler = on_fatal_signal};
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < ARRAY_LEN(fatal_signals); i++) sigaction(fatal_signals[i], &sa, NULL);
+}
+
+static void unwatch_signals(void) {
+  for (size_t i = 0; i < ARRAY_LEN(fatal_signals); i++) signal(fatal_signals[i], SIG_DFL);
+  active = NULL;
+}
+
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
   (void)sb, (void)flag, (void)ftw;
   return remove(path);
@@ -177,52 +207,68 @@ bool outdir_begin(OutDir *o, const char *path, Diag *d, const char *tool) {
   umask(mask);
   chmod(o->tmp_path, 0777 & ~mask);
   o->final_path = xstrdup(path);
+  watch_signals(o);
   return true;
 }
 
 FILE *outdir_create_file(OutDir *o, const char *name, Diag *d, const char *tool) {
   char *p = xmalloc(strlen(o->tmp_path) + strlen(name) + 2);
   sprintf(p, "%s/%s", o->tmp_path, name);
+  if (o->nfiles == o->file_cap) {  // grown before the file exists, so the handler never sees a half-made list
+    int cap = o->file_cap ? 2 * o->file_cap : 64;
+    char **files = xmalloc(sizeof *files * (size_t)cap);
+    for (int i = 0; i < o->nfiles; i++) files[i] = o->files[i];
+    char **stale = o->files;
+    o->files = files;
+    o->file_cap = cap;
+    free(stale);
+  }
+  o->files[o->nfiles] = p;
+  o->nfiles = o->nfiles + 1;
   FILE *fp = fopen(p, "wb");
   if (!fp) diag_tool_error(d, tool, "cannot write '%s/%s': %s", o->final_path, name, strerror(errno));
-  free(p);
   return fp;
 }
 
 static void outdir_release(OutDir *o) {
+  unwatch_signals();
+  for (int i = 0; i < o->nfiles; i++) free(o->files[i]);
+  free(o->files);
   free(o->tmp_path);
   free(o->final_path);
+  free(o->old_path);
   *o = (OutDir){0};
 }
 
 void outdir_abort(OutDir *o) {
+  unwatch_signals();
   if (o->tmp_path) remove_tree(o->tmp_path);
   outdir_release(o);
 }
 
 bool outdir_commit(OutDir *o, Diag *d, const char *tool) {
-  char *old = NULL;
   struct stat st;
   if (stat(o->final_path, &st) == 0) {
-    old = sibling_template(o->final_path, ".old.");
+    char *old = sibling_template(o->final_path, ".old.");
     // mkdtemp reserves a unique name; rename() may replace an empty directory.
     if (!mkdtemp(old) || rename(o->final_path, old) != 0) {
       diag_tool_error(d, tool, "cannot move '%s' aside: %s", o->final_path, strerror(errno));
-      if (old) rmdir(old);
+      rmdir(old);
       free(old);
       outdir_abort(o);
       return false;
     }
+    o->old_path = old;  // from here a signal puts it back
   }
   if (rename(o->tmp_path, o->final_path) != 0) {
     diag_tool_error(d, tool, "cannot rename output into '%s': %s", o->final_path, strerror(errno));
-    if (old) rename(old, o->final_path);  // put the previous output back
-    free(old);
+    unwatch_signals();
+    if (o->old_path) rename(o->old_path, o->final_path);  // put the previous output back
     outdir_abort(o);
     return false;
   }
-  if (old) remove_tree(old);
-  free(old);
+  unwatch_signals();
+  if (o->old_path) remove_tree(o->old_path);
   outdir_release(o);
   return true;
 }

@@ -164,6 +164,10 @@ uint64_t digest_fnv1a64(const void *data, size_t len);
 typedef struct OutDir {
   char *final_path;  // the directory the user asked for
   char *tmp_path;    // where files are written until commit
+  char *old_path;    // during commit: where the previous output was moved aside (NULL: not yet)
+  char **files;      // the files created in tmp_path, for a signal handler to remove
+  volatile int nfiles;
+  int file_cap;
 } OutDir;
 
 // The first line of every manifest tspc writes: an existing directory is only
