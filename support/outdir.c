@@ -2,14 +2,16 @@
 // a compilation's files through it, tsp-as too.
 //
 // Files go into a fresh sibling directory "<out>.tmp.<pid>.XXXXXX".  Commit
-// swaps it into place (an old tspc output directory is moved aside, to
-// "<out>.old.<pid>.XXXXXX", and removed); abort removes it.  A run killed
+// swaps it into place in one step (renameat2 RENAME_EXCHANGE; where the
+// filesystem cannot, an old output is moved aside, to
+// "<out>.old.<pid>.XXXXXX", first) and removes the old one; abort removes it.  A run killed
 // before either leaves them behind, and the next run into <out> removes the
 // siblings of processes that no longer exist.  A failed run therefore leaves the old directory or nothing, and
 // never a half-written one.  An existing directory is only ever replaced when
 // it is empty or is a tspc output directory (its manifest starts with
 // OUTDIR_MANIFEST_MARKER), so a typo in -o cannot wipe a user's files.
 #define _XOPEN_SOURCE 700
+#define _DEFAULT_SOURCE  // syscall(), for renameat2
 #include "support.h"
 
 #include <dirent.h>
@@ -19,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 // SIGINT, SIGTERM and SIGHUP while an output directory is being written:
@@ -246,8 +250,28 @@ void outdir_abort(OutDir *o) {
   outdir_release(o);
 }
 
+// Swaps two directory entries in one step (Linux renameat2 with
+// RENAME_EXCHANGE, through syscall(): libc may not declare it); false
+// where the kernel or the filesystem cannot, and the caller falls back.
+static bool exchange(const char *a, const char *b) {
+#ifdef SYS_renameat2
+  return syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, 1u << 1 /* RENAME_EXCHANGE */) == 0;
+#else
+  (void)a, (void)b;
+  return false;
+#endif
+}
+
 bool outdir_commit(OutDir *o, Diag *d, const char *tool) {
   struct stat st;
+  // A previous output is swapped with the new one in one step, so DIR never
+  // disappears; the old one, now under the temporary name, is removed.
+  if (lstat(o->final_path, &st) == 0 && S_ISDIR(st.st_mode) && exchange(o->tmp_path, o->final_path)) {
+    unwatch_signals();
+    remove_tree(o->tmp_path);
+    outdir_release(o);
+    return true;
+  }
   if (stat(o->final_path, &st) == 0) {
     char *old = sibling_template(o->final_path, ".old.");
     // mkdtemp reserves a unique name; rename() may replace an empty directory.
