@@ -83,8 +83,12 @@ static const char *next_line(const char *p, const char *end) {
 }
 
 const char *src_line(const SrcFile *f, int line, int *len) {
+  SrcFile *cache = (SrcFile *)f;  // the cursor is a cache, not the file's content
   const char *p = f->text, *end = f->text + f->len;
-  for (int l = 1; l < line && p < end; l++) p = next_line(line_end(p, end), end);
+  int l = 1;
+  if (f->cursor_line >= 1 && f->cursor_line <= line) p = f->text + f->cursor_at, l = f->cursor_line;
+  for (; l < line && p < end; l++) p = next_line(line_end(p, end), end);
+  if (l == line) cache->cursor_line = line, cache->cursor_at = (size_t)(p - f->text);
   *len = (int)(line_end(p, end) - p);
   return p;
 }

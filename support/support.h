@@ -100,6 +100,8 @@ typedef struct SrcFile {
   const char *path;  // as the user named it
   char *text;        // NUL-terminated contents
   size_t len;
+  int cursor_line;   // src_line's cache: where the last line it found starts (0: none)
+  size_t cursor_at;
 } SrcFile;
 
 // A position in a source file: 1-based line and column (columns count bytes),
@@ -122,6 +124,8 @@ char *read_regular_file(const char *path, size_t max, const char *limit, size_t 
 SrcFile *src_read(Arena *a, const char *path, const char **err);
 SrcFile *src_from_string(Arena *a, const char *path, const char *text);
 // The text of line LINE (1-based) without its newline; *len set to its length.
+// Scans on from the line it found last when LINE is not before it, so the
+// errors of one file, reported top to bottom, cost one pass over it.
 const char *src_line(const SrcFile *f, int line, int *len);
 
 // ---- diag.c: user-facing diagnostics --------------------------------------
