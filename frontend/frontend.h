@@ -143,5 +143,9 @@ Topology *fe_load_topology_text(Arena *a, Diag *d, const char *path, const char 
 // tools read (topology, manifest).
 struct yaml_document_s;
 bool fe_yaml_refuse_nul(Diag *d, const SrcFile *src, struct yaml_document_s *doc);
+// Whether the text's flow collections ([ and {) nest at most
+// FE_MAX_YAML_DEPTH deep, checked before libyaml parses it (its tokenizer
+// takes time quadratic in the nesting); if not, reports where.
+bool fe_yaml_flow_depth_ok(Diag *d, const SrcFile *src);
 
 #endif

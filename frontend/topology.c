@@ -822,7 +822,9 @@ static Topology *load(Arena *a, Diag *d, const SrcFile *src) {
   yaml_parser_initialize(&parser);
   yaml_parser_set_input_string(&parser, (const unsigned char *)src->text, src->len);
   Topology *t = NULL;
-  if (!yaml_parser_load(&parser, &doc)) {
+  if (!fe_yaml_flow_depth_ok(d, src)) {
+    // refused before libyaml sees it
+  } else if (!yaml_parser_load(&parser, &doc)) {
     report_yaml_error(d, &parser, src);
   } else if (fe_yaml_refuse_nul(d, src, &doc)) {
     yaml_document_delete(&doc);
@@ -854,6 +856,34 @@ bool fe_yaml_refuse_nul(Diag *d, const SrcFile *src, yaml_document_t *doc) {
       return true;
     }
   return false;
+}
+
+bool fe_yaml_flow_depth_ok(Diag *d, const SrcFile *src) {
+  const char *t = src->text;
+  int depth = 0, line = 1;
+  size_t line_start = 0;
+  char quote = 0;  // inside '...' or "..."
+  for (size_t i = 0; i < src->len; i++) {
+    char c = t[i];
+    if (c == '\n') line++, line_start = i + 1;
+    if (quote) {
+      if (c == '\\' && quote == '"') i++;  // an escape in double quotes
+      else if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '#' && (i == line_start || t[i - 1] == ' ' || t[i - 1] == '\t')) {  // a comment: to the line's end
+      while (i + 1 < src->len && t[i + 1] != '\n') i++;
+    } else if (c == '"' || (c == '\'' && (i == line_start || strchr(" \t[{,:", t[i - 1])))) {
+      quote = c;
+    } else if ((c == '[' || c == '{') && ++depth > FE_MAX_YAML_DEPTH) {
+      diag_error(d, (SrcLoc){src, line, (int)(i - line_start) + 1, 1}, "nesting deeper than %d levels",
+                 FE_MAX_YAML_DEPTH);
+      return false;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      depth--;
+    }
+  }
+  return true;
 }
 
 Topology *fe_load_topology_text(Arena *a, Diag *d, const char *path, const char *text) {

@@ -463,6 +463,10 @@ bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in) {
   yaml_document_t doc;
   yaml_parser_initialize(&parser);
   yaml_parser_set_input_string(&parser, (const unsigned char *)src->text, src->len);
+  if (!fe_yaml_flow_depth_ok(d, src)) {
+    yaml_parser_delete(&parser);
+    return false;
+  }
   bool ok = yaml_parser_load(&parser, &doc);
   if (!ok) {
     diag_error(d, (SrcLoc){src, (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1, 1},
