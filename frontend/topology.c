@@ -596,17 +596,21 @@ static bool read_explicit_links(Loader *L, yaml_node_t *n) {
   return ok;
 }
 
-// Marks the first working link between a and b failed.
+// Marks the first working link between a and b failed (the lowest link
+// id, found among a's ports: a list of failed links costs its length times
+// a device's ports, not times every link).
 static bool fail_link(Topology *t, int a, int b) {
-  for (int i = 0; i < t->links.len; i++) {
-    Link *l = &t->links.data[i];
-    if (!l->failed && ((l->a == a && l->b == b) || (l->a == b && l->b == a))) {
-      l->failed = true;
-      t->nfailed++;
-      return true;
-    }
+  int first = -1;
+  const Device *d = &t->devices[a];
+  for (int p = 0; p < d->nports; p++) {
+    int id = d->ports[p].link;
+    if (id < 0 || d->ports[p].peer != b || t->links.data[id].failed) continue;
+    if (first < 0 || id < first) first = id;
   }
-  return false;
+  if (first < 0) return false;
+  t->links.data[first].failed = true;
+  t->nfailed++;
+  return true;
 }
 
 static bool read_failed_links(Loader *L, yaml_node_t *n) {
@@ -641,15 +645,17 @@ static bool read_spares(Loader *L, yaml_node_t *n) {
   }
   long count = n->data.sequence.items.top - n->data.sequence.items.start;
   t->spare_nodes = ARENA_ARRAY(L->a, int, count + 1);
+  bool *listed = ARENA_ARRAY(L->a, bool, limit + 1);  // a bitmap: a long list costs its length
+  memset(listed, 0, sizeof(bool) * ((size_t)limit + 1));
   for (long i = 0; i < count; i++) {
     yaml_node_t *item = node_of(L, n->data.sequence.items.start[i]);
     int v;
     if (!read_int32(L, item, "a spare node", 0, limit - 1, &v)) return false;
-    for (int j = 0; j < t->nspares; j++)
-      if (t->spare_nodes[j] == v) {
-        error_at(L, item, "%s %d is listed as a spare twice", what, v);
-        return false;
-      }
+    if (listed[v]) {
+      error_at(L, item, "%s %d is listed as a spare twice", what, v);
+      return false;
+    }
+    listed[v] = true;
     t->spare_nodes[t->nspares++] = v;
   }
   return true;
