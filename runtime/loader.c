@@ -72,9 +72,26 @@ typedef struct Decoder {
   DeviceProgram *out;
 } Decoder;
 
+static bool decode_unit_entries(Decoder *dc, uint32_t nunits, uint64_t *stream_at, char *seen, size_t slots, char *err,
+                                size_t errlen);
+
 static bool decode_units(Decoder *dc, uint32_t nunits, uint32_t nrecords, char *err, size_t errlen) {
   uint64_t offset = ISA_HEADER_BYTES + (uint64_t)ISA_UNIT_ENTRY_BYTES * nunits + (uint64_t)ISA_RECORD_BYTES * nrecords;
   if (offset > dc->n) FAIL("byte 16: %u units and %u records do not fit in %zu bytes", nunits, nrecords, dc->n);
+  // By kind and port + 1 (port -1 for the non-c2c units): whether a unit
+  // was seen, so a repeat costs one lookup, not a scan of the units so far.
+  size_t slots = (size_t)UINT16_MAX + 2;
+  char *seen = xcalloc((size_t)UNIT_KIND_COUNT * slots, 1);
+  bool ok = decode_unit_entries(dc, nunits, &offset, seen, slots, err, errlen);
+  free(seen);
+  if (!ok) return false;
+  if (offset != dc->n) FAIL("byte %llu: %llu bytes after the last stream", (unsigned long long)offset, (unsigned long long)(dc->n - offset));
+  return true;
+}
+
+static bool decode_unit_entries(Decoder *dc, uint32_t nunits, uint64_t *stream_at, char *seen, size_t slots, char *err,
+                                size_t errlen) {
+  uint64_t offset = *stream_at;
   for (uint32_t u = 0; u < nunits; u++) {
     size_t at = ISA_HEADER_BYTES + (size_t)ISA_UNIT_ENTRY_BYTES * u;
     const unsigned char *e = dc->data + at;
@@ -86,15 +103,15 @@ static bool decode_units(Decoder *dc, uint32_t nunits, uint32_t nrecords, char *
     if (up.kind == UNIT_C2C && up.port >= dc->target.nports)
       FAIL("byte %zu: unit %u is c2c.%d, but device %d has %d ports", at + 2, u, up.port, dc->out->device, dc->target.nports);
     if (up.kind != UNIT_C2C) up.port = -1;
-    for (int k = 0; k < dc->out->units.len; k++)
-      if (dc->out->units.data[k].kind == up.kind && dc->out->units.data[k].port == up.port)
-        FAIL("byte %zu: unit %u repeats an earlier unit", at, u);
+    char *slot = &seen[(size_t)up.kind * slots + (size_t)(up.port + 1)];
+    if (*slot) FAIL("byte %zu: unit %u repeats an earlier unit", at, u);
+    *slot = 1;
     if (start != offset) FAIL("byte %zu: unit %u's stream starts at %u, expected %llu", at + 8, u, start, (unsigned long long)offset);
     offset += (uint64_t)ISA_INSTR_BYTES * count;
     if (offset > dc->n) FAIL("byte %zu: unit %u's %u instructions run past the end of the file", at + 4, u, count);
     VEC_PUSH(dc->a, &dc->out->units, up);
   }
-  if (offset != dc->n) FAIL("byte %llu: %llu bytes after the last stream", (unsigned long long)offset, (unsigned long long)(dc->n - offset));
+  *stream_at = offset;
   return true;
 }
 
