@@ -48,10 +48,6 @@ static SrcLoc node_loc(const Loader *L, const yaml_node_t *n) {
 
 static void error_at(Loader *L, const yaml_node_t *n, const char *fmt, ...) PRINTF_LIKE(3, 4);
 static void error_at(Loader *L, const yaml_node_t *n, const char *fmt, ...) {
-  if (L->d->suppressed) {  // past --max-errors: counted, not located (that scans the file)
-    L->d->nerrors++;
-    return;
-  }
   va_list ap;
   va_start(ap, fmt);
   diag_verror(L->d, node_loc(L, n), fmt, ap);

@@ -331,6 +331,8 @@ bool npy_read(const char *path, NpyArray *out, char *err, size_t errlen);
 bool npy_write(const char *path, const char *descr, const Shape *shape, const void *data,
                char *err, size_t errlen);
 void npy_free(NpyArray *a);
+// A shape as Python prints the tuple: "(5,)", "(3, 4)".
+void npy_format_shape(char *dst, size_t n, const Shape *s);
 
 // ===== trace.c ==============================================================
 //

@@ -83,8 +83,7 @@ static bool fail(char *err, size_t errlen, const char *path, const char *fmt, ..
   return false;
 }
 
-// A shape as Python prints the tuple: "(5,)", "(3, 4)".
-static void format_shape(char *dst, size_t n, const Shape *s) {
+void npy_format_shape(char *dst, size_t n, const Shape *s) {
   size_t len = (size_t)snprintf(dst, n, "(");
   for (int i = 0; i < s->rank && len < n; i++)
     len += (size_t)snprintf(dst + len, n - len, "%s%lld", i ? ", " : "", (long long)s->dim[i]);
@@ -111,7 +110,7 @@ static bool check_shape(const Shape *s, const NpyDescr *d, const char *path, cha
     return fail(err, errlen, path, "shape has %d dimensions; at most %d are supported", s->rank,
                 IR_MAX_RANK);
   char shape[NPY_SHAPE_STR_MAX];
-  format_shape(shape, sizeof shape, s);
+  npy_format_shape(shape, sizeof shape, s);
   for (int i = 0; i < s->rank; i++)
     if (s->dim[i] < 1)
       return fail(err, errlen, path,
@@ -369,7 +368,7 @@ static bool read_data(Reader *r, const NpyDescr *d, const Shape *s, size_t bytes
   if (ferror(r->f)) return short_read(r, "");
   if (got < bytes || extra) {
     char shape[NPY_SHAPE_STR_MAX];
-    format_shape(shape, sizeof shape, s);
+    npy_format_shape(shape, sizeof shape, s);
     return READ_FAIL(r, "header says shape %s of %s = %zu bytes, file has %zu", shape, d->canonical,
                      bytes, got + extra);
   }
@@ -418,7 +417,7 @@ void npy_free(NpyArray *a) {
 // when the header would already end on one.
 static void build_header(Buf *h, const NpyDescr *d, const Shape *s) {
   char shape[NPY_SHAPE_STR_MAX], first[NPY_SHAPE_STR_MAX];
-  format_shape(shape, sizeof shape, s);
+  npy_format_shape(shape, sizeof shape, s);
   buf_printf(h, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", d->canonical, shape);
   int growth =
       NPY_GROWTH_AXIS_MAX_DIGITS - snprintf(first, sizeof first, "%lld", (long long)s->dim[0]);

@@ -206,15 +206,6 @@ static const char *npy_descr(DType dt) {
   }
 }
 
-// A shape as NumPy prints it: (4096,), (2, 80).
-static const char *numpy_shape(char *dst, size_t n, const Shape *sh) {
-  size_t at = (size_t)snprintf(dst, n, "(");
-  for (int i = 0; i < sh->rank && at < n; i++)
-    at += (size_t)snprintf(dst + at, n - at, "%s%lld", i ? ", " : "", (long long)sh->dim[i]);
-  if (at < n) snprintf(dst + at, n - at, sh->rank == 1 ? ",)" : ")");
-  return dst;
-}
-
 // Reads F.npy for a tensor of dtype dt and shape sh: its elements as dt
 // stores them (bf16 rounded from <f4), malloc'd; NULL after saying why.
 static uint8_t *read_values(const char *path, const char *name, DType dt, const Shape *sh) {
@@ -227,9 +218,10 @@ static uint8_t *read_values(const char *path, const char *name, DType dt, const 
   if (strcmp(npy.descr, npy_descr(dt)) || !ir_shape_equal(&npy.shape, sh)) {
     char held[128], needed[128], type[128];
     ir_format_type(type, sizeof type, dt, sh);
-    fprintf(stderr, "tsp-emu: error: %s holds %s %s; tensor '%s' is %s, which needs %s %s\n", path, npy.descr,
-            numpy_shape(held, sizeof held, &npy.shape), name, type, npy_descr(dt),
-            numpy_shape(needed, sizeof needed, sh));
+    npy_format_shape(held, sizeof held, &npy.shape);
+    npy_format_shape(needed, sizeof needed, sh);
+    fprintf(stderr, "tsp-emu: error: %s holds %s %s; tensor '%s' is %s, which needs %s %s\n", path, npy.descr, held,
+            name, type, npy_descr(dt), needed);
     npy_free(&npy);
     return NULL;
   }
