@@ -10,8 +10,12 @@
 // never a half-written one.  An existing directory is only ever replaced when
 // it is empty or is a tspc output directory (its manifest starts with
 // OUTDIR_MANIFEST_MARKER), so a typo in -o cannot wipe a user's files.
+// Before the swap the new files are flushed to disk, and after it the
+// directory holding <out>, so a power loss after tspc reports success
+// cannot leave a directory of empty or truncated binaries.
 #define _XOPEN_SOURCE 700
 #define _DEFAULT_SOURCE  // syscall(), for renameat2
+#define _GNU_SOURCE      // syncfs
 #include "support.h"
 
 #include <dirent.h>
@@ -262,12 +266,44 @@ static bool exchange(const char *a, const char *b) {
 #endif
 }
 
+// Flushes every file written into `path`: one syncfs of its filesystem,
+// not an fsync a file (10,440 binaries would cost 10,440 journal commits).
+static bool flush_tree(const char *path) {
+  int fd = open(path, O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return false;
+  bool ok = syncfs(fd) == 0;
+  close(fd);
+  return ok;
+}
+
+// Makes a rename in the directory holding `path` durable.
+static void flush_parent(const char *path) {
+  char *parent = xstrdup(path);
+  parent[trimmed_length(path)] = '\0';
+  char *slash = strrchr(parent, '/');
+  if (!slash) strcpy(parent, ".");
+  else if (slash == parent) parent[1] = '\0';
+  else *slash = '\0';
+  int fd = open(parent, O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    fsync(fd);  // a failure here loses only the rename's durability, not data
+    close(fd);
+  }
+  free(parent);
+}
+
 bool outdir_commit(OutDir *o, Diag *d, const char *tool) {
   struct stat st;
+  if (!flush_tree(o->tmp_path)) {
+    diag_tool_error(d, tool, "cannot flush '%s' to disk: %s", o->tmp_path, strerror(errno));
+    outdir_abort(o);
+    return false;
+  }
   // A previous output is swapped with the new one in one step, so DIR never
   // disappears; the old one, now under the temporary name, is removed.
   if (lstat(o->final_path, &st) == 0 && S_ISDIR(st.st_mode) && exchange(o->tmp_path, o->final_path)) {
     unwatch_signals();
+    flush_parent(o->final_path);
     remove_tree(o->tmp_path);
     outdir_release(o);
     return true;
@@ -292,6 +328,7 @@ bool outdir_commit(OutDir *o, Diag *d, const char *tool) {
     return false;
   }
   unwatch_signals();
+  flush_parent(o->final_path);
   if (o->old_path) remove_tree(o->old_path);
   outdir_release(o);
   return true;
