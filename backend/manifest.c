@@ -4,6 +4,7 @@
 #include "backend.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static void write_shape(const Shape *s, FILE *out) {
   fprintf(out, "[");
@@ -15,11 +16,15 @@ static const char *tensor_kind_name(const Tensor *t) {
   return t->kind == TENSOR_INPUT ? "input" : t->kind == TENSOR_PARAM ? "param" : "value";
 }
 
-static void write_digest(const char *key, const SrcFile *f, FILE *out) {
-  fprintf(out, "%s: {path: ", key);
-  str_print_yaml(out, f->path);
-  fprintf(out, ", digest: \"fnv1a64:%016llx\"}\n",
-          (unsigned long long)digest_fnv1a64(f->text, f->len));
+// An input file's name without the directories it was given with, so the
+// output depends on its bytes (the digest), not on how the path was typed.
+static const char *file_name(const SrcFile *f) {
+  const char *slash = strrchr(f->path, '/');
+  return slash ? slash + 1 : f->path;
+}
+
+static void write_digest(const SrcFile *f, FILE *out) {
+  fprintf(out, "digest: \"fnv1a64:%016llx\"}\n", (unsigned long long)digest_fnv1a64(f->text, f->len));
 }
 
 // The graph's interface: inputs, params and outputs with their placement.
@@ -116,13 +121,16 @@ void be_write_manifest(const ManifestInfo *m, FILE *out) {
   fprintf(out, "%s\n", OUTDIR_MANIFEST_MARKER);
   fprintf(out, "format_version: %d\n", BE_MANIFEST_VERSION);
   fprintf(out, "tool: %s %s\n", m->tool, TSPC_VERSION);
-  write_digest("source", m->source, out);
+  fprintf(out, "source: {file: ");
+  str_print_yaml(out, file_name(m->source));
+  fprintf(out, ", ");
+  write_digest(m->source, out);
   fprintf(out, "topology: {file: topology.yaml, name: ");
   str_print_yaml(out, t->name);
-  fprintf(out, ", family: %s, path: ", ir_family_names[t->family]);
-  str_print_yaml(out, t->src->path);
-  fprintf(out, ", digest: \"fnv1a64:%016llx\"}\n",
-          (unsigned long long)digest_fnv1a64(t->src->text, t->src->len));
+  fprintf(out, ", family: %s, source_file: ", ir_family_names[t->family]);
+  str_print_yaml(out, file_name(t->src));
+  fprintf(out, ", ");
+  write_digest(t->src, out);
   fprintf(out, "devices: %d\n", t->ndevices);
   if (m->graph) {
     fprintf(out, "model: model.tg\n");
