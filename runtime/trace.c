@@ -61,41 +61,7 @@ Trace *trace_open(const char *path, double clock_mhz, char *err, size_t errlen) 
 // not part of a well-formed sequence becomes U+FFFD.
 
 #define JSON_FIRST_PRINTABLE 0x20  // below: control characters, escaped
-#define UTF8_ASCII_END 0x80        // bytes below stand for themselves
-#define UTF8_CONT_MASK 0xc0        // a continuation byte is 10xxxxxx
-#define UTF8_CONT_TAG 0x80
 #define UTF8_REPLACEMENT "\\ufffd"
-
-// Unicode 15, table 3-7, "well-formed UTF-8 byte sequences": by the range
-// of the first byte, the sequence length and the range of the second byte
-// (any third and fourth are continuation bytes).  Every other first byte
-// (a continuation, 0xc0 0xc1, 0xf5 and above) starts nothing.
-static const struct {
-  unsigned char first_lo, first_hi;
-  int len;
-  unsigned char second_lo, second_hi;
-} utf8_forms[] = {
-    {0xc2, 0xdf, 2, 0x80, 0xbf}, {0xe0, 0xe0, 3, 0xa0, 0xbf},  // no overlong forms
-    {0xe1, 0xec, 3, 0x80, 0xbf}, {0xed, 0xed, 3, 0x80, 0x9f},  // no surrogates
-    {0xee, 0xef, 3, 0x80, 0xbf}, {0xf0, 0xf0, 4, 0x90, 0xbf},  // no overlong forms
-    {0xf1, 0xf3, 4, 0x80, 0xbf}, {0xf4, 0xf4, 4, 0x80, 0x8f},  // nothing above U+10FFFF
-};
-
-static bool is_continuation(unsigned char c) { return (c & UTF8_CONT_MASK) == UTF8_CONT_TAG; }
-
-// The length of the well-formed UTF-8 sequence at s (1..4), or 0 if s does
-// not start one.  Stops at a NUL, which is no continuation byte.
-static int utf8_sequence_len(const unsigned char *s) {
-  if (s[0] < UTF8_ASCII_END) return 1;
-  for (size_t f = 0; f < ARRAY_LEN(utf8_forms); f++) {
-    if (s[0] < utf8_forms[f].first_lo || s[0] > utf8_forms[f].first_hi) continue;
-    if (s[1] < utf8_forms[f].second_lo || s[1] > utf8_forms[f].second_hi) return 0;
-    for (int i = 2; i < utf8_forms[f].len; i++)
-      if (!is_continuation(s[i])) return 0;
-    return utf8_forms[f].len;
-  }
-  return 0;
-}
 
 // Writes one control character in its shortest JSON escape.
 static void write_control(FILE *f, unsigned char c) {
@@ -113,7 +79,7 @@ static void write_string(FILE *f, const char *s) {
   const unsigned char *p = (const unsigned char *)(s ? s : "");
   fputc('"', f);
   while (*p) {
-    int n = utf8_sequence_len(p);
+    int n = str_utf8_sequence_len(p);
     if (*p == '"' || *p == '\\') {
       fputc('\\', f);
       fputc(*p, f);

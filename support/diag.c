@@ -29,9 +29,32 @@ static void quote_window(const char *line, int n, SrcLoc loc, int *start, int *e
   while (*end < n && ((unsigned char)line[*end] & 0xc0) == 0x80) (*end)++;
 }
 
+// What a quoted line shows for a byte that is not well-formed UTF-8 or is a
+// control character (a raw 0xff or an escape sequence would garble the
+// user's terminal): U+FFFD, one column.
+#define DIAG_REPLACEMENT "\xef\xbf\xbd"
+
+// The bytes of the character at line[i] (1 for a byte shown as
+// DIAG_REPLACEMENT).
+static int char_bytes(const char *line, int i) {
+  int k = str_utf8_sequence_len((const unsigned char *)line + i);
+  return k ? k : 1;
+}
+
+// Writes the character at line[i] as the quote shows it.
+static void put_char(FILE *out, const char *line, int i) {
+  unsigned char c = (unsigned char)line[i];
+  int k = str_utf8_sequence_len((const unsigned char *)line + i);
+  if (c == '\0') fputc(' ', out);  // a NUL shows as a space
+  else if (k == 0 || (c < 0x20 && c != '\t') || c == 0x7f) fputs(DIAG_REPLACEMENT, out);
+  else fwrite(line + i, 1, (size_t)k, out);
+}
+
 // Prints the quoted line and a caret under LOC (tabs kept, so the caret
-// lines up); a line longer than DIAG_QUOTE_MAX_BYTES is quoted around the
-// caret, with "..." where it is cut.
+// lines up; one column a character); a line longer than
+// DIAG_QUOTE_MAX_BYTES is quoted around the caret, with "..." where it is
+// cut.  The source text is NUL-terminated (src_line), so a sequence read
+// past the window's end stops there.
 static void print_caret(FILE *out, SrcLoc loc) {
   if (!loc.file || loc.line < 1) return;
   int n, start, end;
@@ -39,15 +62,14 @@ static void print_caret(FILE *out, SrcLoc loc) {
   quote_window(line, n, loc, &start, &end);
   const char *before = start > 0 ? "..." : "";
   fputs(before, out);
-  for (int i = start; i < end; i++) fputc(line[i] ? line[i] : ' ', out);  // a NUL shows as a space
+  for (int i = start; i < end; i += char_bytes(line, i)) put_char(out, line, i);
   fputs(end < n ? "...\n" : "\n", out);
-  // One space (or tab) per character: UTF-8 continuation bytes take no column.
   fprintf(out, "%*s", (int)strlen(before), "");
-  for (int i = start; i < loc.col - 1 && i < end; i++)
-    if (((unsigned char)line[i] & 0xc0) != 0x80) fputc(line[i] == '\t' ? '\t' : ' ', out);
+  int i = start;
+  for (; i < loc.col - 1 && i < end; i += char_bytes(line, i)) fputc(line[i] == '\t' ? '\t' : ' ', out);
   fputc('^', out);
-  for (int i = 1; i < loc.len && loc.col - 1 + i < end; i++)
-    if (((unsigned char)line[loc.col - 1 + i] & 0xc0) != 0x80) fputc('~', out);
+  int last = MIN(end, loc.col - 1 + loc.len);
+  for (i += i < end ? char_bytes(line, i) : 1; i < last; i += char_bytes(line, i)) fputc('~', out);
   fputc('\n', out);
 }
 

@@ -199,5 +199,9 @@ bool str_to_double(const char *s, double *out);
 void str_print_yaml(FILE *out, const char *s);
 // "4.0 KiB", "1.5 MiB": bytes for people.
 void str_human_bytes(char *dst, size_t n, double bytes);
+// The length (1..4) of the well-formed UTF-8 sequence at s, or 0 if s does
+// not start one.  s is read up to a NUL (no continuation byte), so it must
+// be NUL-terminated somewhere after.
+int str_utf8_sequence_len(const unsigned char *s);
 
 #endif
