@@ -74,16 +74,23 @@ static int64_t hold(const Scheduler *s, const Hop *h, int64_t at, int64_t run) {
 
 // Whether route rt can leave at t: every hop's link direction free for its
 // run and every issue slot free.  If not, the earliest later t worth trying.
+// The links are checked first, on every hop: they are what a route mostly
+// waits for, and an issue slot looked up before a later hop's link fails
+// would be looked up again at the retry.
 static bool route_fits(Scheduler *s, const Route *rt, int64_t t, int64_t *retry) {
   int64_t at = t;
   for (int j = 0; j < rt->path.nhops; j++) {
     const Hop *h = &rt->path.hops[j];
-    int64_t run = hold(s, h, at, rt->count * rt->every);
-    int64_t free_at = resv_earliest(link_dir(s, h), at, run);
+    int64_t free_at = resv_earliest(link_dir(s, h), at, hold(s, h, at, rt->count * rt->every));
     if (free_at != at) {
       *retry = t + (free_at - at);
       return false;
     }
+    at += hop_latency(s, h);
+  }
+  at = t;
+  for (int j = 0; j < rt->path.nhops; j++) {
+    const Hop *h = &rt->path.hops[j];
     int64_t land = at + hop_latency(s, h);
     int64_t send_at = unit_earliest(s, &s->c2c[s->port_base[h->from] + h->out_port], at, 1);
     int64_t recv_at = unit_earliest(s, &s->c2c[s->port_base[h->to] + h->in_port], land, 1);
