@@ -2,7 +2,9 @@
 // Units that never halted (a SYNC never notified, a stream without HALT),
 // vectors that arrived and were never received, data that differs from the
 // programs' .expect records or from the model's outputs (model.c), and, for
-// a deterministic run, the cycle count against the manifest's prediction.
+// a deterministic run, the cycle count against the manifest's prediction;
+// first of all, the cables and devices that died during the run (fault.c),
+// whose own units and ports are then not judged.
 // Everything is computed from the programs, the topology and the model's
 // graph; nothing the compiler claims is taken on trust.
 #include "emu_internal.h"
@@ -12,6 +14,7 @@
 static void check_units(Emu *e) {
   for (int i = 0; i < e->ndevs; i++) {
     EDev *d = &e->devs[i];
+    if (fault_device_dead(e, d)) continue;  // its dead-device violation says it all
     for (int u = 0; u < d->nunits; u++) {
       EUnit *unit = &d->units[u];
       switch (unit->state) {
@@ -41,7 +44,7 @@ static void check_leftovers(Emu *e) {
   for (int i = 0; i < e->ndevs; i++)
     for (int p = 0; p < e->devs[i].nports; p++) {
       EPort *port = &e->devs[i].ports[p];
-      if (port->rx.len == 0) continue;
+      if (port->rx.len == 0 || fault_device_dead(e, &e->devs[i])) continue;
       if (port->rx.len > depth && !port->overflow_reported)
         emu_violate(e, VIOL_OVERFLOW, i, NULL, p, -1,
                     "port %d's receive buffer (%zu vectors) overflowed: %zu vectors were never taken",
@@ -92,17 +95,18 @@ static void check_data(Emu *e) {
     }
   }
   model_check_outputs(e, &any, &all);
-  e->r->data = !any ? DATA_UNCHECKED : all ? DATA_VERIFIED : DATA_MISMATCH;
+  e->r->data = !any ? DATA_UNCHECKED : !all ? DATA_MISMATCH : fault_data_untrusted(e) ? DATA_UNTRUSTED : DATA_VERIFIED;
 }
 
 static void check_time(Emu *e) {
   EmuResult *r = e->r;
-  if (!r->deterministic || r->predicted < 0 || r->cycles == r->predicted) return;
+  if (!r->deterministic || r->predicted < 0 || r->cycles == r->predicted || fault_cut_short(e)) return;
   emu_violate(e, VIOL_TIME, -1, NULL, -1, r->cycles, "the run took %lld cycles; the manifest predicts %lld",
               (long long)r->cycles, (long long)r->predicted);
 }
 
 void check_after_run(Emu *e) {
+  fault_after_run(e);
   check_units(e);
   check_leftovers(e);
   check_data(e);

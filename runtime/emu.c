@@ -57,7 +57,7 @@ uint64_t emu_rng(uint64_t *state) {
 static double rng_unit(uint64_t *state) { return (double)(emu_rng(state) >> 11) * 0x1.0p-53; }
 
 // A stream of random numbers for (what, index), from the run's seed.
-static uint64_t rng_for(uint64_t seed, uint64_t what, uint64_t index) {
+uint64_t emu_rng_for(uint64_t seed, uint64_t what, uint64_t index) {
   uint64_t s = seed ^ (what * 0xd1b54a32d192ed03ull) ^ (index * 0x8cb92ba72f3d8dd7ull);
   emu_rng(&s);
   return s;
@@ -850,7 +850,8 @@ static void init_ports(Emu *e, EDev *d) {
     port->link = td->ports[p].link;
     port->peer_dev = td->ports[p].peer;
     port->peer_port = td->ports[p].peer_port;
-    port->rng = rng_for(e->opt.seed, 1, (uint64_t)d->id << 16 | (uint64_t)p);
+    port->rng = emu_rng_for(e->opt.seed, 1, (uint64_t)d->id << 16 | (uint64_t)p);
+    port->dies_at = INT64_MAX;
     if (port->link < 0) continue;
     const Link *l = &e->topo->links.data[port->link];
     port->failed = l->failed;
@@ -861,8 +862,9 @@ static void init_ports(Emu *e, EDev *d) {
 }
 
 static void init_device(Emu *e, EDev *d, int id) {
-  uint64_t rng = rng_for(e->opt.seed, 2, (uint64_t)id);
+  uint64_t rng = emu_rng_for(e->opt.seed, 2, (uint64_t)id);
   d->id = id;
+  d->dies_at = INT64_MAX;
   d->prog = &e->in->prog->devices[id];
   double draw = 2 * rng_unit(&rng) - 1;  // drawn either way, so skews stay the same
   d->drift_ppm = e->opt.device_drift_ppm ? e->opt.device_drift_ppm[id] : e->opt.drift_ppm * draw + 0.0;  // never -0
@@ -1023,6 +1025,7 @@ void emu_run(Emu *e, EmuResult *r) {
     r->drift_ppm[i] = e->devs[i].drift_ppm;
     r->start[i] = e->devs[i].start / EMU_TICKS_PER_CYCLE;
   }
+  fault_begin_run(e);
   e->first_start = INT64_MAX;
   for (int i = 0; i < e->ndevs; i++) {
     EDev *d = &e->devs[i];
@@ -1039,6 +1042,11 @@ void emu_run(Emu *e, EmuResult *r) {
       event_free(&ev);
       e->last_activity = limit;  // the run lasted until it was cut
       break;
+    }
+    if (ev.t >= e->devs[ev.dev].dies_at) {  // a dead device does nothing (fault.c)
+      e->last_activity = MAX(e->last_activity, e->devs[ev.dev].dies_at);  // the run lasted until it died
+      event_free(&ev);
+      continue;
     }
     e->last_activity = MAX(e->last_activity, ev.t);
     dispatch(e, &ev);

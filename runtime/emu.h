@@ -8,6 +8,8 @@
 //   reference.c what a correct program computes, from the graph alone
 //   npy.c       NumPy .npy files in and out (--input, --dump)
 //   trace.c     Chrome trace JSON that Perfetto opens (--trace)
+//   fault.c     link errors and FEC, dead cables and devices, software replay
+//               (--ber, --inject, --fail-link, --fail-device, --replay)
 //
 // The runtime reads only files.  It may use the frontend to read the
 // topology (and the graph, for reference evaluation), never the passes or
@@ -77,6 +79,7 @@ bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in);
 #define EMU_MAX_VECTOR_BYTES 1024
 
 typedef struct Reference Reference;  // reference.c, below
+typedef struct Faults Faults;        // fault.c, below
 
 typedef struct EmuOptions {
   uint64_t seed;           // jitter, drift and skew draws
@@ -90,6 +93,7 @@ typedef struct EmuOptions {
   int max_listed;          // violations listed (all are counted)
   const char *trace_path;  // NULL: no trace
   int64_t trace_max_vectors;
+  Faults *faults;          // link errors, dead cables and devices (NULL: none); kept across replays
 } EmuOptions;
 
 // kind           spelling        what went wrong
@@ -103,7 +107,9 @@ typedef struct EmuOptions {
   X(DEAD_LINK, "dead-link")    /* a SEND over a failed link            */ \
   X(DATA, "wrong-data")        /* results differ from what was expected */ \
   X(TIME, "wrong-time")        /* cycles differ from the prediction    */ \
-  X(WEIGHT, "weight-hazard")   /* an MXM weight buffer used unready    */
+  X(WEIGHT, "weight-hazard")   /* an MXM weight buffer used unready    */ \
+  X(LINK_ERROR, "link-error")  /* FEC detected what it cannot correct  */ \
+  X(DEAD_DEVICE, "dead-device") /* a device that died during the run   */
 
 typedef enum {
 #define X(e, name) VIOL_##e,
@@ -123,7 +129,10 @@ typedef struct Violation {
   const char *message;
 } Violation;
 
-typedef enum { DATA_UNCHECKED, DATA_VERIFIED, DATA_MISMATCH } DataStatus;
+// UNTRUSTED: the outputs match, but a fault corrupted or lost vectors during
+// the run (a detected link error, a dead cable or device): nothing vouches
+// for them.
+typedef enum { DATA_UNCHECKED, DATA_VERIFIED, DATA_MISMATCH, DATA_UNTRUSTED } DataStatus;
 
 // One output of the model as checked (model.c): over all of its homes, the
 // largest |got - want| / tolerance (0 when every byte matched; +inf for a
@@ -178,7 +187,9 @@ bool emu_close_trace(Emu *e);
 void emu_free(Emu *e);
 
 // ---- report.c ----
-void emu_print_summary(const EmuResult *r, int ndevices, FILE *out);
+// The violations, the faults' lines (fault_print; opt->faults may be NULL),
+// the summary line and the data verdict.
+void emu_print_summary(const EmuResult *r, const EmuOptions *opt, int ndevices, FILE *out);
 void emu_write_report(const EmuResult *r, const EmuOptions *opt, int ndevices, FILE *out);
 
 // ===== sram.c: sparse SRAM ===================================================
@@ -350,5 +361,58 @@ void trace_slice(Trace *t, int pid, int tid, const char *name, int64_t start, in
 void trace_flow(Trace *t, uint64_t id, int pid0, int tid0, int64_t t0, int pid1, int tid1,
                 int64_t t1);
 bool trace_close(Trace *t);  // false if anything failed to write
+
+// ===== fault.c: link errors, FEC, dead cables and devices, replay ==========
+//
+// Seed 002 s4.5: every link runs forward error correction, which corrects a
+// single-bit error in place (no retry, so no change in timing) and detects
+// multi-bit errors; on a detected error the runtime replays the whole
+// program (software replay) to tell a transient fault from a persistent one
+// (a cable, power supply or card to replace).  The model (docs/isa.md,
+// Faults): one SEC-DED codeword per vector as it is on the wire
+// (wire_bytes x 8 bits; the check bits ride in the wire_bytes - vector_bytes
+// beyond the payload): 1 flipped bit is corrected, 2 or more are detected
+// (the seed's "detect all multi-bit errors").  A Faults object lives across
+// the runs of one tsp-emu invocation: --ber draws go on from run to run, an
+// --inject fires once, --fail-link and --fail-device strike every run.
+
+#define FAULT_DEFAULT_REPLAYS 1   // --replay: runs after the first on a fault
+#define FAULT_MAX_REPLAYS 100     // --replay's largest value
+#define FAULT_MAX_SPECS 64        // --inject, --fail-link and --fail-device given, in all
+#define FAULT_MAX_CYCLE ((int64_t)1 << 42)  // the largest @CYCLE (as --max-cycles)
+#define FAULT_MBE_BITS 2          // bits an --inject mbe flips (an sbe: 1)
+#define FAULT_MAX_RECORDED 1000   // detected errors listed in the report (all are counted)
+
+typedef enum { FAULT_INJECT_SBE, FAULT_INJECT_MBE, FAULT_FAIL_LINK, FAULT_FAIL_DEVICE } FaultKind;
+
+// One --inject, --fail-link or --fail-device as given.
+typedef struct FaultSpec {
+  FaultKind kind;
+  int a, b;          // the devices (a -> b for --inject: the direction hit); FAIL_DEVICE: a
+  int64_t cycle;     // a global cycle (every device's local cycle without drift and skew)
+  const char *arg;   // the value as given, for messages
+} FaultSpec;
+
+// Reads an option's value: sbe:A-B@CYCLE or mbe:A-B@CYCLE (--inject),
+// A-B@CYCLE (--fail-link), N@CYCLE (--fail-device).  False with the
+// reason in err (the syntax; devices are checked by fault_new).
+bool fault_parse(FaultKind kind, const char *arg, FaultSpec *out, char *err, size_t errlen);
+// The faults of a run on t: a bit error rate in [0, 1] on every link, the
+// specs (their devices and cables checked against t: NULL with the reason
+// in err), at most `replays` replays, draws seeded by `seed`.
+Faults *fault_new(const Topology *t, double ber, const FaultSpec *specs, int nspecs, int replays,
+                  uint64_t seed, char *err, size_t errlen);
+// After a run: whether the hardware flagged a fault in it (a detected
+// error, a cable or device that died): the runtime replays it, if it may.
+bool fault_run_faulted(const Faults *f);
+// Whether another run is allowed (runs so far <= replays).
+bool fault_may_replay(const Faults *f);
+// The lines tsp-emu prints before its summary: FEC counts, and what the
+// replays made of a fault (transient, persistent: what to replace).
+void fault_print(const Faults *f, FILE *out);
+// The report's fault fields (fec_corrected, fec_detected, replays,
+// faults, link_errors, detected_errors); zeros when f is NULL.
+void fault_write_report(const Faults *f, FILE *out);
+void fault_free(Faults *f);
 
 #endif

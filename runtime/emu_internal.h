@@ -1,6 +1,7 @@
 // emu_internal.h: the emulator's own types, shared by emu.c (the event
 // loop, clocks and units), link.c (ports, links, receive buffers), check.c
-// (the end-of-run checks) and model.c (the model's inputs and outputs).
+// (the end-of-run checks), model.c (the model's inputs and outputs) and
+// fault.c (link errors, dead cables and devices).
 // Not part of the runtime's interface.
 #ifndef TSPC_EMU_INTERNAL_H
 #define TSPC_EMU_INTERNAL_H
@@ -86,6 +87,7 @@ typedef struct EPort {
   int64_t tx_busy_until;  // local cycles
   int64_t rx_busy_until;
   uint64_t rng;           // jitter of the link direction leaving this port
+  Tick dies_at;           // fault.c: the cable carries nothing from this tick on (INT64_MAX: never)
   bool overflow_reported;
   RxQueue rx;
 } EPort;
@@ -127,6 +129,7 @@ typedef struct EDev {
   const DeviceProgram *prog;
   WeightBuffer wbuf[ISA_MXM_BUFFERS];
   int64_t install_busy_until;  // the install path reads until this local cycle
+  Tick dies_at;            // fault.c: the device does nothing from this tick on (INT64_MAX: never)
 } EDev;
 
 typedef struct PayloadBlock {
@@ -179,6 +182,10 @@ uint8_t *emu_sram_write(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t 
 void emu_resume(Emu *e, EDev *d, int unit, int64_t local);
 Stream *emu_stream_new(const Instr *in, int dev, int unit, int64_t start, uint32_t n, int every);
 uint64_t emu_rng(uint64_t *state);
+// The state of a random stream for (what, index) from a seed: 1 jitter
+// (per port), 2 clocks (per device), 3 --ber (per link direction), 4
+// --inject (per option).
+uint64_t emu_rng_for(uint64_t seed, uint64_t what, uint64_t index);
 
 // Trace tracks of a unit: which = 0 its instructions, 1 its port's sends,
 // 2 its port's receives.
@@ -196,6 +203,26 @@ void link_step_send(Emu *e, Stream *s);
 void link_step_recv(Emu *e, Stream *s);
 void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary);
 void link_free(Emu *e);
+
+// ---- fault.c ----
+// At the start of a run: the cables and devices that die in it (dies_at).
+void fault_begin_run(Emu *e);
+// A vector (payload NULL: a notification) leaving port `port` of d at tick
+// `departs` from SRAM vector addr, to arrive at `arrives`: counts it, draws
+// its bit errors (--ber, --inject) and applies the FEC: a corrected error
+// changes nothing, a detected one is a link-error violation and flips the
+// payload's bits.  False when the cable is dead by its arrival: it is lost.
+bool fault_on_wire(Emu *e, EDev *d, int port, Tick departs, Tick arrives, uint32_t addr, uint8_t *payload);
+// Whether device d died during the run (its units and ports are not judged).
+bool fault_device_dead(const Emu *e, const EDev *d);
+// After the run, before the data checks: a violation for each cable and
+// device that died during it; the run's totals into the Faults.
+void fault_after_run(Emu *e);
+// Whether a fault lost or corrupted vectors in this run, or a device died
+// in it (data: untrusted), and whether a cable or device died in it (its
+// length is then no measure of the schedule: time is not checked).
+bool fault_data_untrusted(const Emu *e);
+bool fault_cut_short(const Emu *e);
 
 // ---- check.c ----
 void check_after_run(Emu *e);

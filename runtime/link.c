@@ -11,7 +11,11 @@
 //   - take k of a RECV, at start + k * every, needs a vector that has
 //     arrived (underflow), and no vector may arrive while rx_buffer_vectors
 //     others wait (overflow);
-//   - POLL looks for a notification at each HAC epoch boundary.
+//   - POLL looks for a notification at each HAC epoch boundary;
+//   - with faults (fault.c), a vector on the wire may get bit errors (the
+//     FEC corrects or detects them) or be lost in a cable that died; a
+//     take that finds nothing on a dead cable is not an underflow, since
+//     fault.c reports the cable itself.
 #include "emu_internal.h"
 
 #include <stdlib.h>
@@ -61,8 +65,9 @@ static RxEntry rx_pop(RxQueue *q) {
   return entry;
 }
 
-// Puts a vector on the link leaving (d, port) at local cycle `local`.
-static void depart(Emu *e, EDev *d, int unit, int port, int64_t local, uint8_t *payload) {
+// Puts a vector (read from SRAM vector addr; a notification: payload NULL)
+// on the link leaving (d, port) at local cycle `local`.
+static void depart(Emu *e, EDev *d, int unit, int port, int64_t local, uint32_t addr, uint8_t *payload) {
   EPort *out = &d->ports[port];
   EPort *in = &e->devs[out->peer_dev].ports[out->peer_port];
   RxQueue *q = &in->rx;
@@ -72,6 +77,11 @@ static void depart(Emu *e, EDev *d, int unit, int port, int64_t local, uint8_t *
     latency = out->latency_min + (int64_t)(emu_rng(&out->rng) % (uint64_t)(out->latency_max - out->latency_min + 1));
   Tick arrives = MAX(now + latency * EMU_TICKS_PER_CYCLE, q->last_arrival);
   q->last_arrival = arrives;
+  if (e->opt.faults && !fault_on_wire(e, d, port, now, arrives, addr, payload)) {  // a dead cable
+    q->appended++;
+    payload_free(e, payload);
+    return;
+  }
   if (q->appended++ < q->taken) {  // its take slot has passed: reported as an underflow
     payload_free(e, payload);
     return;
@@ -123,7 +133,7 @@ void link_transmit(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
   if (!port_usable(e, d, unit, in->port, local, "TRANSMIT")) return;
   check_tx_free(e, d, unit, in->port, local, d->ports[in->port].every);
   trace_stream(e, d, unit, 1, "TRANSMIT", local, d->ports[in->port].every);
-  depart(e, d, unit, in->port, local, NULL);
+  depart(e, d, unit, in->port, local, UINT32_MAX, NULL);
 }
 
 void link_recv(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
@@ -156,7 +166,7 @@ void link_step_send(Emu *e, Stream *s) {
     const uint8_t *next = sram_vector(&d->sram, s->in.a + s->k + 1, NULL, NULL);
     for (int off = 0; off < e->vector_bytes; off += 64) __builtin_prefetch(next + off, 0, 0);
   }
-  depart(e, d, s->unit, s->in.port, local, payload);
+  depart(e, d, s->unit, s->in.port, local, s->in.a + s->k, payload);
   if (++s->k < s->n)
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_SEND, s->dev, s->unit, s);
   else
@@ -212,6 +222,8 @@ void link_step_recv(Emu *e, Stream *s) {
       e->r->vectors_moved++;
       trace_vector(e, &v, d->id, s->unit, now);
     }
+  } else if (p->rx.len == 0 && now >= p->dies_at) {
+    p->rx.taken++;  // what this take wanted was lost in a dead cable: fault.c names the cable
   } else {
     if (p->rx.len > 0)
       emu_violate(e, VIOL_UNDERFLOW, d->id, u, s->in.port, local,
@@ -250,9 +262,9 @@ void link_poll(Emu *e, EDev *d, int unit, int port, int64_t local) {
   emu_push(e, next_boundary_after(e, emu_global_at(d, local)), EV_POLL, d->id, unit, NULL);
 }
 
-static void report_hang(Emu *e) {
+static void report_hang(Emu *e, Tick now) {
   for (int i = 0; i < e->ndevs; i++)
-    for (int u = 0; u < e->devs[i].nunits; u++) {
+    for (int u = 0; u < e->devs[i].nunits && now < e->devs[i].dies_at; u++) {
       EUnit *unit = &e->devs[i].units[u];
       if (unit->state == UNIT_POLLING)
         emu_violate(e, VIOL_HANG, i, unit, unit->poll_port, unit->wait_start,
@@ -271,10 +283,11 @@ static bool holds_notification(RxQueue *q) {
 }
 
 // Only polls are left to run: they can still end if some polling unit has a
-// notification on its way to (or waiting at) the port it polls.
-static bool polls_can_progress(Emu *e) {
+// notification on its way to (or waiting at) the port it polls (on a device
+// still alive: a dead one's units never poll again).
+static bool polls_can_progress(Emu *e, Tick now) {
   for (int i = 0; i < e->ndevs; i++)
-    for (int u = 0; u < e->devs[i].nunits; u++) {
+    for (int u = 0; u < e->devs[i].nunits && now < e->devs[i].dies_at; u++) {
       EUnit *unit = &e->devs[i].units[u];
       if (unit->state == UNIT_POLLING && holds_notification(&e->devs[i].ports[unit->poll_port].rx)) return true;
     }
@@ -300,8 +313,8 @@ void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary) {
                 "POLL on port %d found data, not a notification", u->poll_port);
     payload_free(e, v.payload);
   }
-  if (e->in_wheel + e->nheap == e->polls_queued && !polls_can_progress(e)) {
-    report_hang(e);
+  if (e->in_wheel + e->nheap == e->polls_queued && !polls_can_progress(e, boundary)) {
+    report_hang(e, boundary);
     return;
   }
   emu_push(e, next_boundary_after(e, boundary), EV_POLL, d->id, unit, NULL);

@@ -1,8 +1,9 @@
 // report.c: how tsp-emu tells what happened: one summary line (or the list
-// of violations) on stdout, and with --report a YAML file.  Part of runtime/.
+// of violations) on stdout, and with --report a YAML file.  Part of runtime/;
+// fault.c adds its lines and fields (link errors, replays).
 #include "emu.h"
 
-static const char *data_names[] = {"unchecked", "verified", "mismatch"};
+static const char *data_names[] = {"unchecked", "verified", "mismatch", "untrusted"};
 
 static void print_violation(const Violation *v, FILE *out) {
   fprintf(out, "%s:", emu_violation_names[v->kind]);
@@ -20,13 +21,14 @@ static void print_data(const EmuResult *r, FILE *out) {
   if (r->model_checked) fprintf(out, "data: %s\n", data_names[r->data]);
 }
 
-void emu_print_summary(const EmuResult *r, int ndevices, FILE *out) {
+void emu_print_summary(const EmuResult *r, const EmuOptions *opt, int ndevices, FILE *out) {
   char predicted[32];
   if (r->predicted >= 0)
     snprintf(predicted, sizeof predicted, "%lld", (long long)r->predicted);
   else
     snprintf(predicted, sizeof predicted, "none");
   if (r->nviolations == 0) {
+    fault_print(opt->faults, out);
     fprintf(out, "ok: %d device%s, %lld cycles (predicted %s), %lld vector%s moved, 0 violations\n",
             ndevices, ndevices == 1 ? "" : "s", (long long)r->cycles, predicted, (long long)r->vectors_moved,
             r->vectors_moved == 1 ? "" : "s");
@@ -36,6 +38,7 @@ void emu_print_summary(const EmuResult *r, int ndevices, FILE *out) {
   for (int i = 0; i < r->listed.len; i++) print_violation(&r->listed.data[i], out);
   if (r->nviolations > r->listed.len)
     fprintf(out, "... and %lld more\n", (long long)(r->nviolations - r->listed.len));
+  fault_print(opt->faults, out);
   fprintf(out, "failed: %d device%s, %lld cycles (predicted %s), %lld vector%s moved, %lld violation%s\n",
           ndevices, ndevices == 1 ? "" : "s", (long long)r->cycles, predicted, (long long)r->vectors_moved,
           r->vectors_moved == 1 ? "" : "s",
@@ -68,4 +71,5 @@ void emu_write_report(const EmuResult *r, const EmuOptions *opt, int ndevices, F
     str_print_yaml(out, v->message);
     fprintf(out, "}\n");
   }
+  fault_write_report(opt->faults, out);
 }

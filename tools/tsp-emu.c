@@ -5,9 +5,15 @@
 //
 //   tsp-emu DIR [--seed S] [--data-seed N] [--jitter on|off] [--drift-ppm P] [--start-skew C]
 //               [--trace FILE] [--report FILE] [--input NAME[@DEV]=F.npy] [--dump NAME[@DEV]=F.npy]
+//               [--ber RATE] [--inject sbe|mbe:A-B@C] [--fail-link A-B@C] [--fail-device N@C] [--replay N]
 //
-// Exit status: 0 when the run is clean, 2 when it found violations, 1 when
-// the input is unusable (missing, corrupt, or not for this topology).
+// With faults (runtime/fault.c), a run the hardware flags (a detected link
+// error, a cable or device that died) is replayed from the start, up to
+// --replay times (seed 002 s4.5's software replay); the last run is the
+// one reported.
+//
+// Exit status: 0 when the (last) run is clean, 2 when it found violations,
+// 1 when the input is unusable (missing, corrupt, or not for this topology).
 #include "../runtime/emu.h"
 
 #include <errno.h>
@@ -23,6 +29,10 @@ typedef struct Args {
   int ninputs, ndumps;
   bool drift_given;
   EmuOptions opt;
+  double ber;                        // --ber
+  FaultSpec faults[FAULT_MAX_SPECS];  // --inject, --fail-link, --fail-device
+  int nfaults;
+  int replays;                       // --replay
 } Args;
 
 static void usage(FILE *out) {
@@ -47,8 +57,19 @@ static void usage(FILE *out) {
           "  --max-cycles N       a run longer than N cycles is a hang (default 2^40)\n"
           "  --max-listed N       violations listed (all are counted; default %d)\n"
           "\n"
+          "faults (docs/isa.md, Faults; CYCLE is a global cycle):\n"
+          "  --ber RATE           flip each bit on every link with probability RATE (0 to 1):\n"
+          "                       FEC corrects 1 bad bit a vector, detects 2 or more\n"
+          "  --inject sbe:A-B@CYCLE  one corrected error (one bit) in the first vector leaving\n"
+          "                       device A for B on their cable at or after CYCLE\n"
+          "  --inject mbe:A-B@CYCLE  the same with %d bits: a detected error, transient\n"
+          "  --fail-link A-B@CYCLE   the cable between A and B dies at CYCLE: what would\n"
+          "                       arrive from then on is lost\n"
+          "  --fail-device N@CYCLE   device N dies at CYCLE: it stops, its cables die\n"
+          "  --replay N           replay a run the hardware flags up to N times (default %d)\n"
+          "\n"
           "exit status: 0 clean, 2 violations, 1 unusable input\n",
-          EMU_DEFAULT_TRACE_MAX_VECTORS, EMU_DEFAULT_MAX_LISTED);
+          EMU_DEFAULT_TRACE_MAX_VECTORS, EMU_DEFAULT_MAX_LISTED, FAULT_MBE_BITS, FAULT_DEFAULT_REPLAYS);
 }
 
 static bool number(const char *opt, const char *arg, int64_t lo, int64_t hi, int64_t *out) {
@@ -58,7 +79,21 @@ static bool number(const char *opt, const char *arg, int64_t lo, int64_t hi, int
   return false;
 }
 
-enum { O_SEED = 256, O_DATA_SEED, O_JITTER, O_DRIFT, O_SKEW, O_TRACE, O_TRACE_MAX, O_REPORT, O_INPUT, O_DUMP, O_MAX_CYCLES, O_MAX_LISTED, O_VERSION, O_HELP };
+enum { O_SEED = 256, O_DATA_SEED, O_JITTER, O_DRIFT, O_SKEW, O_TRACE, O_TRACE_MAX, O_REPORT, O_INPUT, O_DUMP, O_MAX_CYCLES, O_MAX_LISTED,
+       O_BER, O_INJECT, O_FAIL_LINK, O_FAIL_DEVICE, O_REPLAY, O_VERSION, O_HELP };
+
+// --inject, --fail-link, --fail-device: the syntax here, the devices and
+// cables once the topology is loaded (fault_new).
+static bool fault_option(FaultKind kind, const char *arg, Args *a) {
+  char err[256];
+  if (a->nfaults == FAULT_MAX_SPECS) {
+    fprintf(stderr, "tsp-emu: error: at most %d --inject, --fail-link and --fail-device options\n", FAULT_MAX_SPECS);
+    return false;
+  }
+  if (fault_parse(kind, arg, &a->faults[a->nfaults], err, sizeof err)) return a->nfaults++, true;
+  fprintf(stderr, "tsp-emu: error: %s\n", err);
+  return false;
+}
 
 static bool parse_option(int ch, const char *arg, Args *a) {
   int64_t v;
@@ -96,6 +131,19 @@ static bool parse_option(int ch, const char *arg, Args *a) {
     if (!number("--max-listed", arg, 0, 1000000, &v)) return false;
     a->opt.max_listed = (int)v;
     return true;
+  case O_BER:
+    if (!str_to_double(arg, &a->ber) || !(a->ber >= 0 && a->ber <= 1)) {
+      fprintf(stderr, "tsp-emu: error: --ber needs a rate from 0 to 1, got '%s'\n", arg);
+      return false;
+    }
+    return true;
+  case O_INJECT: return fault_option(FAULT_INJECT_SBE, arg, a);
+  case O_FAIL_LINK: return fault_option(FAULT_FAIL_LINK, arg, a);
+  case O_FAIL_DEVICE: return fault_option(FAULT_FAIL_DEVICE, arg, a);
+  case O_REPLAY:
+    if (!number("--replay", arg, 0, FAULT_MAX_REPLAYS, &v)) return false;
+    a->replays = (int)v;
+    return true;
   case O_INPUT:
   case O_DUMP: {
     int *n = ch == O_INPUT ? &a->ninputs : &a->ndumps;
@@ -119,10 +167,14 @@ static bool parse_args(int argc, char **argv, Args *a) {
       {"trace", required_argument, 0, O_TRACE},       {"trace-max-vectors", required_argument, 0, O_TRACE_MAX},
       {"report", required_argument, 0, O_REPORT},     {"input", required_argument, 0, O_INPUT},
       {"dump", required_argument, 0, O_DUMP},         {"max-cycles", required_argument, 0, O_MAX_CYCLES},
-      {"max-listed", required_argument, 0, O_MAX_LISTED}, {"version", no_argument, 0, O_VERSION},
+      {"max-listed", required_argument, 0, O_MAX_LISTED}, {"ber", required_argument, 0, O_BER},
+      {"inject", required_argument, 0, O_INJECT},     {"fail-link", required_argument, 0, O_FAIL_LINK},
+      {"fail-device", required_argument, 0, O_FAIL_DEVICE}, {"replay", required_argument, 0, O_REPLAY},
+      {"version", no_argument, 0, O_VERSION},
       {"help", no_argument, 0, O_HELP},               {0, 0, 0, 0}};
   a->opt = (EmuOptions){.seed = 1, .data_seed = 1, .max_cycles = EMU_DEFAULT_MAX_CYCLES, .max_listed = EMU_DEFAULT_MAX_LISTED,
                         .trace_max_vectors = EMU_DEFAULT_TRACE_MAX_VECTORS};
+  a->replays = FAULT_DEFAULT_REPLAYS;
   opterr = 0;
   for (int ch; (ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
     if (ch == O_VERSION) printf("tsp-emu %s\n", TSPC_VERSION), exit(0);
@@ -357,27 +409,49 @@ static bool make_reference(const EmuInput *in, Args *args, Reference **out) {
   return true;
 }
 
-// Runs a loaded directory: its inputs in, the run, --dump and --report out.
-static int run_loaded(Arena *a, Args *args, EmuInput *in) {
+// One run from the start: a fresh emulator, the inputs in, the run.  NULL
+// after saying why when the emulator cannot start or an --input is bad.
+static Emu *run_once(Arena *a, Args *args, EmuInput *in, EmuResult *r) {
   char err[256];
-  FILE *report = NULL;
-  if (args->report && !(report = open_report(args->report))) return 1;
   Emu *e = emu_new(a, in, &args->opt, err, sizeof err);
   if (!e) {
     fprintf(stderr, "tsp-emu: error: %s\n", err);
-    if (report) fclose(report), remove(args->report);
-    return 1;
+    return NULL;
   }
   bool ok = true;
   if (args->opt.ref)
     emu_seed_model(e);
   else
     for (int i = 0; i < args->ninputs && ok; i++) ok = load_input(e, in->prog, args->inputs[i]);
+  if (!ok) {
+    emu_free(e);
+    return NULL;
+  }
+  emu_run(e, r);
+  return e;
+}
+
+// Runs a loaded directory: its inputs in, the run (replayed from the start
+// while the hardware flags a fault and --replay allows: seed 002 s4.5),
+// --dump and --report out for the last run.
+static int run_loaded(Arena *a, Args *args, EmuInput *in) {
+  FILE *report = NULL;
+  if (args->report && !(report = open_report(args->report))) return 1;
+  const Faults *faults = args->opt.faults;
   EmuResult r;
-  if (ok) emu_run(e, &r);
+  Emu *e = run_once(a, args, in, &r);
+  while (e && faults && fault_run_faulted(faults) && fault_may_replay(faults)) {
+    emu_free(e);
+    e = run_once(a, args, in, &r);
+  }
+  if (!e) {
+    if (report) fclose(report), remove(args->report);  // the run never happened
+    return 1;
+  }
+  bool ok = true;
   for (int i = 0; i < args->ndumps && ok; i++) ok = write_dump(e, in->prog, args->dumps[i]);
   if (report && ok) ok = write_report(report, args->report, &r, &args->opt, in->topo->ndevices);
-  else if (report) fclose(report), remove(args->report);  // the run never happened
+  else if (report) fclose(report), remove(args->report);
   if (!emu_close_trace(e) && ok) {
     fprintf(stderr, "tsp-emu: error: cannot write the trace '%s'\n", args->opt.trace_path);
     ok = false;
@@ -385,8 +459,19 @@ static int run_loaded(Arena *a, Args *args, EmuInput *in) {
   emu_free(e);
   if (!ok) return 1;
   r.model_checked = in->graph != NULL;
-  emu_print_summary(&r, in->topo->ndevices, stdout);
+  emu_print_summary(&r, &args->opt, in->topo->ndevices, stdout);
   return r.nviolations ? EXIT_VIOLATIONS : 0;
+}
+
+// The faults the options ask for, checked against the topology (NULL: none
+// asked for); false after saying why.
+static bool make_faults(const EmuInput *in, Args *args) {
+  args->opt.faults = NULL;
+  if (args->ber == 0 && args->nfaults == 0) return true;
+  char err[256];
+  args->opt.faults = fault_new(in->topo, args->ber, args->faults, args->nfaults, args->replays, args->opt.seed, err, sizeof err);
+  if (!args->opt.faults) fprintf(stderr, "tsp-emu: error: %s\n", err);
+  return args->opt.faults != NULL;
 }
 
 static int run(Arena *a, Args *args) {
@@ -398,9 +483,14 @@ static int run(Arena *a, Args *args) {
     args->opt.drift_ppm = in.topo->drift_ppm;
     args->opt.device_drift_ppm = in.topo->device_drift_ppm;
   }
-  if (!make_reference(&in, args, &args->opt.ref)) return 1;
+  if (!make_faults(&in, args)) return 1;
+  if (!make_reference(&in, args, &args->opt.ref)) {
+    fault_free(args->opt.faults);
+    return 1;
+  }
   int status = run_loaded(a, args, &in);
   ref_free(args->opt.ref);
+  fault_free(args->opt.faults);
   return status;
 }
 
