@@ -492,15 +492,19 @@ static Outcome judge(const Faults *f, char *msg, size_t n) {
       snprintf(msg, n, "persistent fault: device %d died on all %d runs: replace device %d", d, f->run, d);
       return OUTCOME_PERSISTENT;
     }
+  int blamed = -1, more = 0;  // the cable of lowest id with a fault on every run, and how many others
   for (int l = 0; l < f->t->links.len; l++)
-    if (f->cable_runs[l] == f->run) {
-      const Link *L = &f->t->links.data[l];
-      char cable[160];
-      name_cable(cable, sizeof cable, f->t, l, false);
-      snprintf(msg, n, "persistent fault: %s %s on all %d runs: replace it (device %d port %d to device %d port %d)",
-               cable, link_killed(f, l) ? "died" : "had detected errors", f->run, L->a, L->a_port, L->b, L->b_port);
-      return OUTCOME_PERSISTENT;
-    }
+    if (f->cable_runs[l] == f->run) blamed < 0 ? (void)(blamed = l) : (void)more++;
+  if (blamed >= 0) {
+    const Link *L = &f->t->links.data[blamed];
+    char cable[160], others[64] = "";
+    name_cable(cable, sizeof cable, f->t, blamed, false);
+    if (more) snprintf(others, sizeof others, "; %d more cable%s had a fault on every run", more, more == 1 ? "" : "s");
+    snprintf(msg, n, "persistent fault: %s %s on all %d runs: replace it (device %d port %d to device %d port %d)%s",
+             cable, link_killed(f, blamed) ? "died" : "had detected errors", f->run, L->a, L->a_port, L->b, L->b_port,
+             others);
+    return OUTCOME_PERSISTENT;
+  }
   describe(what, sizeof what, f, last);
   snprintf(msg, n, "unrecovered fault: all %d runs had a fault, no cable or device in all of them; run %d's first: %s",
            f->run, f->run, what);
