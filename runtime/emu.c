@@ -195,10 +195,30 @@ static void drain_queue(Emu *e) {
 
 // ---- violations and SRAM -------------------------------------------------------------------
 
+// A fault (fault.c) or a failed link: a cause, which the violations it
+// brings about (reads of what never arrived, takes of nothing) follow from.
+static bool is_cause(ViolationKind kind) {
+  return kind == VIOL_LINK_ERROR || kind == VIOL_DEAD_LINK || kind == VIOL_DEAD_DEVICE;
+}
+
+// Where a violation of this kind goes in the list: causes first, in the
+// order found, then the rest; -1 if the list is full (a cause displaces the
+// last of the rest, so a dead cable found after --max-violations of its
+// consequences is still named).
+static int listing_slot(Emu *e, ViolationKind kind) {
+  int len = e->r->listed.len, causes = 0;
+  while (causes < len && is_cause(e->r->listed.data[causes].kind)) causes++;
+  if (!is_cause(kind)) return len < e->opt.max_listed ? len : -1;
+  if (causes >= e->opt.max_listed) return -1;
+  if (len >= e->opt.max_listed) e->r->listed.len--;
+  return causes;
+}
+
 void emu_violate(Emu *e, ViolationKind kind, int dev, const EUnit *u, int port, int64_t cycle,
                  const char *fmt, ...) {
   e->r->nviolations++;
-  if (e->r->listed.len >= e->opt.max_listed) return;
+  int at = listing_slot(e, kind);
+  if (at < 0) return;
   Violation v = {.kind = kind, .device = dev, .port = port, .cycle = cycle};
   if (u) snprintf(v.unit, sizeof v.unit, "%s", u->name);
   va_list ap;
@@ -209,6 +229,9 @@ void emu_violate(Emu *e, ViolationKind kind, int dev, const EUnit *u, int port, 
   v.message = arena_strdup(e->a, b.data);
   buf_free(&b);
   VEC_PUSH(e->a, &e->r->listed, v);
+  Violation *l = e->r->listed.data;
+  memmove(l + at + 1, l + at, sizeof *l * (size_t)(e->r->listed.len - 1 - at));
+  l[at] = v;
 }
 
 // A read of vector addr at local cycle `local`: it must have been written,
