@@ -50,6 +50,10 @@ typedef struct EmuInput {
 // dtype and shape, on a device that holds a copy.  False after reporting
 // what is unusable, naming the file and the byte or line.
 bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in);
+// The manifest alone, from its text (tests, fuzzing): for in->topo (set),
+// with the model read from in->dir; sets in->prog (its tensors and
+// predicted_cycles, no binaries decoded), binaries, model and graph.
+bool emu_read_manifest(Arena *a, Diag *d, const SrcFile *src, EmuInput *in);
 
 // ===== emu.c: the emulator ====================================================
 //
@@ -339,6 +343,9 @@ typedef struct NpyArray {
 } NpyArray;
 
 bool npy_read(const char *path, NpyArray *out, char *err, size_t errlen);
+// The same from n bytes in memory (tests, fuzzing); NAME prefixes messages.
+bool npy_parse(const char *name, const void *data, size_t n, NpyArray *out, char *err,
+               size_t errlen);
 bool npy_write(const char *path, const char *descr, const Shape *shape, const void *data,
                char *err, size_t errlen);
 void npy_free(NpyArray *a);

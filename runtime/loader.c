@@ -461,6 +461,28 @@ static bool load_binaries(Arena *a, Diag *d, EmuInput *in) {
   return true;
 }
 
+bool emu_read_manifest(Arena *a, Diag *d, const SrcFile *src, EmuInput *in) {
+  in->prog = ARENA_NEW(a, Program);
+  in->prog->ndevices = in->topo->ndevices;
+  in->prog->devices = ARENA_ARRAY(a, DeviceProgram, in->topo->ndevices);
+  if (!fe_yaml_flow_depth_ok(d, src)) return false;
+  yaml_parser_t parser;
+  yaml_document_t doc;
+  yaml_parser_initialize(&parser);
+  yaml_parser_set_input_string(&parser, (const unsigned char *)src->text, src->len);
+  bool ok = yaml_parser_load(&parser, &doc);
+  if (!ok) {
+    diag_error(d, (SrcLoc){src, (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1, 1},
+               "invalid YAML: %s", parser.problem ? parser.problem : "unknown error");
+  } else {
+    ManifestReader m = {.a = a, .d = d, .src = src, .doc = &doc};
+    ok = !fe_yaml_refuse_nul(d, src, &doc) && read_manifest_fields(&m, yaml_document_get_root_node(&doc), in);
+    yaml_document_delete(&doc);
+  }
+  yaml_parser_delete(&parser);
+  return ok;
+}
+
 bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in) {
   *in = (EmuInput){.dir = dir};
   const char *err;
@@ -472,27 +494,5 @@ bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in) {
     return false;
   }
   in->topo = fe_load_topology(a, d, "tsp-emu", tpath);
-  if (!in->topo) return false;
-  in->prog = ARENA_NEW(a, Program);
-  in->prog->ndevices = in->topo->ndevices;
-  in->prog->devices = ARENA_ARRAY(a, DeviceProgram, in->topo->ndevices);
-  yaml_parser_t parser;
-  yaml_document_t doc;
-  yaml_parser_initialize(&parser);
-  yaml_parser_set_input_string(&parser, (const unsigned char *)src->text, src->len);
-  if (!fe_yaml_flow_depth_ok(d, src)) {
-    yaml_parser_delete(&parser);
-    return false;
-  }
-  bool ok = yaml_parser_load(&parser, &doc);
-  if (!ok) {
-    diag_error(d, (SrcLoc){src, (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1, 1},
-               "invalid YAML: %s", parser.problem ? parser.problem : "unknown error");
-  } else {
-    ManifestReader m = {.a = a, .d = d, .src = src, .doc = &doc};
-    ok = !fe_yaml_refuse_nul(d, src, &doc) && read_manifest_fields(&m, yaml_document_get_root_node(&doc), in);
-    yaml_document_delete(&doc);
-  }
-  yaml_parser_delete(&parser);
-  return ok && load_binaries(a, d, in);
+  return in->topo && emu_read_manifest(a, d, src, in) && load_binaries(a, d, in);
 }

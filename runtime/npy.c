@@ -15,6 +15,8 @@
 // Files are never trusted: every length is checked against what is
 // actually there before it is used, memory grows only with bytes actually
 // read, and every refusal says exactly what is wrong, prefixed "PATH: ".
+// npy_parse reads the same from bytes in memory (through fmemopen, so that
+// both run one reader), for tests and the fuzzer.
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,13 +378,9 @@ static bool read_data(Reader *r, const NpyDescr *d, const Shape *s, size_t bytes
   return true;
 }
 
-bool npy_read(const char *path, NpyArray *out, char *err, size_t errlen) {
-  memset(out, 0, sizeof *out);
-  struct stat st;  // a FIFO or device would block or never end: refused before opening
-  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-    return fail(err, errlen, path, "cannot open: not a regular file (a device, FIFO, socket or directory is not read)");
-  Reader r = {fopen(path, "rb"), path, err, errlen};
-  if (!r.f) return fail(err, errlen, path, "cannot open: %s", strerror(errno));
+// Reads one array from f (a file or a buffer); NAME prefixes the messages.
+static bool read_npy(FILE *f, const char *name, NpyArray *out, char *err, size_t errlen) {
+  Reader r = {f, name, err, errlen};
   char *header = NULL;
   size_t hlen = 0;
   HeaderParser hp = {.r = &r};
@@ -390,7 +388,7 @@ bool npy_read(const char *path, NpyArray *out, char *err, size_t errlen) {
   if (ok) {
     hp.start = hp.p = header;
     hp.end = header + hlen;
-    ok = parse_dict(&hp) && check_shape(&hp.shape, hp.descr, path, err, errlen);
+    ok = parse_dict(&hp) && check_shape(&hp.shape, hp.descr, name, err, errlen);
   }
   if (ok) {
     ok = read_data(&r, hp.descr, &hp.shape, (size_t)shape_bytes(&hp.shape, hp.descr->bytes), out);
@@ -398,8 +396,31 @@ bool npy_read(const char *path, NpyArray *out, char *err, size_t errlen) {
     out->shape = hp.shape;
   }
   free(header);
-  fclose(r.f);  // read-only: nothing to lose
   if (!ok) npy_free(out);
+  return ok;
+}
+
+bool npy_read(const char *path, NpyArray *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  struct stat st;  // a FIFO or device would block or never end: refused before opening
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return fail(err, errlen, path, "cannot open: not a regular file (a device, FIFO, socket or directory is not read)");
+  FILE *f = fopen(path, "rb");
+  if (!f) return fail(err, errlen, path, "cannot open: %s", strerror(errno));
+  bool ok = read_npy(f, path, out, err, errlen);
+  fclose(f);  // read-only: nothing to lose
+  return ok;
+}
+
+bool npy_parse(const char *name, const void *data, size_t n, NpyArray *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  // fmemopen writes nothing to a buffer opened for reading: the cast only
+  // meets its prototype.  No bytes still need a buffer (not NULL).
+  static const char empty[1];
+  FILE *f = fmemopen((void *)(n ? data : empty), n, "rb");
+  if (!f) return fail(err, errlen, name, "cannot read from memory: %s", strerror(errno));
+  bool ok = read_npy(f, name, out, err, errlen);
+  fclose(f);
   return ok;
 }
 

@@ -305,6 +305,33 @@ static void npy_reads_any_header_numpy_would(void **state) {
   }
 }
 
+// npy_parse reads bytes in memory as npy_read reads them from a file, and
+// refuses them with the same messages, prefixed with the name it is given.
+static void npy_parse_reads_memory_as_npy_read_reads_files(void **state) {
+  (void)state;
+  const Shape s = shape_of(2, (int64_t[]){3, 4});
+  int32_t data[12];
+  for (int i = 0; i < 12; i++) data[i] = i * 1000 - 5;
+  char err[ERR_MAX];
+  const char *path = scratch_path("mem.npy");
+  if (!npy_write(path, "<i4", &s, data, err, sizeof err)) fail_msg("%s", err);
+  size_t len;
+  char *bytes = read_bytes(path, &len);
+  NpyArray a;
+  if (!npy_parse("mem", bytes, len, &a, err, sizeof err)) fail_msg("%s", err);
+  assert_string_equal(a.descr, "<i4");
+  assert_true(ir_shape_equal(&a.shape, &s));
+  assert_int_equal(a.bytes, sizeof data);
+  assert_memory_equal(a.data, data, sizeof data);
+  npy_free(&a);
+  assert_false(npy_parse("mem", bytes, len - 4, &a, err, sizeof err));
+  assert_string_equal(err, "mem: header says shape (3, 4) of <i4 = 48 bytes, file has 44");
+  assert_null(a.data);
+  assert_false(npy_parse("mem", NULL, 0, &a, err, sizeof err));
+  assert_string_equal(err, "mem: not a .npy file (bad magic)");
+  free(bytes);
+}
+
 static void npy_write_refuses_what_it_cannot_write(void **state) {
   (void)state;
   char err[ERR_MAX], want[ERR_MAX];
@@ -500,6 +527,7 @@ int main(void) {
       cmocka_unit_test(npy_refuses_bad_magic_version_and_truncation),
       cmocka_unit_test(npy_refuses_headers_it_cannot_take),
       cmocka_unit_test(npy_reads_any_header_numpy_would),
+      cmocka_unit_test(npy_parse_reads_memory_as_npy_read_reads_files),
       cmocka_unit_test(npy_write_refuses_what_it_cannot_write),
       cmocka_unit_test(trace_without_events_is_valid_json),
       cmocka_unit_test(trace_writes_each_kind_of_event),
