@@ -7,8 +7,10 @@
 #                     allreduce on it, and an MLP on one TSP
 #   make install      PREFIX/prefix, bindir and DESTDIR are honoured
 #   make VARIANT=asan the sanitizer build, into build/asan/bin
-#   make fuzz         libFuzzer (clang) on the .tg and topology parsers, the
-#                     assembler and the binary loader, FUZZ_SECONDS each (60)
+#   make fuzz         libFuzzer (clang, ASan+UBSan) on the whole .tg pipeline,
+#                     the topology loader, the assembler, the binary loader,
+#                     the manifest reader and the .npy reader, FUZZ_SECONDS
+#                     each (60), one process
 #
 # Generated parser and scanner sources are build outputs under build/.
 
@@ -101,23 +103,24 @@ $(OBJ)/fuzz/%: $(OBJ)/test/fuzz/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer $^ $(LDLIBS) -o $@
 
+# make fuzz: the six targets one after another, FUZZ_SECONDS each, one
+# process (no -jobs), from the corpora test/fuzz/corpora.sh writes under
+# build/fuzz; what they find is kept in build/fuzz/found-NAME.  An input
+# slower than -timeout seconds is reported as a failure.
 FUZZ_SECONDS ?= 60
+FUZZ_RUN = build/fuzz/fuzz/fuzz_$(1) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(3) \
+  build/fuzz/found-$(2) build/fuzz/corpus-$(2)
 fuzz:
 	@scripts/install-deps.sh clang libclang-rt-14-dev
 	$(MAKE) VARIANT=release tools
 	$(MAKE) VARIANT=fuzz fuzzers
-	@mkdir -p build/fuzz/corpus-tg build/fuzz/corpus-yaml
-	cp examples/*.tg build/fuzz/corpus-tg/ && cp examples/*.yaml build/fuzz/corpus-yaml/
-	build/fuzz/fuzz/fuzz_tg -max_total_time=$(FUZZ_SECONDS) -dict=test/fuzz/dsl.dict \
-	  -max_len=4096 build/fuzz/corpus-tg
-	build/fuzz/fuzz/fuzz_topology -max_total_time=$(FUZZ_SECONDS) -dict=test/fuzz/yaml.dict \
-	  -max_len=4096 -timeout=10 build/fuzz/corpus-yaml
-	@mkdir -p build/fuzz/corpus-tsp
-	bin/tsp-as test/lit/emu/ring4-allreduce.tsa -t test/lit/Inputs/topo/ring4.yaml -o build/fuzz/seed-ring4 \
-	  && cp build/fuzz/seed-ring4/*.tsp build/fuzz/corpus-tsp/
-	build/fuzz/fuzz/fuzz_loader -max_total_time=$(FUZZ_SECONDS) -max_len=8192 build/fuzz/corpus-tsp
-	@mkdir -p build/fuzz/corpus-tsa && cp test/lit/emu/*.tsa build/fuzz/corpus-tsa/
-	build/fuzz/fuzz/fuzz_asm -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build/fuzz/corpus-tsa
+	test/fuzz/corpora.sh
+	$(call FUZZ_RUN,tg,tg,-timeout=1 -dict=test/fuzz/dsl.dict -max_len=4096)
+	$(call FUZZ_RUN,topology,yaml,-timeout=10 -dict=test/fuzz/yaml.dict -max_len=4096)
+	$(call FUZZ_RUN,asm,tsa,-timeout=1 -max_len=16384)
+	$(call FUZZ_RUN,loader,tsp,-timeout=1 -max_len=16384)
+	$(call FUZZ_RUN,manifest,manifest,-timeout=1 -dict=test/fuzz/manifest.dict -max_len=4096)
+	$(call FUZZ_RUN,npy,npy,-timeout=1 -dict=test/fuzz/npy.dict -max_len=4096)
 
 -include $(shell find $(OBJ) -name '*.d' -type f 2>/dev/null)
 
