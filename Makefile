@@ -106,9 +106,10 @@ $(OBJ)/fuzz/%: $(OBJ)/test/fuzz/%.o $(LIB)
 # make fuzz: the six targets one after another, FUZZ_SECONDS each, one
 # process (no -jobs), from the corpora test/fuzz/corpora.sh writes under
 # build/fuzz; what they find is kept in build/fuzz/found-NAME.  An input
-# slower than -timeout seconds is reported as a failure.
+# slower than -timeout seconds is reported as a failure; crash and timeout
+# inputs are saved as build/fuzz/NAME-crash-HASH (and -timeout-, -leak-).
 FUZZ_SECONDS ?= 60
-FUZZ_RUN = build/fuzz/fuzz/fuzz_$(1) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(3) \
+FUZZ_RUN = build/fuzz/fuzz/fuzz_$(1) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/fuzz/$(1)- $(3) \
   build/fuzz/found-$(2) build/fuzz/corpus-$(2)
 fuzz:
 	@scripts/install-deps.sh clang libclang-rt-14-dev
