@@ -5,20 +5,99 @@
 // The tree is a BFS tree from the root over working links, so its height h
 // is the root's eccentricity (minimal for that root).  With E the HAC epoch
 // and B the root's first boundary after its launch window:
-//   root:         WAIT window; DESKEW (to B); TRANSMIT to each child, one a
-//                 cycle; DESKEW x h k (to B + h k E); NOTIFY
-//   level l >= 1: POLL its parent's port (returns at B + l k E);
-//                 TRANSMIT to each child; DESKEW x (h - l) k; NOTIFY
-// k = floor((L + c) / E) + 1 epochs a level, L the largest latency on a
-// tree link and c the largest fan-out: a notification sent c cycles after a
-// boundary lands before the k-th boundary after it.  It must also land after
-// the (k-1)-th (the smallest latency exceeds (k - 1) E), or a child would
-// leave early: align_plan refuses such a network.  Every device NOTIFYs
-// at B + h k E, global time; units other than ctl park in SYNC until then.
+//   root:       WAIT window; DESKEW (to B, its release); then below
+//   any other:  POLL its parent's port (returns at its release, a boundary)
+//   then:       TRANSMIT to each child at its send time (WAITs between);
+//               DESKEW until B + N E; NOTIFY
+// A child's notification must land strictly inside one epoch whatever the
+// link's latency in [min, max], so that the child's POLL returns on a
+// boundary known at compile time: the parent times each TRANSMIT for it.
+// Every child aims at the k-th boundary after its parent's release, k =
+// floor((L + c) / E) + 1 (L the largest latency on a tree link, c the
+// largest fan-out); a child over a fast link is sent later (a WAIT before
+// its TRANSMIT) so that its notification still lands after the (k-1)-th,
+// and one whose window cannot fit before the k-th lands in the first epoch
+// after that it fits in, and releases (with its subtree) that much later.
+// On links of one latency range every child lands in epoch k, is sent in
+// port order one a cycle, and every device NOTIFYs at B + h k E.  Only a
+// link whose own range is E - 1 cycles or more is refused: no send time
+// brings it inside one epoch.  Units other than ctl park in SYNC until the
+// NOTIFY.
 #include "passes.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+// One child of a device in the tree: the port that faces it and its link.
+typedef struct Child {
+  int device, port;
+  int64_t min, max;  // the link's latency range
+  int64_t earliest;  // the least send time that lands after the (k-1)-th boundary
+} Child;
+
+static int by_earliest(const void *a, const void *b) {
+  const Child *x = a, *y = b;
+  if (x->earliest != y->earliest) return x->earliest < y->earliest ? -1 : 1;
+  return x->port - y->port;  // port order on a tie
+}
+
+// Device v's children in the tree, in port order; returns how many.
+static int children_of(const AlignPlan *plan, const Topology *t, int v, Child *out) {
+  const Device *d = &t->devices[v];
+  int n = 0;
+  for (int p = 0; p < d->nports; p++) {
+    const Port *port = &d->ports[p];
+    if (port->link < 0 || plan->parent[port->peer] != v || plan->parent_port[port->peer] != port->peer_port) continue;
+    const LinkParams *lp = &t->links.data[port->link].p;
+    out[n++] = (Child){.device = port->peer, .port = p, .min = lp->latency_min, .max = lp->latency_max};
+  }
+  return n;
+}
+
+// The earliest send time >= t at which a notification with latency in
+// [min, max] lands strictly inside one epoch; *epochs: the boundary (after
+// the send's reference boundary) at which the child's POLL then returns.
+static int64_t fit_in_epoch(int64_t t, int64_t min, int64_t max, int64_t E, int *epochs) {
+  int64_t first = t + min, last = t + max;
+  if (first % E == 0 || first / E != last / E) t = (first / E + 1) * E + 1 - min;  // just after the next boundary
+  *epochs = (int)((t + max) / E + 1);
+  return t;
+}
+
+// Times device v's TRANSMITs and its children's releases; returns the
+// cycles its TRANSMITs take after its release (0: a leaf).
+static int64_t plan_sends(AlignPlan *plan, const Topology *t, int v, Child *kids) {
+  int64_t E = t->epoch_cycles, k = plan->epochs_per_level, next = 0;
+  int n = children_of(plan, t, v, kids);
+  for (int i = 0; i < n; i++) kids[i].earliest = MAX(0, (k - 1) * E + 1 - kids[i].min);
+  qsort(kids, (size_t)n, sizeof *kids, by_earliest);
+  for (int i = 0; i < n; i++) {
+    int epochs;
+    int64_t at = fit_in_epoch(MAX(next, kids[i].earliest), kids[i].min, kids[i].max, E, &epochs);
+    plan->send_at[kids[i].device] = at;
+    plan->release[kids[i].device] = plan->release[v] + epochs;
+    next = at + 1;  // a TRANSMIT issues in one cycle
+  }
+  return next;
+}
+
+// A tree link whose own latency range is E - 1 cycles or more: no send time
+// lands its notification strictly inside one epoch.
+static bool ranges_fit(const AlignPlan *plan, const Topology *t, char *err, size_t errlen) {
+  for (int v = 0; v < t->ndevices; v++) {
+    if (plan->parent[v] < 0) continue;
+    const Port *port = &t->devices[v].ports[plan->parent_port[v]];
+    const LinkParams *lp = &t->links.data[port->link].p;
+    if (lp->latency_max - lp->latency_min >= t->epoch_cycles - 1)
+      return snprintf(err, errlen,
+                      "the cable between devices %d and %d varies from %d to %d cycles, %d or more (the %d-cycle "
+                      "epoch less 1): no TRANSMIT time lands its notification inside one epoch, so the alignment "
+                      "tree cannot use it",
+                      plan->parent[v], v, lp->latency_min, lp->latency_max, t->epoch_cycles - 1, t->epoch_cycles),
+             false;
+  }
+  return true;
+}
 
 bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, AlignPlan *plan, char *err,
                 size_t errlen) {
@@ -27,9 +106,11 @@ bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, Al
   plan->parent = ARENA_ARRAY(a, int, n);
   plan->level = ARENA_ARRAY(a, int, n);
   plan->parent_port = ARENA_ARRAY(a, int, n);
+  plan->release = ARENA_ARRAY(a, int, n);
+  plan->send_at = ARENA_ARRAY(a, int64_t, n);
   int *queue = xmalloc(sizeof(int) * (size_t)n);
   for (int v = 0; v < n; v++) plan->level[v] = -1, plan->parent[v] = -1, plan->parent_port[v] = -1;
-  int head = 0, tail = 0, latency = 0, fanout = 0, fastest = IR_MAX_LATENCY_CYCLES;
+  int head = 0, tail = 0, latency = 0, fanout = 0;
   plan->level[root] = 0;
   queue[tail++] = root;
   while (head < tail) {
@@ -42,28 +123,29 @@ bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, Al
       plan->parent[port->peer] = v;
       plan->parent_port[port->peer] = port->peer_port;
       latency = MAX(latency, t->links.data[port->link].p.latency_max);
-      fastest = MIN(fastest, t->links.data[port->link].p.latency_min);
       plan->height = MAX(plan->height, plan->level[v] + 1);
       children++;
       queue[tail++] = port->peer;
     }
     fanout = MAX(fanout, children);
   }
-  free(queue);
-  if (tail < n) {
-    for (int v = 0; v < n; v++)
-      if (plan->level[v] < 0) return snprintf(err, errlen, "device %d cannot be reached from %d", v, root), false;
-  }
   plan->epochs_per_level = (latency + fanout) / t->epoch_cycles + 1;
-  // Every notification must land in the last epoch of its level, or a child
-  // would leave its POLL an epoch early.
-  if (n > 1 && fastest <= (plan->epochs_per_level - 1) * t->epoch_cycles)
-    return snprintf(err, errlen,
-                    "link latencies %d..%d (plus %d transmits) straddle a %d-cycle epoch boundary: the "
-                    "alignment tree cannot bring every child out of its POLL on one boundary",
-                    fastest, latency, fanout, t->epoch_cycles),
-           false;
-  return true;
+  bool ok = tail == n && ranges_fit(plan, t, err, errlen);
+  for (int v = 0; v < n && tail < n; v++)
+    if (plan->level[v] < 0) {
+      snprintf(err, errlen, "device %d cannot be reached from %d", v, root);
+      break;
+    }
+  Child *kids = xmalloc(sizeof *kids * (size_t)(fanout + 1));
+  for (int i = 0; i < n && ok; i++) {  // parents before children: BFS order
+    int v = queue[i];
+    int64_t sends = plan_sends(plan, t, v, kids);
+    // Its first DESKEW after the sends goes to the boundary after them.
+    plan->notify_epochs = MAX(plan->notify_epochs, plan->release[v] + (sends ? (int)(sends / t->epoch_cycles) + 1 : 0));
+  }
+  free(kids);
+  free(queue);
+  return ok;
 }
 
 static UnitProgram *unit_of(Arena *a, DeviceProgram *dp, UnitKind kind, int port) {
@@ -79,18 +161,31 @@ static void emit(Arena *a, UnitProgram *u, Opcode op, int port, uint32_t operand
   VEC_PUSH(a, &u->code, in);
 }
 
-// The device's children, by the port that faces each.
-static void emit_transmits(Arena *a, const AlignPlan *plan, const Topology *t, int v, UnitProgram *ctl) {
-  const Device *d = &t->devices[v];
-  for (int p = 0; p < d->nports; p++) {
-    const Port *port = &d->ports[p];
-    if (port->link >= 0 && plan->parent[port->peer] == v && plan->parent_port[port->peer] == port->peer_port)
-      emit(a, ctl, OPC_TRANSMIT, p, 0);
+static int by_send_time(const void *a, const void *b) {
+  const Child *x = a, *y = b;
+  return x->earliest < y->earliest ? -1 : x->earliest > y->earliest;
+}
+
+// Device v's TRANSMITs to its children at their send times, the WAITs
+// between; returns the cycles they take after its release.
+static int64_t emit_transmits(Arena *a, const AlignPlan *plan, const Topology *t, int v, UnitProgram *ctl,
+                              Child *kids) {
+  int n = children_of(plan, t, v, kids);
+  for (int i = 0; i < n; i++) kids[i].earliest = plan->send_at[kids[i].device];
+  qsort(kids, (size_t)n, sizeof *kids, by_send_time);
+  int64_t now = 0;
+  for (int i = 0; i < n; i++) {
+    if (kids[i].earliest > now) emit(a, ctl, OPC_WAIT, 0, (uint32_t)(kids[i].earliest - now));
+    emit(a, ctl, OPC_TRANSMIT, kids[i].port, 0);
+    now = kids[i].earliest + 1;
   }
+  return now;
 }
 
 int64_t align_emit(Arena *a, const AlignPlan *plan, const Topology *t, Program *p) {
-  int k = plan->epochs_per_level, h = plan->height;
+  int most = 1;
+  for (int v = 0; v < t->ndevices; v++) most = MAX(most, t->devices[v].nports);
+  Child *kids = xmalloc(sizeof *kids * (size_t)most);
   for (int v = 0; v < t->ndevices; v++) {
     DeviceProgram *dp = &p->devices[v];
     for (int i = 0; i < dp->units.len; i++)  // every unit but ctl waits for the NOTIFY
@@ -102,15 +197,18 @@ int64_t align_emit(Arena *a, const AlignPlan *plan, const Topology *t, Program *
     } else {
       emit(a, ctl, OPC_POLL, plan->parent_port[v], 0);
     }
-    emit_transmits(a, plan, t, v, ctl);
-    for (int i = 0; i < (h - plan->level[v]) * k; i++) emit(a, ctl, OPC_DESKEW, 0, 0);
+    int64_t sends = emit_transmits(a, plan, t, v, ctl, kids);
+    // A DESKEW goes to the next boundary strictly after it issues.
+    int deskews = plan->notify_epochs - plan->release[v] - (int)(sends / t->epoch_cycles);
+    for (int i = 0; i < deskews; i++) emit(a, ctl, OPC_DESKEW, 0, 0);
     emit(a, ctl, OPC_NOTIFY, 0, 0);
   }
+  free(kids);
   return align_notify_cycle(plan, t);
 }
 
 int64_t align_notify_cycle(const AlignPlan *plan, const Topology *t) {
   int64_t E = t->epoch_cycles;
   int64_t first = (plan->launch_window / E + 1) * E;  // B: DESKEW goes strictly past the window's end
-  return first + (int64_t)plan->height * plan->epochs_per_level * E;
+  return first + (int64_t)plan->notify_epochs * E;
 }

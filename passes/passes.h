@@ -49,9 +49,12 @@ extern const char *const route_mode_names[ROUTE_MODE_COUNT];
 // root's first boundary.
 typedef struct AlignPlan {
   int root, height;
-  int epochs_per_level;   // floor((L + fan-out) / E) + 1
+  int epochs_per_level;   // k = floor((L + fan-out) / E) + 1: the epochs a child's notification aims at
   int *parent, *level;    // by device; the root's parent is -1
   int *parent_port;       // the port of each device that faces its parent
+  int *release;           // by device: the epoch, after the root's B, its POLL returns (the root: 0)
+  int64_t *send_at;       // by device: cycles after its parent's release that the parent TRANSMITs to it
+  int notify_epochs;      // N: every device NOTIFYs at B + N E
   int64_t launch_window;  // cycles the root waits first: every device must be running
 } AlignPlan;
 

@@ -302,16 +302,34 @@ static void alignment_brings_every_device_to_one_cycle(void **state) {
   }
 }
 
-// Latencies that straddle an epoch boundary cannot be aligned this way.
-static void alignment_refuses_straddling_latencies(void **state) {
+// Latencies that straddle an epoch boundary (200..300 cycles, E = 252) are
+// aligned by timing each TRANSMIT: k = floor((300 + 2) / 252) + 1 = 2, and a
+// child is sent 252 + 1 - 200 = 53 cycles after its parent's release, so its
+// notification lands in (252, 504) whatever the latency.  Ring of 4 from
+// device 0: devices 1 and 3 are sent at 53 and 54 and release 2 epochs after
+// B; device 2, sent at 53 by its parent, releases at 4, and N = 4.  Only a link
+// whose own range is E - 1 cycles or more is refused.
+static void alignment_times_transmits_for_uneven_latencies(void **state) {
   (void)state;
+  const char *yaml = "topology: ring\ndevices: 4\nlink: {latency_cycles: {min: 200, max: 300}}\n";
   Arena a = {0};
   AlignPlan plan;
   char err[256];
-  Topology *t = topo_ok(&a, "topology: ring\ndevices: 4\nlink: {latency_cycles: {min: 200, max: 300}}\n");
+  assert_true(align_plan(&a, topo_ok(&a, yaml), 0, 0, &plan, err, sizeof err));
+  assert_int_equal(plan.epochs_per_level, 2);
+  assert_int_equal(MIN(plan.send_at[1], plan.send_at[3]), 53);  // one a cycle, in port order
+  assert_int_equal(MAX(plan.send_at[1], plan.send_at[3]), 54);
+  assert_int_equal(plan.release[2], 4);
+  assert_int_equal(plan.notify_epochs, 4);
+  int64_t cycles;
+  assert_int_equal(aligned_exchange(yaml, 0, 0, false, &cycles), 0);
+  assert_int_equal(cycles, 504 + 252 * 4 + 1 + 300 + 1);  // the window, B, N epochs, the exchange
+  assert_int_equal(aligned_exchange(yaml, 0, 5000, true, &cycles), 0);
+  Topology *t = topo_ok(&a, "topology: ring\ndevices: 4\nlink: {latency_cycles: {min: 10, max: 300}}\n");
   assert_false(align_plan(&a, t, 0, 0, &plan, err, sizeof err));
-  assert_string_equal(err, "link latencies 200..300 (plus 2 transmits) straddle a 252-cycle epoch boundary: "
-                           "the alignment tree cannot bring every child out of its POLL on one boundary");
+  assert_string_equal(err, "the cable between devices 0 and 1 varies from 10 to 300 cycles, 251 or more (the 252-cycle "
+                           "epoch less 1): no TRANSMIT time lands its notification inside one epoch, so the alignment "
+                           "tree cannot use it");
   arena_free(&a);
 }
 
@@ -476,7 +494,7 @@ int main(void) {
       cmocka_unit_test(paths_follow_the_network),
       cmocka_unit_test(paths_found_in_pieces_are_the_same_sequence),
       cmocka_unit_test(alignment_brings_every_device_to_one_cycle),
-      cmocka_unit_test(alignment_refuses_straddling_latencies),
+      cmocka_unit_test(alignment_times_transmits_for_uneven_latencies),
       cmocka_unit_test(hamiltonian_cycles_where_they_exist),
       cmocka_unit_test(hamiltonian_cycles_refused_with_reasons),
       cmocka_unit_test(near_cycles_on_odd_meshes),
