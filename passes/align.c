@@ -32,12 +32,13 @@
 typedef struct Child {
   int device, port;
   int64_t min, max;  // the link's latency range
-  int64_t earliest;  // the least send time that lands after the (k-1)-th boundary
+  int64_t at;        // planning: the least send time landing after the (k-1)-th boundary;
+                     // emitting: the send time
 } Child;
 
-static int by_earliest(const void *a, const void *b) {
+static int by_send_time(const void *a, const void *b) {
   const Child *x = a, *y = b;
-  if (x->earliest != y->earliest) return x->earliest < y->earliest ? -1 : 1;
+  if (x->at != y->at) return x->at < y->at ? -1 : 1;
   return x->port - y->port;  // port order on a tie
 }
 
@@ -69,11 +70,11 @@ static int64_t fit_in_epoch(int64_t t, int64_t min, int64_t max, int64_t E, int 
 static int64_t plan_sends(AlignPlan *plan, const Topology *t, int v, Child *kids) {
   int64_t E = t->epoch_cycles, k = plan->epochs_per_level, next = 0;
   int n = children_of(plan, t, v, kids);
-  for (int i = 0; i < n; i++) kids[i].earliest = MAX(0, (k - 1) * E + 1 - kids[i].min);
-  qsort(kids, (size_t)n, sizeof *kids, by_earliest);
+  for (int i = 0; i < n; i++) kids[i].at = MAX(0, (k - 1) * E + 1 - kids[i].min);
+  qsort(kids, (size_t)n, sizeof *kids, by_send_time);
   for (int i = 0; i < n; i++) {
     int epochs;
-    int64_t at = fit_in_epoch(MAX(next, kids[i].earliest), kids[i].min, kids[i].max, E, &epochs);
+    int64_t at = fit_in_epoch(MAX(next, kids[i].at), kids[i].min, kids[i].max, E, &epochs);
     plan->send_at[kids[i].device] = at;
     plan->release[kids[i].device] = plan->release[v] + epochs;
     next = at + 1;  // a TRANSMIT issues in one cycle
@@ -161,23 +162,18 @@ static void emit(Arena *a, UnitProgram *u, Opcode op, int port, uint32_t operand
   VEC_PUSH(a, &u->code, in);
 }
 
-static int by_send_time(const void *a, const void *b) {
-  const Child *x = a, *y = b;
-  return x->earliest < y->earliest ? -1 : x->earliest > y->earliest;
-}
-
 // Device v's TRANSMITs to its children at their send times, the WAITs
 // between; returns the cycles they take after its release.
 static int64_t emit_transmits(Arena *a, const AlignPlan *plan, const Topology *t, int v, UnitProgram *ctl,
                               Child *kids) {
   int n = children_of(plan, t, v, kids);
-  for (int i = 0; i < n; i++) kids[i].earliest = plan->send_at[kids[i].device];
+  for (int i = 0; i < n; i++) kids[i].at = plan->send_at[kids[i].device];
   qsort(kids, (size_t)n, sizeof *kids, by_send_time);
   int64_t now = 0;
   for (int i = 0; i < n; i++) {
-    if (kids[i].earliest > now) emit(a, ctl, OPC_WAIT, 0, (uint32_t)(kids[i].earliest - now));
+    if (kids[i].at > now) emit(a, ctl, OPC_WAIT, 0, (uint32_t)(kids[i].at - now));
     emit(a, ctl, OPC_TRANSMIT, kids[i].port, 0);
-    now = kids[i].earliest + 1;
+    now = kids[i].at + 1;
   }
   return now;
 }

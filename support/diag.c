@@ -41,13 +41,14 @@ static int char_bytes(const char *line, int i) {
   return k ? k : 1;
 }
 
-// Writes the character at line[i] as the quote shows it.
-static void put_char(FILE *out, const char *line, int i) {
+// Writes the character at line[i] as the quote shows it; returns its bytes.
+static int put_char(FILE *out, const char *line, int i) {
   unsigned char c = (unsigned char)line[i];
   int k = str_utf8_sequence_len((const unsigned char *)line + i);
   if (c == '\0') fputc(' ', out);  // a NUL shows as a space
   else if (k == 0 || (c < 0x20 && c != '\t') || c == 0x7f) fputs(DIAG_REPLACEMENT, out);
   else fwrite(line + i, 1, (size_t)k, out);
+  return k ? k : 1;
 }
 
 // Prints the quoted line and a caret under LOC (tabs kept, so the caret
@@ -62,7 +63,7 @@ static void print_caret(FILE *out, SrcLoc loc) {
   quote_window(line, n, loc, &start, &end);
   const char *before = start > 0 ? "..." : "";
   fputs(before, out);
-  for (int i = start; i < end; i += char_bytes(line, i)) put_char(out, line, i);
+  for (int i = start; i < end;) i += put_char(out, line, i);
   fputs(end < n ? "...\n" : "\n", out);
   fprintf(out, "%*s", (int)strlen(before), "");
   int i = start;

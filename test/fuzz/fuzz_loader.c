@@ -5,7 +5,7 @@
 // is even: patching only odd-sized inputs, as this did, never let a mutated
 // binary past the checksum.)  Any crash, sanitizer report or leak is a bug:
 // a bad binary must only ever be refused with a message.
-#include "../../runtime/emu.h"
+#include "ring4.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +27,10 @@ static void decode(const unsigned char *data, size_t size, const Topology *ring4
 }
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
-  static Arena topo_arena;
-  static Topology *ring4;
   Diag d;
   FILE *sink = fopen("/dev/null", "w");
   diag_init(&d, sink);
-  if (!ring4) ring4 = fe_load_topology_text(&topo_arena, &d, "ring4.yaml", "topology: ring\ndevices: 4\n");
+  Topology *ring4 = fuzz_ring4(&d);
   decode(data, size, ring4, sink);
   if (size >= ISA_HEADER_BYTES) {
     unsigned char *copy = xmalloc(size);

@@ -4,7 +4,7 @@
 // for ring4 there), so the checks of tensors against a graph run too; run
 // from the top of the tree.  Any crash, sanitizer report or leak is a bug:
 // a bad manifest must only ever be refused with a message.
-#include "../../runtime/emu.h"
+#include "ring4.h"
 
 #include <stdio.h>
 
@@ -13,12 +13,10 @@
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
-  static Arena topo_arena;
-  static Topology *ring4;
   Diag d;
   FILE *sink = fopen("/dev/null", "w");
   diag_init(&d, sink);
-  if (!ring4) ring4 = fe_load_topology_text(&topo_arena, &d, "ring4.yaml", "topology: ring\ndevices: 4\n");
+  Topology *ring4 = fuzz_ring4(&d);
   Arena a = {0};
   SrcFile *src = arena_alloc(&a, sizeof *src);
   *src = (SrcFile){.path = "manifest.yaml", .text = arena_strndup(&a, (const char *)data, size), .len = size};
