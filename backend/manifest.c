@@ -52,6 +52,13 @@ static void write_graph(const Graph *g, FILE *out) {
   arena_free(&scratch);
 }
 
+// A shard's first element: `start: [r, c]`, as many entries as the shape.
+static void write_start(const TensorHome *th, FILE *out) {
+  fprintf(out, ", start: [");
+  for (int d = 0; d < th->shape.rank; d++) fprintf(out, "%s%lld", d ? ", " : "", (long long)th->start[d]);
+  fprintf(out, "]");
+}
+
 // The device binaries and where named tensors live in them.
 static void write_program(const Program *p, FILE *out) {
   fprintf(out, "binaries:\n");
@@ -68,6 +75,7 @@ static void write_program(const Program *p, FILE *out) {
     fprintf(out, ", device: %d, addr: %u, dtype: %s, shape: ", th->device, th->addr, ir_dtype_names[th->dtype]);
     write_shape(&th->shape, out);
     if (th->pitch) fprintf(out, ", pitch: %u", th->pitch);  // row-padded; absent: packed
+    if (th->is_shard) write_start(th, out);                   // a box of the tensor; absent: all of it
     fprintf(out, "}\n");
   }
 }

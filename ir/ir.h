@@ -675,6 +675,9 @@ typedef struct DataRecord {
 // from addr on.
 // Layout: packed (pitch 0), or each row (the last dimension) starting on a
 // vector, `pitch` vectors apart (pitch >= ceil(last / per(dtype))).
+// A shard (the partitioner's piece of a model tensor, the manifest's
+// `start:`) holds the box [start, start + shape) of the named tensor, in
+// the model tensor's coordinates; otherwise the home holds all of it.
 typedef struct TensorHome {
   const char *name;
   int device;
@@ -682,6 +685,8 @@ typedef struct TensorHome {
   DType dtype;
   Shape shape;
   uint32_t pitch;  // vectors from one row to the next; 0: packed
+  bool is_shard;
+  int64_t start[IR_MAX_RANK];  // is_shard: the box's first element, per dimension
 } TensorHome;
 
 typedef struct DeviceProgram {
