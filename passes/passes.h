@@ -108,6 +108,8 @@ typedef struct Compilation {
   int *tree_chunk_divisor;        // after choose: by op id, what the tree engine divides its
                                   //   chunk count by (algo_tree.c; 0 or 1: the formula's)
   const char *choice_log;         // after choose: what algo=auto tried (--stats)
+  bool partition_none;            // --partition=none: place, split nothing, no pipeline
+  const char *partition_log;      // after partition: what it split and cut, and why
   Program *program;               // after codegen
   int64_t *pitch;                 // layout.c, made on first use: by tensor id, vectors per row
 } Compilation;
@@ -120,7 +122,8 @@ typedef struct Pass {
 } Pass;
 
 // ---- the passes, in pipeline order (pipeline.c holds the table) ----
-bool pass_partition(Compilation *c);  // partition.c: AUTO and STAGE -> devices
+bool pass_partition(Compilation *c);  // partition.c: AUTO and STAGE -> devices, splits, stages
+void partition_dump(const Compilation *c, FILE *out);
 bool pass_dag(Compilation *c);        // dag.c: graph -> compute/transfer/collective nodes
 bool pass_choose(Compilation *c);     // choose.c: algo=auto -> an algorithm for each collective
 bool pass_lower(Compilation *c);      // lower.c: collective nodes -> transfers
@@ -247,6 +250,14 @@ bool compute_supported(Compilation *c, const Op *op, char *why, size_t whylen);
 // Places the node's instructions from `ready` on; sets n->code, n->scratch,
 // n->start and n->finish.
 void compute_emit(Emitter *e, int64_t ready);
+// The cycles op takes alone on an idle device, estimated from shapes
+// before layout and scheduling (the partitioner's cost of compute; within
+// a few percent of the scheduled makespan on the shapes test_partition
+// checks).
+int64_t compute_estimate_cycles(const Op *op, int vector_bytes);
+// The scratch vectors op's program holds while it runs, estimated the same
+// way (an upper bound for the partitioner's SRAM estimate).
+int64_t compute_estimate_scratch_vectors(const Op *op, int vector_bytes);
 // Whether transpose op feeds only matmuls as their second operand: then it
 // is not computed, and those matmuls install its operand's rows directly
 // (MXLWT: seed 002 s5.5's A B^T).
