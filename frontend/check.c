@@ -292,6 +292,7 @@ static void check_decl(Checker *c, const AstStmt *s) {
   t->dtype = dt;
   t->shape = shape;
   t->place = place;
+  t->place_written = s->place.given;
   bind(c, s->name, t);
 }
 
@@ -323,6 +324,7 @@ static void check_output(Checker *c, const AstStmt *s) {
     return;
   }
   t->is_output = true;
+  t->place_written |= s->place.given;
   VEC_PUSH(c->a, &c->g->outputs, t);
 }
 
@@ -936,6 +938,7 @@ static Tensor *emit_op(Checker *c, const Call *call, Op *op, const Tensor *r) {
   t->dtype = r->dtype;
   t->shape = r->shape;
   t->place = r->place;
+  t->place_written = s->place.given;
   t->def = op;
   op->id = c->g->ops.len;  // reduce, algo, axis, shape, start, end: set by the shape rule
   op->kind = call->kind;

@@ -137,6 +137,13 @@ static void dump_op_call(const Op *op, FILE *out) {
   fprintf(out, ")");
 }
 
+// ", shard [0, 3072] of w": where a partitioner's piece sits in its tensor.
+static void dump_shard(const Tensor *t, FILE *out) {
+  fprintf(out, ", shard [");
+  for (int i = 0; i < t->shape.rank; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)t->shard_start[i]);
+  fprintf(out, "] of %s", t->shard_of->name);
+}
+
 // One tensor per line, in definition order, every name resolved, every
 // repeat unrolled, every type and placement explicit:
 //   param w1.0 : f16[1024, 4096] @ device(0);      // 8.0 MiB
@@ -159,6 +166,7 @@ void ir_graph_dump(const Graph *g, FILE *out) {
     fprintf(out, " @ %s;  // %s", place, size);
     if (t->def && t->def->pad_rows)
       fprintf(out, ", %lld pad row%s", (long long)t->def->pad_rows, t->def->pad_rows == 1 ? "" : "s");
+    if (t->shard_of) dump_shard(t, out);
     fprintf(out, ", line %d\n", t->loc.line);
   }
   for (int i = 0; i < g->outputs.len; i++) fprintf(out, "  output %s;\n", g->outputs.data[i]->name);

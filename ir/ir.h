@@ -147,9 +147,15 @@ typedef struct Tensor {
   DType dtype;
   Shape shape;       // per copy (an EACH tensor has this shape on every device)
   Placement place;
+  bool place_written;  // the .tg placed it (an annotation), not the checker's inference
   Op *def;           // the op computing it; NULL for inputs and params
   bool is_output;
   SrcLoc loc;        // where it was declared or assigned
+  // A shard: the partitioner's piece [shard_start, shard_start + shape) of
+  // the model tensor shard_of (passes/partition.c); the manifest names its
+  // home after shard_of.  NULL for a tensor of the model itself.
+  const struct Tensor *shard_of;
+  int64_t shard_start[IR_MAX_RANK];
 } Tensor;
 
 struct Op {

@@ -588,8 +588,10 @@ static void record_homes(Codegen *g) {
     if (t->kind == TENSOR_VALUE && !t->is_output) continue;
     for (int d = 0; d < g->t->ndevices; d++) {
       if (!ir_place_has(&t->place, d) || !g->home[t->id] || !g->home[t->id][d]) continue;
-      TensorHome th = {.name = t->name, .device = d, .addr = (uint32_t)(g->home[t->id][d] - 1),
-                       .dtype = t->dtype, .shape = t->shape, .pitch = layout_manifest_pitch(g->c, t)};
+      TensorHome th = {.name = t->shard_of ? t->shard_of->name : t->name, .device = d,
+                       .addr = (uint32_t)(g->home[t->id][d] - 1), .dtype = t->dtype, .shape = t->shape,
+                       .pitch = layout_manifest_pitch(g->c, t), .is_shard = t->shard_of != NULL};
+      memcpy(th.start, t->shard_start, sizeof th.start);
       VEC_PUSH(&g->c->arena, &p->tensors, th);
     }
   }

@@ -1,34 +1,575 @@
-// partition.c: places every tensor the model left unplaced.  Part of
-// passes/, after check and before dag.
+// partition.c: decides where every tensor the model left unplaced lives,
+// splitting what no single device holds.  Part of passes/, after check and
+// before dag; placements written in the .tg are never changed.
 //
-// Pipeline stages map one to one onto devices: stage(k) is device(k) (check
-// has verified k names a device).  A tensor placed nowhere (@ auto, or no
-// annotation) lives where its first consumer other than a copy runs, so a
-// parameter used by an op on an @ each tensor is replicated on every device
-// of the group and a parameter feeding a stage lives on that stage; a tensor
-// nothing consumes lives on device(0).  Tensors are visited last to first,
-// so every consumer is placed before its operands.
+// Seed 002 s5.1: "the input model is either automatically partitioned by
+// the compiler or manually by the programmer".  In order:
+//
+//  1. stage(K) is device(K).
+//  2. Tensor parallelism (002 s5.2, column-wise split): a matmul whose
+//     weight is an unplaced param only it reads, and whose unplaced result
+//     is an output nothing else reads, is split over the D devices nearest
+//     its activation: device j holds columns [c_j, c_j+1) of the weight and
+//     computes the same columns of the result, both *shards* of the model's
+//     tensors (Tensor.shard_of; the manifest's `start:`).  D is the count
+//     of least estimated cycles (the activation sent to D - 1 devices, then
+//     the widest shard's product) among those whose shards fit in SRAM.
+//  3. Placement: every other unplaced tensor lives with its first consumer
+//     (a tensor nothing consumes, with its producer, or on device 0).
+//  4. Pipeline (002 s4.1): if that leaves some device's SRAM over-full, the
+//     unplaced ops are cut, in definition order, into as few consecutive
+//     stages as fit, balanced by estimated cycles, stage k on the k-th
+//     device of a path that steps to the nearest unused device; then step
+//     3 again for the params and inputs.
+//  5. Capacity: a device whose estimated SRAM use exceeds what it has is
+//     refused, naming its largest tensor.
+//
+// Costs are estimates from shapes (compute_estimate_cycles; a transfer's
+// vectors times the link's cycles a vector over the source's ports), as
+// the partition must be chosen before the DAG exists.  --partition=none
+// keeps steps 1 and 3 and the capacity check.
 #include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// The share of SRAM, in percent, the estimate leaves free for what it
+// does not see (scratch rows of per-row programs, receive buffers,
+// alignment between allocations).
+#define PARTITION_SRAM_HEADROOM_PERCENT 5
+
+typedef struct Partitioner {
+  Compilation *c;
+  Graph *g;
+  const Topology *t;
+  int vb;
+  int64_t capacity;  // bytes of a device's SRAM the partitioner plans to fill
+  int64_t sram;      // all of it: an estimate beyond it is refused
+  Buf log;           // the decisions, for --dump-after=partition
+} Partitioner;
+
+// ---- sizes -----------------------------------------------------------------------------
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Bytes of one copy of t as layout.c pads it: every row on whole vectors.
+static int64_t padded_bytes(const Partitioner *p, DType dt, const Shape *s) {
+  int64_t cols = s->dim[s->rank - 1];
+  return ir_shape_elems(s) / cols * ceil_div(cols, isa_elems_per_vector(dt, p->vb)) * p->vb;
+}
+
+static int64_t tensor_bytes(const Partitioner *p, const Tensor *t) { return padded_bytes(p, t->dtype, &t->shape); }
+
+// Scratch an op holds while it runs (compute.c's estimate).
+static int64_t scratch_bytes(const Partitioner *p, const Op *op) {
+  if (ir_op_is_collective(op->kind) || op->kind == OP_COPY) return 0;
+  return compute_estimate_scratch_vectors(op, p->vb) * p->vb;
+}
+
+static bool is_free(const Tensor *t) { return t->place.kind == PLACE_AUTO; }
+
+// Whether the partitioner may move op's result: the .tg did not place it
+// and it is not one copy of a group (@ each).
+static bool movable(const Op *op) {
+  const Tensor *y = op->result;
+  return !y->place_written && (y->place.kind == PLACE_AUTO || y->place.kind == PLACE_DEVICE) &&
+         !ir_op_is_collective(op->kind) && op->kind != OP_COPY;
+}
+
+// Whether a placed tensor has a copy on device d (an unplaced one: no).
+static bool placed_on(const Placement *pl, int d) {
+  return pl->kind == PLACE_DEVICE ? pl->index == d : pl->kind == PLACE_EACH && ir_place_has(pl, d);
+}
+
+// ---- the topology: distances for choosing devices ----------------------------------------
+
+// Hops from `from` to every device over working links (-1: unreachable).
+static int *hops_from(const Topology *t, int from) {
+  int *dist = xmalloc(sizeof(int) * (size_t)t->ndevices), *queue = xmalloc(sizeof(int) * (size_t)t->ndevices);
+  for (int d = 0; d < t->ndevices; d++) dist[d] = -1;
+  int head = 0, tail = 0;
+  dist[from] = 0;
+  queue[tail++] = from;
+  while (head < tail) {
+    int d = queue[head++];
+    for (int q = 0; q < t->devices[d].nports; q++) {
+      const Port *port = &t->devices[d].ports[q];
+      if (port->link < 0 || t->links.data[port->link].failed || dist[port->peer] >= 0) continue;
+      dist[port->peer] = dist[d] + 1;
+      queue[tail++] = port->peer;
+    }
+  }
+  free(queue);
+  return dist;
+}
+
+// Devices by hops from `from`, then by id: the order shards and stages take.
+static int *devices_nearest(const Topology *t, int from) {
+  int *dist = hops_from(t, from), *order = xmalloc(sizeof(int) * (size_t)t->ndevices), n = 0;
+  for (int h = 0; n < t->ndevices; h++) {
+    bool any = false;
+    for (int d = 0; d < t->ndevices; d++)
+      if (dist[d] == h) order[n++] = d, any = true;
+    if (!any) break;  // the rest are unreachable
+  }
+  for (int d = 0; d < t->ndevices; d++)
+    if (dist[d] < 0) order[n++] = d;
+  free(dist);
+  return order;
+}
+
+// Ports of device d with a working cable.
+static int working_ports(const Topology *t, int d) {
+  int n = 0;
+  for (int q = 0; q < t->devices[d].nports; q++) {
+    const Port *port = &t->devices[d].ports[q];
+    n += port->link >= 0 && !t->links.data[port->link].failed;
+  }
+  return n;
+}
+
+// Estimated cycles to send `bytes` from device src to `copies` devices: the
+// vectors leave over src's working ports, each a vector every
+// cycles_per_vector, plus one link's latency.
+static int64_t send_cycles(const Partitioner *p, int src, int64_t bytes, int copies) {
+  if (copies <= 0) return 0;
+  int ports = MAX(working_ports(p->t, src), 1);
+  int64_t vectors = ceil_div(bytes, p->vb);
+  return ceil_div(vectors * copies, ports) * ir_cycles_per_vector(&p->t->link, p->t->clock_mhz) + p->t->link.latency_max;
+}
+
+// ---- graph surgery ---------------------------------------------------------------------
+
+static Tensor *new_shard(Partitioner *p, const Tensor *of, TensorKind kind, int64_t col0, int64_t cols, int device) {
+  Tensor *t = ARENA_NEW(&p->c->arena, Tensor);
+  *t = *of;
+  t->kind = kind;
+  t->def = NULL;
+  t->shape.dim[t->shape.rank - 1] = cols;
+  t->place = (Placement){.kind = PLACE_DEVICE, .index = device};
+  t->shard_of = of;
+  memset(t->shard_start, 0, sizeof t->shard_start);
+  t->shard_start[t->shape.rank - 1] = col0;
+  t->name = arena_printf(&p->c->arena, "%s[:, %lld:%lld]", of->name, (long long)col0, (long long)(col0 + cols));
+  return t;
+}
+
+// A vector of pointers with element `old` replaced by the n of `repl`, in
+// order (old stays if it is absent).
+typedef VEC(void *) PtrVec;
+static void splice(Arena *a, PtrVec *v, const void *old, void *const *repl, int n) {
+  PtrVec out = {0};
+  for (int i = 0; i < v->len; i++) {
+    if (v->data[i] != old) {
+      VEC_PUSH(a, &out, v->data[i]);
+      continue;
+    }
+    for (int j = 0; j < n; j++) VEC_PUSH(a, &out, repl[j]);
+  }
+  *v = out;
+}
+
+// Renumbers tensors and ops after surgery (ids are indices).
+static void renumber(Graph *g) {
+  for (int i = 0; i < g->tensors.len; i++) g->tensors.data[i]->id = i;
+  for (int i = 0; i < g->ops.len; i++) g->ops.data[i]->id = i;
+}
+
+// ---- step 2: column-wise matmul splits -------------------------------------------------
+
+// How many operands of ops name t (a copy counts: it moves t's bytes).
+static int readers(const Graph *g, const Tensor *t) {
+  int n = 0;
+  for (int i = 0; i < g->ops.len; i++)
+    for (int a = 0; a < g->ops.data[i]->nargs; a++) n += g->ops.data[i]->args[a] == t;
+  return n;
+}
+
+static bool splittable(const Graph *g, const Op *op) {
+  if (op->kind != OP_MATMUL) return false;
+  const Tensor *x = op->args[0], *w = op->args[1], *y = op->result;
+  return w->kind == TENSOR_PARAM && is_free(w) && w->shape.rank == 2 && readers(g, w) == 1 && x != w &&
+         movable(op) && y->is_output && readers(g, y) == 0 &&
+         (x->place.kind == PLACE_AUTO || x->place.kind == PLACE_DEVICE);
+}
+
+// Columns [*col0, *col0 + *cols) of shard j when n columns are cut D ways
+// as evenly as they go.
+static void shard_columns(int64_t n, int D, int j, int64_t *col0, int64_t *cols) {
+  int64_t base = n / D, extra = n % D;
+  *col0 = j * base + MIN(j, extra);
+  *cols = base + (j < extra);
+}
+
+typedef struct SplitCost {
+  int64_t cycles, bytes;  // estimated makespan; the fullest device's SRAM estimate
+} SplitCost;
+
+// The split of op over D devices: the activation sent from its home to the
+// D - 1 others, then the widest shard's product.
+static SplitCost split_cost(const Partitioner *p, const Op *op, int D, int src) {
+  const Tensor *x = op->args[0], *w = op->args[1], *y = op->result;
+  int64_t col0, cols;
+  shard_columns(w->shape.dim[1], D, 0, &col0, &cols);
+  Tensor wj = *w, yj = *y;
+  wj.shape.dim[1] = cols, yj.shape.dim[yj.shape.rank - 1] = cols;
+  Op shard = *op;
+  shard.args[1] = &wj, shard.result = &yj;
+  return (SplitCost){
+      .cycles = send_cycles(p, src, tensor_bytes(p, x), D - 1) + compute_estimate_cycles(&shard, p->vb),
+      .bytes = tensor_bytes(p, x) + tensor_bytes(p, &wj) + tensor_bytes(p, &yj) + scratch_bytes(p, &shard)};
+}
+
+// The device the activation lives on, or will (an unplaced input goes with
+// the first shard: device 0's neighbourhood).
+static int activation_home(const Tensor *x) { return x->place.kind == PLACE_DEVICE ? x->place.index : 0; }
+
+// Replaces op by D shard matmuls on devs[0 .. D), weight and result cut
+// column-wise.
+static void split_matmul(Partitioner *p, Op *op, int D, const int *devs) {
+  Arena *a = &p->c->arena;
+  Graph *g = p->g;
+  Tensor *w = op->args[1], *y = op->result;
+  void **wj = ARENA_ARRAY(a, void *, D), **yj = ARENA_ARRAY(a, void *, D), **oj = ARENA_ARRAY(a, void *, D);
+  for (int j = 0; j < D; j++) {
+    int64_t col0, cols;
+    shard_columns(w->shape.dim[1], D, j, &col0, &cols);
+    Tensor *ws = new_shard(p, w, TENSOR_PARAM, col0, cols, devs[j]), *ys = new_shard(p, y, TENSOR_VALUE, col0, cols, devs[j]);
+    Op *o = ARENA_NEW(a, Op);
+    *o = *op;
+    o->args[1] = ws, o->result = ys, ys->def = o;
+    wj[j] = ws, yj[j] = ys, oj[j] = o;
+  }
+  splice(a, (PtrVec *)&g->tensors, w, wj, D);
+  splice(a, (PtrVec *)&g->tensors, y, yj, D);
+  splice(a, (PtrVec *)&g->ops, op, oj, D);
+  splice(a, (PtrVec *)&g->outputs, y, yj, D);
+  renumber(g);
+}
+
+// The cheapest D whose shards fit, 1 when the op fits whole and nothing is
+// faster; 0 when no D fits.
+static int best_split(Partitioner *p, const Op *op, int src, SplitCost *best) {
+  int best_d = 0, max_d = (int)MIN(p->t->ndevices, op->args[1]->shape.dim[1]);
+  for (int D = 1; D <= max_d; D++) {
+    SplitCost sc = split_cost(p, op, D, src);
+    if (sc.bytes > p->capacity) continue;
+    if (!best_d || sc.cycles < best->cycles) best_d = D, *best = sc;
+  }
+  return best_d;
+}
+
+static void split_matmuls(Partitioner *p) {
+  for (int i = 0; i < p->g->ops.len; i++) {
+    Op *op = p->g->ops.data[i];
+    if (!splittable(p->g, op)) continue;
+    int src = activation_home(op->args[0]);
+    SplitCost best, whole = split_cost(p, op, 1, src);
+    int D = best_split(p, op, src, &best);
+    if (D <= 1) continue;  // whole is best, or nothing fits: the capacity check says so
+    int *devs = devices_nearest(p->t, src);
+    buf_printf(&p->log, "// %s = matmul(%s, %s), line %d: split column-wise over %d devices (", op->result->name,
+               op->args[0]->name, op->args[1]->name, op->loc.line, D);
+    for (int j = 0; j < D; j++) buf_printf(&p->log, "%s%d", j ? ", " : "", devs[j]);
+    buf_printf(&p->log, "): an estimated %lld cycles against %lld whole%s\n", (long long)best.cycles,
+               (long long)whole.cycles, whole.bytes > p->capacity ? " (which does not fit)" : "");
+    split_matmul(p, op, D, devs);
+    free(devs);
+    i += D - 1;
+  }
+}
+
+// ---- step 3: with the first consumer -----------------------------------------------------
 
 static void place_stage(Tensor *t) {
   if (t->place.kind == PLACE_STAGE) t->place = (Placement){.kind = PLACE_DEVICE, .index = t->place.index};
 }
 
-bool pass_partition(Compilation *c) {
-  Graph *g = c->graph;
-  Op **first_use = ARENA_ARRAY(&c->arena, Op *, g->tensors.len);
+// By tensor id: its first reader other than a copy (NULL: none).
+static Op **first_uses(const Graph *g) {
+  Op **first = xcalloc((size_t)g->tensors.len + 1, sizeof(Op *));
   for (int i = 0; i < g->ops.len; i++) {
     Op *op = g->ops.data[i];
     if (op->kind == OP_COPY) continue;
     for (int a = 0; a < op->nargs; a++)
-      if (!first_use[op->args[a]->id]) first_use[op->args[a]->id] = op;
+      if (!first[op->args[a]->id]) first[op->args[a]->id] = op;
   }
+  return first;
+}
+
+// Every unplaced tensor where its first consumer other than a copy runs;
+// tensors are visited last to first, so every consumer is placed before its
+// operands.  A tensor nothing consumes lives on device 0.
+static void place_with_consumers(Partitioner *p) {
+  Graph *g = p->g;
+  Op **first_use = first_uses(g);
   for (int i = g->tensors.len - 1; i >= 0; i--) {
     Tensor *t = g->tensors.data[i];
-    place_stage(t);
-    if (t->place.kind != PLACE_AUTO) continue;
+    if (!is_free(t)) continue;
     const Op *user = first_use[t->id];
     t->place = user ? user->result->place : (Placement){.kind = PLACE_DEVICE, .index = 0};
   }
+  free(first_use);
+}
+
+// ---- SRAM estimates --------------------------------------------------------------------
+
+// Op indices [from, to] during which a tensor occupies a device.
+typedef struct Span {
+  int from, to;
+} Span;
+
+// Bytes device d holds at its fullest, estimated in definition order:
+// inputs, params and outputs at home for the whole run; a value at home
+// from its producer to its last reader anywhere (it is sent from there); a
+// received tensor from its first reader on d to its last; plus the
+// scratch of the op running.  *largest: the biggest tensor d holds.
+static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) {
+  const Graph *g = p->g;
+  int nt = g->tensors.len, nops = g->ops.len;
+  Span *on_d = xmalloc(sizeof(Span) * (size_t)(nt + 1)), *anywhere = xmalloc(sizeof(Span) * (size_t)(nt + 1));
+  for (int i = 0; i < nt; i++) on_d[i] = anywhere[i] = (Span){-1, -1};
+  int64_t *delta = xcalloc((size_t)nops + 2, sizeof(int64_t)), base = 0;
+  for (int i = 0; i < nops; i++) {
+    const Op *op = g->ops.data[i];
+    bool here = placed_on(&op->result->place, d);
+    if (here) delta[i] += scratch_bytes(p, op), delta[i + 1] -= scratch_bytes(p, op);
+    for (int a = 0; a < op->nargs; a++) {
+      Span *s = here ? &on_d[op->args[a]->id] : &anywhere[op->args[a]->id];
+      if (s->from < 0) s->from = i;
+      s->to = i;
+    }
+  }
+  *largest = NULL;
+  for (int i = 0; i < nt; i++) {
+    const Tensor *t = g->tensors.data[i];
+    bool home = placed_on(&t->place, d);
+    if (!home && on_d[i].from < 0) continue;
+    int64_t bytes = tensor_bytes(p, t);
+    if (!*largest || bytes > tensor_bytes(p, *largest)) *largest = t;
+    if (home && (t->kind != TENSOR_VALUE || t->is_output)) {
+      base += bytes;
+      continue;
+    }
+    Span s = on_d[i];
+    if (home) s = (Span){t->def->id, MAX(MAX(on_d[i].to, anywhere[i].to), t->def->id)};
+    delta[s.from] += bytes, delta[s.to + 1] -= bytes;
+  }
+  int64_t live = 0, peak = 0;
+  for (int i = 0; i < nops; i++) live += delta[i], peak = MAX(peak, live);
+  free(delta), free(on_d), free(anywhere);
+  return base + peak;
+}
+
+// The first device whose estimate exceeds `limit` bytes, or -1; *peak and
+// *largest say why.
+static int overfull_device(const Partitioner *p, int64_t limit, int64_t *peak, const Tensor **largest) {
+  for (int d = 0; d < p->t->ndevices; d++) {
+    *peak = device_peak(p, d, largest);
+    if (*peak > limit) return d;
+  }
+  return -1;
+}
+
+// ---- step 4: pipeline stages -------------------------------------------------------------
+
+typedef struct Pipeline {
+  int nfree;
+  Op **ops;          // the ops whose result the model left unplaced, in order
+  Op **first_use;    // by tensor id: its first reader other than a copy
+  int *path;         // the devices stages take, in order (grown as needed)
+  int npath;
+  bool *used;
+} Pipeline;
+
+// The device after the path's last: the nearest unused one, then the
+// lowest id; -1 when every reachable device is used.
+static int next_on_path(const Partitioner *p, Pipeline *pl) {
+  int *dist = hops_from(p->t, pl->path[pl->npath - 1]), best = -1;
+  for (int d = 0; d < p->t->ndevices; d++)
+    if (!pl->used[d] && dist[d] > 0 && (best < 0 || dist[d] < dist[best])) best = d;
+  free(dist);
+  return best;
+}
+
+// Places op on device d with the unplaced params and inputs it reads first.
+static void assign(Pipeline *pl, Op *op, int d) {
+  Placement here = {.kind = PLACE_DEVICE, .index = d};
+  op->result->place = here;
+  for (int a = 0; a < op->nargs; a++) {
+    Tensor *x = op->args[a];
+    if (x->kind != TENSOR_VALUE && pl->first_use[x->id] == op) x->place = here;
+  }
+}
+
+static void unassign(Pipeline *pl, Op *op) {
+  op->result->place = (Placement){.kind = PLACE_AUTO};
+  for (int a = 0; a < op->nargs; a++) {
+    Tensor *x = op->args[a];
+    if (x->kind != TENSOR_VALUE && pl->first_use[x->id] == op) x->place = (Placement){.kind = PLACE_AUTO};
+  }
+}
+
+// Stage k's device, extending the path; -1 past the last device.
+static int stage_device(const Partitioner *p, Pipeline *pl, int k) {
+  while (pl->npath <= k) {
+    int d = next_on_path(p, pl);
+    if (d < 0) return -1;
+    pl->used[d] = true;
+    pl->path[pl->npath++] = d;
+  }
+  return pl->path[k];
+}
+
+// Cuts the free ops into stages greedily: an op joins the current stage
+// while the stage's estimated cycles stay within `limit` and its device's
+// SRAM estimate within capacity.  Returns the stages used, or -1 when an
+// op fits on no device alone or the devices run out (*stuck: that op).
+static int cut_stages(const Partitioner *p, Pipeline *pl, int64_t limit, const Op **stuck) {
+  for (int i = 0; i < pl->nfree; i++) unassign(pl, pl->ops[i]);
+  int k = 0, d = stage_device(p, pl, 0);
+  int64_t cycles = 0;
+  const Tensor *largest;
+  for (int i = 0; i < pl->nfree; i++) {
+    Op *op = pl->ops[i];
+    int64_t c = compute_estimate_cycles(op, p->vb);
+    bool joined = false;
+    if (!cycles || cycles + c <= limit) {
+      assign(pl, op, d);
+      joined = device_peak(p, d, &largest) <= p->capacity;
+      if (!joined) unassign(pl, op);
+    }
+    if (!joined) {
+      d = stage_device(p, pl, ++k);
+      if (d < 0) return *stuck = op, -1;
+      assign(pl, op, d);
+      cycles = 0;
+      if (device_peak(p, d, &largest) > p->capacity) return *stuck = op, -1;
+    }
+    cycles += c;
+  }
+  return k + 1;
+}
+
+static void log_stages(Partitioner *p, const Pipeline *pl, int stages) {
+  buf_printf(&p->log, "// pipeline: %d ops over %d stages (the fewest whose SRAM fits), balanced by estimated cycles:\n",
+             pl->nfree, stages);
+  for (int k = 0, i = 0; k < stages; k++) {
+    int d = pl->path[k], first = i;
+    int64_t cycles = 0;
+    for (; i < pl->nfree && pl->ops[i]->result->place.index == d; i++) cycles += compute_estimate_cycles(pl->ops[i], p->vb);
+    const Tensor *largest;
+    char bytes[32];
+    str_human_bytes(bytes, sizeof bytes, (double)device_peak(p, d, &largest));
+    buf_printf(&p->log, "//   stage %d on device %d: %s .. %s (%d ops), %lld cycles, %s of SRAM\n", k, d,
+               pl->ops[first]->result->name, pl->ops[i - 1]->result->name, i - first, (long long)cycles, bytes);
+  }
+}
+
+// The fewest stages that fit, then the smallest largest stage (in
+// estimated cycles) with that many, by bisection.  False (with *stuck)
+// when no cut fits.
+static bool pipeline(Partitioner *p, Pipeline *pl, const Op **stuck) {
+  int64_t total = 0, longest = 0;
+  for (int i = 0; i < pl->nfree; i++) {
+    int64_t c = compute_estimate_cycles(pl->ops[i], p->vb);
+    total += c, longest = MAX(longest, c);
+  }
+  int stages = cut_stages(p, pl, INT64_MAX, stuck);
+  if (stages < 0) return false;
+  int64_t lo = longest, hi = total;  // hi always cuts into `stages` or fewer
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    int n = cut_stages(p, pl, mid, stuck);
+    if (n > 0 && n <= stages) hi = mid;
+    else lo = mid + 1;
+  }
+  stages = cut_stages(p, pl, hi, stuck);
+  log_stages(p, pl, stages);
   return true;
+}
+
+
+// The device the first stage takes: where the first free op's placed
+// operand lives, else 0.
+static int pipeline_start(Pipeline *pl) {
+  for (int i = 0; i < pl->nfree; i++)
+    for (int a = 0; a < pl->ops[i]->nargs; a++)
+      if (pl->ops[i]->args[a]->place.kind == PLACE_DEVICE) return pl->ops[i]->args[a]->place.index;
+  return 0;
+}
+
+// ---- the pass ----------------------------------------------------------------------------
+
+// The refusal of a model that fits nowhere: a tensor bigger than a
+// device's SRAM by itself, or the device's estimate and its largest tensor.
+static void refuse(Partitioner *p, int d, int64_t peak, const Tensor *largest, const char *why) {
+  char need[32], sram[32], big[32], type[IR_TYPE_STR_MAX];
+  str_human_bytes(need, sizeof need, (double)peak);
+  str_human_bytes(sram, sizeof sram, (double)p->t->sram_vectors * p->vb);
+  str_human_bytes(big, sizeof big, (double)tensor_bytes(p, largest));
+  ir_format_type(type, sizeof type, largest->dtype, &largest->shape);
+  if (tensor_bytes(p, largest) > p->sram)
+    diag_error(&p->c->diag, largest->loc, "tensor '%s' (%s, %s) does not fit in device %d's %s of SRAM%s",
+               largest->name, type, big, d, sram, why);
+  else
+    diag_error(&p->c->diag, largest->loc,
+               "the model does not fit: device %d would hold an estimated %s at its fullest (its largest tensor "
+               "'%s', %s, %s), more than its %s of SRAM%s",
+               d, need, largest->name, type, big, sram, why);
+}
+
+bool pass_partition(Compilation *c) {
+  Partitioner p = {.c = c, .g = c->graph, .t = c->topo, .vb = c->topo->link.vector_bytes};
+  p.sram = (int64_t)c->topo->sram_vectors * p.vb;
+  p.capacity = p.sram / 100 * (100 - PARTITION_SRAM_HEADROOM_PERCENT);
+  for (int i = 0; i < p.g->tensors.len; i++) place_stage(p.g->tensors.data[i]);
+  if (!c->partition_none) split_matmuls(&p);
+  // Step 3, remembering what was free for step 4.
+  Pipeline pl = {.ops = xmalloc(sizeof(Op *) * (size_t)(p.g->ops.len + 1))};
+  Tensor **was_free = xmalloc(sizeof(Tensor *) * (size_t)(p.g->tensors.len + 1));
+  int nwas_free = 0;
+  for (int i = 0; i < p.g->tensors.len; i++)
+    if (is_free(p.g->tensors.data[i])) was_free[nwas_free++] = p.g->tensors.data[i];
+  for (int i = 0; i < p.g->ops.len; i++)
+    if (movable(p.g->ops.data[i])) pl.ops[pl.nfree++] = p.g->ops.data[i];
+  place_with_consumers(&p);
+  int64_t peak;
+  const Tensor *largest;
+  int d = overfull_device(&p, p.capacity, &peak, &largest);
+  bool ok = true;
+  if (d >= 0 && !c->partition_none && pl.nfree > 1) {
+    for (int i = 0; i < nwas_free; i++) was_free[i]->place = (Placement){.kind = PLACE_AUTO};
+    pl.first_use = first_uses(p.g);
+    pl.path = xmalloc(sizeof(int) * (size_t)c->topo->ndevices);
+    pl.used = xcalloc((size_t)c->topo->ndevices, sizeof(bool));
+    pl.path[0] = pipeline_start(&pl), pl.used[pl.path[0]] = true, pl.npath = 1;
+    const Op *stuck = NULL;
+    if (pipeline(&p, &pl, &stuck)) {
+      place_with_consumers(&p);
+    } else {  // back to step 3's placement, to refuse it or let code generation judge it exactly
+      for (int i = 0; i < nwas_free; i++) was_free[i]->place = (Placement){.kind = PLACE_AUTO};
+      place_with_consumers(&p);
+    }
+    free(pl.first_use), free(pl.path), free(pl.used);
+  }
+  // The headroom is for planning: only an estimate past the whole SRAM is
+  // refused here; code generation's allocator has the last word.
+  d = overfull_device(&p, p.sram, &peak, &largest);
+  if (d >= 0) {
+    refuse(&p, d, peak, largest,
+           c->partition_none            ? "; --partition=none splits nothing"
+           : largest->place_written     ? "; the model places it there"
+                                        : "; no column split or pipeline the partitioner knows fits it");
+    ok = false;
+  }
+  free(pl.ops), free(was_free);
+  c->partition_log = p.log.data ? arena_strdup(&c->arena, p.log.data) : "";
+  buf_free(&p.log);
+  return ok;
+}
+
+void partition_dump(const Compilation *c, FILE *out) {
+  fputs(c->partition_log ? c->partition_log : "", out);
+  ir_graph_dump(c->graph, out);
 }

@@ -19,8 +19,6 @@ static bool run_check(Compilation *c) {
 }
 static void dump_check(const Compilation *c, FILE *out) { ir_graph_dump(c->graph, out); }
 
-// ---- partition: place every tensor (passes/partition.c) ----
-static void dump_partition(const Compilation *c, FILE *out) { ir_graph_dump(c->graph, out); }
 
 // ---- dag: graph -> DAG of nodes (passes/dag.c) ----
 static void dump_dag(const Compilation *c, FILE *out) { ir_dag_dump(c->dag, out); }
@@ -28,8 +26,8 @@ static void dump_dag(const Compilation *c, FILE *out) { ir_dag_dump(c->dag, out)
 const Pass pass_pipeline[] = {
     {"parse", "read the .tg source into an AST", run_parse, dump_parse},
     {"check", "resolve names, unroll repeat, check shapes and placements", run_check, dump_check},
-    {"partition", "place unplaced tensors with their consumers, stages on devices", pass_partition,
-     dump_partition},
+    {"partition", "place unplaced tensors: split big matmuls, cut pipeline stages, check SRAM", pass_partition,
+     partition_dump},
     {"dag", "build compute, transfer and collective nodes with their dependencies", pass_dag, dump_dag},
     {"sync", "plan receive slack and resyncs for the clocks' drift and the links' jitter", pass_sync, sync_dump},
     {"choose", "give each algo=auto collective the algorithm that runs it fastest (alone, then jointly)",

@@ -31,6 +31,7 @@ typedef struct Options {
   bool emit_dot;           // --emit=dot
   AlgoKind algo;    // --algo: forced on every collective
   RouteMode route;  // --route
+  bool partition_none;  // --partition=none
   int tree_chunks;  // --tree-chunks (0: chosen by the compiler)
   bool algo_given;
   bool describe, ports, stats, verify_each;
@@ -51,6 +52,8 @@ static void usage(FILE *out) {
           "      --ports            with --describe: every device's numbered ports\n"
           "      --algo=NAME        lower every collective by NAME, whatever the model says\n"
           "      --route=MODE       auto (default: the faster), minimal or nonminimal paths\n"
+          "      --partition=MODE   auto (default: split matmuls and cut pipeline stages where the\n"
+          "                         estimate says so), or none (unplaced tensors with their consumers)\n"
           "      --tree-chunks=N    cut each tree's share into N chunks (tree algorithms; default:\n"
           "                         the compiler's cycle counts choose)\n"
           "      --drift-ppm=P      plan for clocks off by up to P ppm (default: the topology's\n"
@@ -71,7 +74,7 @@ static void usage(FILE *out) {
 }
 
 enum {
-  OPT_DESCRIBE = 256, OPT_ALGO, OPT_ROUTE, OPT_TREE_CHUNKS, OPT_PORTS, OPT_DUMP_AFTER, OPT_STOP_AFTER, OPT_MAX_ERRORS, OPT_STATS,
+  OPT_DESCRIBE = 256, OPT_ALGO, OPT_ROUTE, OPT_PARTITION, OPT_TREE_CHUNKS, OPT_PORTS, OPT_DUMP_AFTER, OPT_STOP_AFTER, OPT_MAX_ERRORS, OPT_STATS,
   OPT_VERIFY, OPT_EMIT, OPT_DRIFT, OPT_LAUNCH, OPT_VERSION, OPT_HELP
 };
 
@@ -147,6 +150,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       {"launch-window", required_argument, 0, OPT_LAUNCH},
       {"algo", required_argument, 0, OPT_ALGO},
       {"route", required_argument, 0, OPT_ROUTE},
+      {"partition", required_argument, 0, OPT_PARTITION},
       {"tree-chunks", required_argument, 0, OPT_TREE_CHUNKS},
       {"max-errors", required_argument, 0, OPT_MAX_ERRORS},
       {"stats", no_argument, 0, OPT_STATS},       {"version", no_argument, 0, OPT_VERSION},
@@ -210,6 +214,13 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
         diag_tool_error(d, "tspc", "unknown routing '%s' for --route (known: auto, minimal, nonminimal)", optarg);
         return false;
       }
+      break;
+    case OPT_PARTITION:
+      if (strcmp(optarg, "auto") && strcmp(optarg, "none")) {
+        diag_tool_error(d, "tspc", "unknown partitioning '%s' for --partition (known: auto, none)", optarg);
+        return false;
+      }
+      o->partition_none = !strcmp(optarg, "none");
       break;
     case OPT_TREE_CHUNKS:
       if (!str_to_i64(optarg, &n) || n < 1 || n > TREE_MAX_CHUNKS) {
@@ -321,6 +332,7 @@ int main(int argc, char **argv) {
   c.algo_forced = o.algo_given;
   c.forced_algo = o.algo;
   c.route_mode = o.route;
+  c.partition_none = o.partition_none;
   c.tree_chunks = o.tree_chunks;
   c.drift_ppm = o.drift_ppm;
   c.launch_window = o.launch_window;
