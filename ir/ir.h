@@ -197,6 +197,8 @@ bool ir_shape_equal(const Shape *a, const Shape *b);
 #define IR_TYPE_STR_MAX 256
 // "f16[800, 32576]"
 void ir_format_type(char *dst, size_t n, DType dt, const Shape *s);
+// "[0, 3072]": an index or a list of dimensions (fits in IR_TYPE_STR_MAX).
+void ir_format_index(char *dst, size_t n, const int64_t *v, int rank);
 // "each", "each except device(3), device(5)", "device(2)", "stage(1)",
 // "auto", whole however long, allocated in a.
 const char *ir_place_str(Arena *a, const Placement *p);
