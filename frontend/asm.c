@@ -327,16 +327,10 @@ static bool read_start(AsmReader *r, TensorHome *th) {
     return false;
   }
   th->is_shard = true;
-  for (int d = 0; d < rank; d++)
-    if (th->start[d] + th->shape.dim[d] > INT32_MAX) {
-      char start[IR_TYPE_STR_MAX], shape[IR_TYPE_STR_MAX];
-      ir_format_index(start, sizeof start, th->start, rank);
-      ir_format_index(shape, sizeof shape, th->shape.dim, rank);
-      diag_error(r->d, at, "tensor '%s' shard %s + %s runs past the largest dimension (%d)", th->name, start, shape,
-                 INT32_MAX);
-      return false;
-    }
-  return true;
+  char err[IR_TYPE_STR_MAX * 3];
+  if (isa_check_shard(th, err, sizeof err)) return true;
+  diag_error(r->d, at, "%s", err);
+  return false;
 }
 
 // [, pitch P] [, start [S0, S1, ...]] after a .tensor's shape, in this

@@ -765,6 +765,10 @@ bool isa_check(const Instr *in, const IsaTarget *t, UnitKind kind, int port, cha
                size_t errlen);
 // Checks a data record (.init / .expect) against the device.
 bool isa_check_record(const DataRecord *r, const IsaTarget *t, char *err, size_t errlen);
+// Checks that shard th's box [start, start + shape) ends inside the
+// largest dimension (INT32_MAX) in every dimension: "tensor 'w' shard [0,
+// 2147483600] + [3, 100] runs past the largest dimension (2147483647)".
+bool isa_check_shard(const TensorHome *th, char *err, size_t errlen);
 // One instruction as assembly text, e.g. "SEND 1, 0, 4".
 void isa_format(char *dst, size_t n, const Instr *in);
 // Prints a device program as assembly that tsp-as reads back exactly.
