@@ -183,6 +183,17 @@ bool emu_read_home(Emu *e, const TensorHome *th, void *data, char *err, size_t e
 // homes, or shards of it) leave an element of it in none of them: the
 // first such (row-major) into idx[0 .. whole->rank).
 bool emu_uncovered(const TensorHome *const *hs, int n, const Shape *whole, int64_t *idx);
+// (model.c) A tensor of shape `whole` from its homes hs[0 .. n) (n >= 1,
+// of one dtype) after the run (--dump), malloc'd: each home's elements
+// (emu_read_home) in its box, the first listed winning where boxes
+// overlap.  NULL with the reason when the homes leave an element uncovered
+// (emu_uncovered: "tensor 'y' is not covered: element [0, 4] is in no
+// home") or one leaves the SRAM.
+uint8_t *emu_read_whole(Emu *e, const TensorHome *const *hs, int n, const Shape *whole, char *err, size_t errlen);
+// (model.c) The reverse before the run (--input without a model): each
+// home gets the elements of its box (emu_write_home).
+bool emu_write_whole(Emu *e, const TensorHome *const *hs, int n, const Shape *whole, const void *data, char *err,
+                     size_t errlen);
 // (model.c) The report's `outputs:` (each output's largest error/tolerance
 // ratio), after emu_write_report; nothing when no output was checked.
 void emu_write_data_report(const EmuResult *r, FILE *out);

@@ -218,6 +218,51 @@ bool emu_uncovered(const TensorHome *const *hs, int n, const Shape *whole, int64
   return uncovered_from(hs, n, whole, 0, idx);
 }
 
+// Copies home th's elements (`size` bytes each) run by run from src to
+// dst: from its packed box into the whole tensor when to_whole, else back.
+static void copy_runs(const TensorHome *th, const Shape *whole, int size, uint8_t *dst, const uint8_t *src,
+                      bool to_whole) {
+  Runs runs = home_runs(th, whole);
+  for (int64_t k = 0; k < runs.count; k++) {
+    int64_t in_whole = run_first(&runs, k) * size, in_box = k * runs.len * size;
+    memcpy(dst + (to_whole ? in_whole : in_box), src + (to_whole ? in_box : in_whole), (size_t)(runs.len * size));
+  }
+}
+
+uint8_t *emu_read_whole(Emu *e, const TensorHome *const *hs, int n, const Shape *whole, char *err, size_t errlen) {
+  int64_t idx[IR_MAX_RANK];
+  if (emu_uncovered(hs, n, whole, idx)) {  // before sizing the tensor by its shape
+    char at[IR_TYPE_STR_MAX];
+    ir_format_index(at, sizeof at, idx, whole->rank);
+    snprintf(err, errlen, "tensor '%s' is not covered: element %s is in no home", hs[0]->name, at);
+    return NULL;
+  }
+  int size = ir_dtype_bytes[hs[0]->dtype];
+  uint8_t *data = xmalloc((size_t)ir_shape_elems(whole) * (size_t)size);
+  bool ok = true;
+  for (int h = n - 1; h >= 0 && ok; h--) {  // the first listed last: it wins
+    uint8_t *box = xmalloc((size_t)ir_shape_elems(&hs[h]->shape) * (size_t)size);
+    ok = emu_read_home(e, hs[h], box, err, errlen);
+    if (ok) copy_runs(hs[h], whole, size, data, box, true);
+    free(box);
+  }
+  if (!ok) free(data);
+  return ok ? data : NULL;
+}
+
+bool emu_write_whole(Emu *e, const TensorHome *const *hs, int n, const Shape *whole, const void *data, char *err,
+                     size_t errlen) {
+  bool ok = true;
+  for (int h = 0; h < n && ok; h++) {
+    int size = ir_dtype_bytes[hs[h]->dtype];
+    uint8_t *box = xmalloc((size_t)ir_shape_elems(&hs[h]->shape) * (size_t)size);
+    copy_runs(hs[h], whole, size, box, data, false);
+    ok = emu_write_home(e, hs[h], box, err, errlen);
+    free(box);
+  }
+  return ok;
+}
+
 // ---- blocks and homes -----------------------------------------------------------------
 
 // Elements first .. first + count of a tensor on one device (count <=
