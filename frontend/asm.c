@@ -266,19 +266,41 @@ static void directive_record(AsmReader *r, RecordKind kind, int col0) {
   VEC_PUSH(r->a, &r->dev->records, rec);
 }
 
-// [, pitch P] after a .tensor's shape: rows of the last dimension P
-// vectors apart, each starting on a vector (absent or 0: packed).  False
-// after reporting.
-static bool read_pitch(AsmReader *r, TensorHome *th) {
-  char word[16];
-  int col;
+// [N0, N1, ...]: 1 to IR_MAX_RANK numbers, each `what` ("a dimension")
+// from lo to INT32_MAX, into v[0 .. *n).  False after reporting.
+static bool read_list(AsmReader *r, const char *what, uint32_t lo, int64_t *v, int *n) {
+  if (!expect_char(r, '[')) return false;
+  *n = 0;
+  do {
+    uint32_t x;
+    if (*n == IR_MAX_RANK) {
+      diag_error(r->d, here(r, r->pos, 1), "a tensor has at most %d dimensions", IR_MAX_RANK);
+      return false;
+    }
+    if (!read_u32(r, what, &x)) return false;
+    if (x < lo || x > INT32_MAX) {
+      diag_error(r->d, here(r, r->num_col, r->num_len), "%s must be from %u to %d", what, lo, INT32_MAX);
+      return false;
+    }
+    v[(*n)++] = x;
+    skip_space(r);
+  } while (r->pos < r->len && r->text[r->pos] == ',' && ++r->pos);
+  return expect_char(r, ']');
+}
+
+// `, WORD` after a .tensor's shape (or pitch): false at the end of the
+// line; else the word (empty if none) and its column.
+static bool next_clause(AsmReader *r, char *word, size_t n, int *col) {
   skip_space(r);
-  if (r->pos >= r->len || r->text[r->pos] != ',') return true;
+  if (r->pos >= r->len || r->text[r->pos] != ',') return false;
   r->pos++;
-  if (!read_word(r, word, sizeof word, &col) || strcmp(word, "pitch")) {
-    diag_error(r->d, here(r, col, (int)strlen(word)), "expected 'pitch P' after the shape");
-    return false;
-  }
+  read_word(r, word, n, col);
+  return true;
+}
+
+// The P of `pitch P`: rows of the last dimension P vectors apart, each
+// starting on a vector (0: packed).  False after reporting.
+static bool read_pitch(AsmReader *r, TensorHome *th) {
   if (!read_u32(r, "a pitch in vectors", &th->pitch)) return false;
   int pcol = r->num_col, plen = r->num_len;
   int per = isa_elems_per_vector(th->dtype, r->topo->link.vector_bytes);
@@ -289,6 +311,46 @@ static bool read_pitch(AsmReader *r, TensorHome *th) {
     return false;
   }
   return true;
+}
+
+// The [S0, S1, ...] of `start [S0, S1, ...]`: the home is the shard
+// [start, start + shape) of its tensor, one start per dimension, the end
+// inside the largest dimension.  False after reporting.
+static bool read_start(AsmReader *r, TensorHome *th) {
+  skip_space(r);
+  int col = r->pos, rank;
+  if (!read_list(r, "a start", 0, th->start, &rank)) return false;
+  SrcLoc at = here(r, col, r->pos - col);
+  if (rank != th->shape.rank) {
+    diag_error(r->d, at, "tensor '%s' has a start of %d dimension%s, but its shape has %d", th->name, rank,
+               rank == 1 ? "" : "s", th->shape.rank);
+    return false;
+  }
+  th->is_shard = true;
+  char err[IR_TYPE_STR_MAX * 3];
+  if (isa_check_shard(th, err, sizeof err)) return true;
+  diag_error(r->d, at, "%s", err);
+  return false;
+}
+
+// [, pitch P] [, start [S0, S1, ...]] after a .tensor's shape, in this
+// order (absent: packed, the whole tensor).  False after reporting.
+static bool read_tensor_clauses(AsmReader *r, TensorHome *th) {
+  char word[16];
+  int col;
+  if (!next_clause(r, word, sizeof word, &col)) return true;
+  if (!strcmp(word, "pitch")) {
+    if (!read_pitch(r, th)) return false;
+    if (!next_clause(r, word, sizeof word, &col)) return true;
+    if (strcmp(word, "start")) {
+      diag_error(r->d, here(r, col, (int)strlen(word)), "expected 'start [S0, ...]' after the pitch");
+      return false;
+    }
+  } else if (strcmp(word, "start")) {
+    diag_error(r->d, here(r, col, (int)strlen(word)), "expected 'pitch P' or 'start [S0, ...]' after the shape");
+    return false;
+  }
+  return read_start(r, th);
 }
 
 // The vectors a home spans through its layout (runtime/loader.c's
@@ -303,7 +365,21 @@ static uint64_t home_vectors(const TensorHome *th, int per) {
   return (rows - 1) * th->pitch + row_vectors;
 }
 
-// .tensor NAME, ADDR, DTYPE, [D0, D1, ...] [, pitch P]
+// Whether home th agrees with the other homes of its tensor, through the
+// first listed and the first whole one (NULL: none): one dtype and rank,
+// and whole homes (copies) one shape.  False after reporting.
+static bool agrees(AsmReader *r, int col0, const TensorHome *th, const TensorHome *first, const TensorHome *whole) {
+  const TensorHome *o = first && (first->dtype != th->dtype || first->shape.rank != th->shape.rank) ? first : NULL;
+  if (!o && whole && !th->is_shard && !ir_shape_equal(&whole->shape, &th->shape)) o = whole;
+  if (!o) return true;
+  char want[IR_TYPE_STR_MAX];
+  ir_format_type(want, sizeof want, o->dtype, &o->shape);
+  diag_error(r->d, here(r, col0, 7), "tensor '%s' is %s on device %d: %s", th->name, want, o->device,
+             o->is_shard || th->is_shard ? "its shards and copies have one dtype and rank" : "every copy has one type");
+  return false;
+}
+
+// .tensor NAME, ADDR, DTYPE, [D0, D1, ...] [, pitch P] [, start [S0, S1, ...]]
 static void directive_tensor(AsmReader *r, int col0) {
   if (!need_device(r, col0, ".tensor")) return;
   TensorHome th = {.device = r->dev->device};
@@ -313,7 +389,7 @@ static void directive_tensor(AsmReader *r, int col0) {
     diag_error(r->d, here(r, col, 1), "expected a tensor name");
     return;
   }
-  const TensorHome *same = NULL;  // a copy of this tensor on another device
+  const TensorHome *first = NULL, *whole = NULL;  // homes of this tensor on other devices: any, not a shard
   for (int i = 0; i < r->prog->tensors.len; i++) {
     const TensorHome *o = &r->prog->tensors.data[i];
     if (strcmp(o->name, name)) continue;
@@ -321,34 +397,16 @@ static void directive_tensor(AsmReader *r, int col0) {
       diag_error(r->d, here(r, col, (int)strlen(name)), "tensor '%s' is already named on device %d", name, th.device);
       return;
     }
-    same = o;
+    if (!first) first = o;
+    if (!whole && !o->is_shard) whole = o;
   }
   th.name = arena_strdup(r->a, name);
   if (!expect_char(r, ',') || !read_u32(r, "an address", &th.addr) || !expect_char(r, ',') ||
-      !read_dtype(r, &th.dtype) || !expect_char(r, ',') || !expect_char(r, '['))
+      !read_dtype(r, &th.dtype) || !expect_char(r, ',') ||
+      !read_list(r, "a dimension", 1, th.shape.dim, &th.shape.rank) || !read_tensor_clauses(r, &th) ||
+      !expect_end(r))
     return;
-  do {
-    uint32_t dim;
-    if (th.shape.rank == IR_MAX_RANK) {
-      diag_error(r->d, here(r, r->pos, 1), "a tensor has at most %d dimensions", IR_MAX_RANK);
-      return;
-    }
-    if (!read_u32(r, "a dimension", &dim)) return;
-    if (dim == 0 || dim > INT32_MAX) {
-      diag_error(r->d, here(r, r->pos - 1, 1), "a dimension must be from 1 to %d", INT32_MAX);
-      return;
-    }
-    th.shape.dim[th.shape.rank++] = dim;
-    skip_space(r);
-  } while (r->pos < r->len && r->text[r->pos] == ',' && ++r->pos);
-  if (!expect_char(r, ']') || !read_pitch(r, &th) || !expect_end(r)) return;
-  if (same && (same->dtype != th.dtype || !ir_shape_equal(&same->shape, &th.shape))) {
-    char want[IR_TYPE_STR_MAX];
-    ir_format_type(want, sizeof want, same->dtype, &same->shape);
-    diag_error(r->d, here(r, col0, 7), "tensor '%s' is %s on device %d: every copy has one type", th.name, want,
-               same->device);
-    return;
-  }
+  if (!agrees(r, col0, &th, first, whole)) return;
   if (!ir_shape_fits(&th.shape, ir_dtype_bytes[th.dtype], (int64_t)r->topo->sram_vectors * r->topo->link.vector_bytes)) {
     diag_error(r->d, here(r, col0, 7), "tensor '%s' is larger than the SRAM", th.name);
     return;

@@ -83,11 +83,16 @@ bool ir_shape_equal(const Shape *a, const Shape *b) {
   return true;
 }
 
-void ir_format_type(char *dst, size_t n, DType dt, const Shape *s) {
-  size_t at = (size_t)snprintf(dst, n, "%s[", ir_dtype_names[dt]);
-  for (int i = 0; i < s->rank && at < n; i++)
-    at += (size_t)snprintf(dst + at, n - at, "%s%lld", i ? ", " : "", (long long)s->dim[i]);
+void ir_format_index(char *dst, size_t n, const int64_t *v, int rank) {
+  size_t at = (size_t)snprintf(dst, n, "[");
+  for (int i = 0; i < rank && at < n; i++)
+    at += (size_t)snprintf(dst + at, n - at, "%s%lld", i ? ", " : "", (long long)v[i]);
   if (at < n) snprintf(dst + at, n - at, "]");
+}
+
+void ir_format_type(char *dst, size_t n, DType dt, const Shape *s) {
+  size_t at = (size_t)snprintf(dst, n, "%s", ir_dtype_names[dt]);
+  if (at < n) ir_format_index(dst + at, n - at, s->dim, s->rank);
 }
 
 const char *ir_place_str(Arena *a, const Placement *p) {

@@ -203,6 +203,8 @@ bool ir_shape_equal(const Shape *a, const Shape *b);
 #define IR_TYPE_STR_MAX 256
 // "f16[800, 32576]"
 void ir_format_type(char *dst, size_t n, DType dt, const Shape *s);
+// "[0, 3072]": an index or a list of dimensions (fits in IR_TYPE_STR_MAX).
+void ir_format_index(char *dst, size_t n, const int64_t *v, int rank);
 // "each", "each except device(3), device(5)", "device(2)", "stage(1)",
 // "auto", whole however long, allocated in a.
 const char *ir_place_str(Arena *a, const Placement *p);
@@ -769,6 +771,10 @@ bool isa_check(const Instr *in, const IsaTarget *t, UnitKind kind, int port, cha
                size_t errlen);
 // Checks a data record (.init / .expect) against the device.
 bool isa_check_record(const DataRecord *r, const IsaTarget *t, char *err, size_t errlen);
+// Checks that shard th's box [start, start + shape) ends inside the
+// largest dimension (INT32_MAX) in every dimension: "tensor 'w' shard [0,
+// 2147483600] + [3, 100] runs past the largest dimension (2147483647)".
+bool isa_check_shard(const TensorHome *th, char *err, size_t errlen);
 // One instruction as assembly text, e.g. "SEND 1, 0, 4".
 void isa_format(char *dst, size_t n, const Instr *in);
 // Prints a device program as assembly that tsp-as reads back exactly.

@@ -335,6 +335,18 @@ bool isa_check_record(const DataRecord *r, const IsaTarget *t, char *err, size_t
   return true;
 }
 
+bool isa_check_shard(const TensorHome *th, char *err, size_t errlen) {
+  for (int d = 0; d < th->shape.rank; d++)
+    if (th->start[d] < 0 || th->start[d] > INT32_MAX - th->shape.dim[d]) {
+      char start[IR_TYPE_STR_MAX], shape[IR_TYPE_STR_MAX];
+      ir_format_index(start, sizeof start, th->start, th->shape.rank);
+      ir_format_index(shape, sizeof shape, th->shape.dim, th->shape.rank);
+      return snprintf(err, errlen, "tensor '%s' shard %s + %s runs past the largest dimension (%d)", th->name, start,
+                      shape, INT32_MAX), false;
+    }
+  return true;
+}
+
 // ---- printing ---------------------------------------------------------------------
 
 void isa_format(char *dst, size_t n, const Instr *in) {

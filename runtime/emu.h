@@ -47,7 +47,8 @@ typedef struct EmuInput {
 
 // Loads DIR (manifest.yaml, topology.yaml, the model, the binaries).  With
 // a model, every manifest tensor must be a tensor of the graph, of its
-// dtype and shape, on a device that holds a copy.  False after reporting
+// dtype and shape (a shard: of a tensor the partitioner places, of its
+// dtype and rank, its box inside its shape), on a device that holds a copy.  False after reporting
 // what is unusable, naming the file and the byte or line.
 bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in);
 // The manifest alone, from its text (tests, fuzzing): for in->topo (set),
@@ -167,8 +168,8 @@ typedef struct Emu Emu;
 
 Emu *emu_new(Arena *a, const EmuInput *in, const EmuOptions *opt, char *err, size_t errlen);
 // (model.c) Writes every home of an input or param of the model (opt->ref)
-// before the run: its values from the reference, the vectors marked written and
-// landed, the last vector's tail zero.
+// before the run: its values from the reference (a shard: those of its
+// box), the vectors marked written and landed, the last vector's tail zero.
 void emu_seed_model(Emu *e);
 // (model.c) Writes a home's elements (ir_shape_elems x dtype bytes,
 // row-major, packed) into its vectors through its layout (TensorHome.pitch)
@@ -178,6 +179,21 @@ bool emu_write_home(Emu *e, const TensorHome *th, const void *data, char *err, s
 // (model.c) Reads a home's elements out through its layout after the run
 // (--dump): packed row-major; never-touched vectors read as zero.
 bool emu_read_home(Emu *e, const TensorHome *th, void *data, char *err, size_t errlen);
+// (model.c) Whether homes hs[0 .. n) of a tensor of shape `whole` (whole
+// homes, or shards of it) leave an element of it in none of them: the
+// first such (row-major) into idx[0 .. whole->rank).
+bool emu_uncovered(const TensorHome *const *hs, int n, const Shape *whole, int64_t *idx);
+// (model.c) A tensor of shape `whole` from its homes hs[0 .. n) (n >= 1,
+// of one dtype) after the run (--dump), malloc'd: each home's elements
+// (emu_read_home) in its box, the first listed winning where boxes
+// overlap.  NULL with the reason when the homes leave an element uncovered
+// (emu_uncovered: "tensor 'y' is not covered: element [0, 4] is in no
+// home") or one leaves the SRAM.
+uint8_t *emu_read_whole(Emu *e, const TensorHome *const *hs, int n, const Shape *whole, char *err, size_t errlen);
+// (model.c) The reverse before the run (--input without a model): each
+// home gets the elements of its box (emu_write_home).
+bool emu_write_whole(Emu *e, const TensorHome *const *hs, int n, const Shape *whole, const void *data, char *err,
+                     size_t errlen);
 // (model.c) The report's `outputs:` (each output's largest error/tolerance
 // ratio), after emu_write_report; nothing when no output was checked.
 void emu_write_data_report(const EmuResult *r, FILE *out);

@@ -258,6 +258,32 @@ static bool read_pitch(ManifestReader *m, yaml_node_t *n, const Topology *t, Ten
   return true;
 }
 
+// `start: [S0, ...]` (optional): the home is the shard [start, start +
+// shape) of its tensor, one start per dimension, the box inside the
+// largest dimension (inside the model's tensor: check_shard).
+static bool read_start(ManifestReader *m, yaml_node_t *n, TensorHome *th) {
+  yaml_node_t *sn = map_get(m, n, "start");
+  if (!sn) return true;
+  if (sn->type != YAML_SEQUENCE_NODE) {
+    diag_error(m->d, mloc(m, sn), "a tensor's start must be a list of indices");
+    return false;
+  }
+  yaml_node_item_t *first = sn->data.sequence.items.start;
+  ptrdiff_t rank = sn->data.sequence.items.top - first;
+  if (rank != th->shape.rank) {
+    diag_error(m->d, mloc(m, sn), "tensor '%s' has a start of %td dimension%s, but its shape has %d", th->name, rank,
+               rank == 1 ? "" : "s", th->shape.rank);
+    return false;
+  }
+  for (int d = 0; d < th->shape.rank; d++)
+    if (!scalar_int(m, yaml_document_get_node(m->doc, first[d]), "a start", 0, INT32_MAX, &th->start[d])) return false;
+  th->is_shard = true;
+  char err[IR_TYPE_STR_MAX * 3];
+  if (isa_check_shard(th, err, sizeof err)) return true;
+  diag_error(m->d, mloc(m, sn), "%s", err);
+  return false;
+}
+
 static bool read_tensor(ManifestReader *m, yaml_node_t *n, const Topology *t, TensorHome *th) {
   int64_t v;
   yaml_node_t *name = required(m, n, "name"), *dtype = required(m, n, "dtype"), *shape = required(m, n, "shape");
@@ -296,7 +322,7 @@ static bool read_tensor(ManifestReader *m, yaml_node_t *n, const Topology *t, Te
     diag_error(m->d, mloc(m, shape), "tensor '%s' is larger than the SRAM", th->name);
     return false;
   }
-  if (!read_pitch(m, n, t, th)) return false;
+  if (!read_pitch(m, n, t, th) || !read_start(m, n, th)) return false;
   uint64_t vectors = emu_home_vectors(th, t->link.vector_bytes);
   if (vectors > (uint64_t)t->sram_vectors || th->addr > (uint64_t)t->sram_vectors - vectors) {
     diag_error(m->d, mloc(m, map_get(m, n, "addr")), "tensor '%s' (%llu vectors at %u) runs past the SRAM",
@@ -348,8 +374,59 @@ static bool holds_copy(const Tensor *t, int device) {
   return true;
 }
 
+// A whole home (a copy) has the model tensor's dtype and shape.
+static bool check_whole(ManifestReader *m, yaml_node_t *n, const Tensor *t, const TensorHome *th) {
+  if (t->dtype == th->dtype && ir_shape_equal(&t->shape, &th->shape)) return true;
+  char here[IR_TYPE_STR_MAX], model[IR_TYPE_STR_MAX];
+  ir_format_type(here, sizeof here, th->dtype, &th->shape);
+  ir_format_type(model, sizeof model, t->dtype, &t->shape);
+  diag_error(m->d, mloc(m, map_get(m, n, t->dtype != th->dtype ? "dtype" : "shape")),
+             "tensor '%s' is %s in the model, not %s", th->name, model, here);
+  return false;
+}
+
+// The first dimension in which shard th's box runs past t's shape, or -1.
+static int shard_overrun(const Tensor *t, const TensorHome *th) {
+  for (int d = 0; d < t->shape.rank; d++)
+    if (th->start[d] + th->shape.dim[d] > t->shape.dim[d]) return d;
+  return -1;
+}
+
+// A shard is a piece of a tensor the partitioner places (auto or stage:
+// one placed @ device(N) or @ each has whole copies), of its dtype and
+// rank, its box inside the tensor's shape.
+static bool check_shard(ManifestReader *m, yaml_node_t *n, const Tensor *t, const TensorHome *th) {
+  char model[IR_TYPE_STR_MAX], start[IR_TYPE_STR_MAX], shape[IR_TYPE_STR_MAX];
+  ir_format_type(model, sizeof model, t->dtype, &t->shape);
+  if (t->place.kind == PLACE_DEVICE || t->place.kind == PLACE_EACH) {
+    diag_error(m->d, mloc(m, map_get(m, n, "start")), "tensor '%s' cannot be a shard: the model places it @ %s",
+               th->name, ir_place_str(m->a, &t->place));
+    return false;
+  }
+  if (t->dtype != th->dtype) {
+    diag_error(m->d, mloc(m, map_get(m, n, "dtype")), "tensor '%s' is %s in the model: a shard of it is %s, not %s",
+               th->name, model, ir_dtype_names[t->dtype], ir_dtype_names[th->dtype]);
+    return false;
+  }
+  if (t->shape.rank != th->shape.rank) {
+    diag_error(m->d, mloc(m, map_get(m, n, "shape")),
+               "tensor '%s' is %s in the model: a shard of it has %d dimension%s, not %d", th->name, model,
+               t->shape.rank, t->shape.rank == 1 ? "" : "s", th->shape.rank);
+    return false;
+  }
+  int d = shard_overrun(t, th);
+  if (d < 0) return true;
+  ir_format_index(start, sizeof start, th->start, th->shape.rank);
+  ir_format_index(shape, sizeof shape, th->shape.dim, th->shape.rank);
+  diag_error(m->d, mloc(m, map_get(m, n, "start")),
+             "tensor '%s' shard %s + %s runs past the model's %s in dimension %d (%lld + %lld > %lld)", th->name,
+             start, shape, model, d, (long long)th->start[d], (long long)th->shape.dim[d], (long long)t->shape.dim[d]);
+  return false;
+}
+
 // With a model, a home holds a tensor of the graph, typed as the graph
-// types it, on a device the graph places a copy on.
+// types it (all of it, or a shard's box of it), on a device the graph
+// places a copy on.
 static bool check_home(ManifestReader *m, yaml_node_t *n, const Graph *g, const TensorHome *th,
                        const Tensor **out) {
   const Tensor *t = graph_tensor(g, th->name);
@@ -357,14 +434,7 @@ static bool check_home(ManifestReader *m, yaml_node_t *n, const Graph *g, const 
     diag_error(m->d, mloc(m, map_get(m, n, "name")), "tensor '%s' is not a tensor of the model", th->name);
     return false;
   }
-  if (t->dtype != th->dtype || !ir_shape_equal(&t->shape, &th->shape)) {
-    char here[IR_TYPE_STR_MAX], model[IR_TYPE_STR_MAX];
-    ir_format_type(here, sizeof here, th->dtype, &th->shape);
-    ir_format_type(model, sizeof model, t->dtype, &t->shape);
-    diag_error(m->d, mloc(m, map_get(m, n, t->dtype != th->dtype ? "dtype" : "shape")),
-               "tensor '%s' is %s in the model, not %s", th->name, model, here);
-    return false;
-  }
+  if (!(th->is_shard ? check_shard(m, n, t, th) : check_whole(m, n, t, th))) return false;
   if (!holds_copy(t, th->device)) {
     diag_error(m->d, mloc(m, map_get(m, n, "device")), "tensor '%s' has no copy on device %d: the model places it @ %s",
                th->name, th->device, ir_place_str(m->a, &t->place));

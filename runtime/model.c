@@ -7,12 +7,15 @@
 //
 // Every access to a home goes through its layout (TensorHome.pitch):
 // packed, or each row of the last dimension starting on a vector, `pitch`
-// vectors apart.  Outputs reach 64 MiB on each of 72 devices, so the
-// reference is computed a block at a time: once for all homes of a tensor
+// vectors apart.  A home holds the whole tensor, or a shard: the box
+// [start, start + shape) of it, walked as runs contiguous in the tensor.
+// Outputs reach 64 MiB on each of 72 devices, so the reference is computed
+// a block at a time: once for all homes holding the same box of a tensor
 // that is the same on every device (an allreduce result), once per home
-// otherwise.  Equal bytes pass at once; the copy's root mean square, which
+// otherwise.  Equal bytes pass at once; the home's root mean square, which
 // the tolerance may need, costs a second pass only when an element fails
-// the tolerance without it.
+// the tolerance without it.  Every element of an output must be in some
+// home: the shards of one no whole home holds must cover it.
 #include "emu_internal.h"
 
 #include <math.h>
@@ -100,6 +103,166 @@ bool emu_read_home(Emu *e, const TensorHome *th, void *data, char *err, size_t e
   return true;
 }
 
+// ---- boxes: where a home's elements are in its tensor ----------------------------------
+
+// A home's elements as runs contiguous in its tensor (row-major in shape
+// `whole`): run k is the home's elements [k len, (k + 1) len), from the
+// tensor's element run_first(k) on.  A whole home is one run.
+typedef struct Runs {
+  const TensorHome *th;
+  const Shape *whole;
+  int64_t len, count;
+} Runs;
+
+// A shard's runs go along the last dimension, and on across the trailing
+// dimensions its box spans whole, up to the first it does not.
+static Runs home_runs(const TensorHome *th, const Shape *whole) {
+  int64_t elems = ir_shape_elems(&th->shape);
+  Runs r = {.th = th, .whole = whole, .len = elems, .count = 1};
+  if (!th->is_shard) return r;
+  int d = th->shape.rank - 1;
+  for (r.len = 1; d > 0 && th->shape.dim[d] == whole->dim[d]; d--) r.len *= th->shape.dim[d];
+  r.len *= th->shape.dim[d];
+  r.count = elems / r.len;
+  return r;
+}
+
+// The tensor's index (per dimension) of element `elem` of shard th.
+static void shard_index(const TensorHome *th, int64_t elem, int64_t *idx) {
+  for (int d = th->shape.rank - 1; d >= 0; d--) {
+    idx[d] = th->start[d] + elem % th->shape.dim[d];
+    elem /= th->shape.dim[d];
+  }
+}
+
+// The tensor's element (row-major) where run k starts.
+static int64_t run_first(const Runs *r, int64_t k) {
+  if (!r->th->is_shard) return 0;
+  int64_t idx[IR_MAX_RANK], flat = 0;
+  shard_index(r->th, k * r->len, idx);
+  for (int d = 0; d < r->whole->rank; d++) flat = flat * r->whole->dim[d] + idx[d];
+  return flat;
+}
+
+static int cmp_int64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+// Orders homes by the box they hold: whole homes first, then shards by
+// start and shape; 0 when they hold the same elements.
+static int box_order(const TensorHome *x, const TensorHome *y) {
+  if (x->is_shard != y->is_shard) return x->is_shard ? 1 : -1;
+  for (int d = 0; x->is_shard && d < x->shape.rank; d++) {
+    if (x->start[d] != y->start[d]) return x->start[d] < y->start[d] ? -1 : 1;
+    if (x->shape.dim[d] != y->shape.dim[d]) return x->shape.dim[d] < y->shape.dim[d] ? -1 : 1;
+  }
+  return 0;
+}
+
+// qsort: by box, then manifest order (homes live in one array).
+static int cmp_home_box(const void *a, const void *b) {
+  const TensorHome *x = *(const TensorHome *const *)a, *y = *(const TensorHome *const *)b;
+  int c = box_order(x, y);
+  return c ? c : (x > y) - (x < y);
+}
+
+// hs[0 .. n) ordered by cmp_home_box (malloc'd): homes holding the same
+// box side by side.
+static const TensorHome **homes_by_box(const TensorHome *const *hs, int n) {
+  const TensorHome **v = xmalloc(((size_t)n + 1) * sizeof *v);
+  memcpy(v, hs, (size_t)n * sizeof *v);
+  qsort(v, (size_t)n, sizeof *v, cmp_home_box);
+  return v;
+}
+
+// How many homes from hs[0] on (of n, ordered by box) share one reference:
+// all that hold hs[0]'s box when the tensor is the same on every device
+// (`shared`), else hs[0] alone.
+static int group_size(const TensorHome *const *hs, int n, bool shared) {
+  int k = 1;
+  while (shared && k < n && !box_order(hs[0], hs[k])) k++;
+  return k;
+}
+
+// The first element (row-major) of dimensions d.. that no box of shards
+// bs[0 .. n) holds, given idx[0 .. d) which all of them hold: its index
+// into idx[d ..].  Slabs between the boxes' edges along d, each recursed
+// into with the boxes that span it; false when every element is held.
+static bool uncovered_from(const TensorHome *const *bs, int n, const Shape *whole, int d, int64_t *idx) {
+  if (d == whole->rank) return false;
+  int64_t *cut = xmalloc((2 * (size_t)n + 2) * sizeof *cut);
+  const TensorHome **sub = xmalloc(((size_t)n + 1) * sizeof *sub);
+  int ncut = 0, nsub;
+  cut[ncut++] = 0;
+  for (int i = 0; i < n; i++) cut[ncut++] = bs[i]->start[d], cut[ncut++] = bs[i]->start[d] + bs[i]->shape.dim[d];
+  qsort(cut, (size_t)ncut, sizeof *cut, cmp_int64);
+  bool found = false;
+  for (int c = 0; c < ncut && !found && cut[c] < whole->dim[d]; c++) {
+    if (c && cut[c] == cut[c - 1]) continue;
+    idx[d] = cut[c];
+    nsub = 0;
+    for (int i = 0; i < n; i++)
+      if (bs[i]->start[d] <= cut[c] && cut[c] < bs[i]->start[d] + bs[i]->shape.dim[d]) sub[nsub++] = bs[i];
+    for (int e = d + 1; !nsub && e < whole->rank; e++) idx[e] = 0;
+    found = !nsub || uncovered_from(sub, nsub, whole, d + 1, idx);
+  }
+  free(cut);
+  free(sub);
+  return found;
+}
+
+bool emu_uncovered(const TensorHome *const *hs, int n, const Shape *whole, int64_t *idx) {
+  for (int i = 0; i < n; i++)
+    if (!hs[i]->is_shard) return false;
+  return uncovered_from(hs, n, whole, 0, idx);
+}
+
+// Copies home th's elements (`size` bytes each) run by run from src to
+// dst: from its packed box into the whole tensor when to_whole, else back.
+static void copy_runs(const TensorHome *th, const Shape *whole, int size, uint8_t *dst, const uint8_t *src,
+                      bool to_whole) {
+  Runs runs = home_runs(th, whole);
+  for (int64_t k = 0; k < runs.count; k++) {
+    int64_t in_whole = run_first(&runs, k) * size, in_box = k * runs.len * size;
+    memcpy(dst + (to_whole ? in_whole : in_box), src + (to_whole ? in_box : in_whole), (size_t)(runs.len * size));
+  }
+}
+
+uint8_t *emu_read_whole(Emu *e, const TensorHome *const *hs, int n, const Shape *whole, char *err, size_t errlen) {
+  int64_t idx[IR_MAX_RANK];
+  if (emu_uncovered(hs, n, whole, idx)) {  // before sizing the tensor by its shape
+    char at[IR_TYPE_STR_MAX];
+    ir_format_index(at, sizeof at, idx, whole->rank);
+    snprintf(err, errlen, "tensor '%s' is not covered: element %s is in no home", hs[0]->name, at);
+    return NULL;
+  }
+  int size = ir_dtype_bytes[hs[0]->dtype];
+  uint8_t *data = xmalloc((size_t)ir_shape_elems(whole) * (size_t)size);
+  bool ok = true;
+  for (int h = n - 1; h >= 0 && ok; h--) {  // the first listed last: it wins
+    uint8_t *box = xmalloc((size_t)ir_shape_elems(&hs[h]->shape) * (size_t)size);
+    ok = emu_read_home(e, hs[h], box, err, errlen);
+    if (ok) copy_runs(hs[h], whole, size, data, box, true);
+    free(box);
+  }
+  if (!ok) free(data);
+  return ok ? data : NULL;
+}
+
+bool emu_write_whole(Emu *e, const TensorHome *const *hs, int n, const Shape *whole, const void *data, char *err,
+                     size_t errlen) {
+  bool ok = true;
+  for (int h = 0; h < n && ok; h++) {
+    int size = ir_dtype_bytes[hs[h]->dtype];
+    uint8_t *box = xmalloc((size_t)ir_shape_elems(&hs[h]->shape) * (size_t)size);
+    copy_runs(hs[h], whole, size, box, data, false);
+    ok = emu_write_home(e, hs[h], box, err, errlen);
+    free(box);
+  }
+  return ok;
+}
+
 // ---- blocks and homes -----------------------------------------------------------------
 
 // Elements first .. first + count of a tensor on one device (count <=
@@ -165,19 +328,32 @@ static void index_free(HomeIndex *x) {
 
 // ---- before the run -----------------------------------------------------------------
 
-// Homes hs[0 .. n) of input or param t: one reference for all of them when
-// t is the same on every device (given by --input, or not @ each).
-static void seed_tensor(Emu *e, const Tensor *t, const TensorHome *const *hs, int n) {
-  int group = ref_same_on_every_device(e->opt.ref, t) ? n : 1;
-  int64_t elems = ir_shape_elems(&t->shape);
+// Homes hs[0 .. n) of input or param t that hold one box and share one
+// reference (computed on hs[0]'s device): run by run, a block at a time.
+static void seed_group(Emu *e, const Tensor *t, const TensorHome *const *hs, int n) {
+  Runs runs = home_runs(hs[0], &t->shape);
   Block b = block_new(e, t->dtype);
-  for (int g = 0; g < n; g += group)
-    for (b.first = 0; b.first < elems; b.first += b.block) {
-      b.count = MIN(b.block, elems - b.first);
-      compute_block(e, t, hs[g]->device, &b);
-      for (int h = g; h < g + group; h++) write_elems(e, hs[h], b.first, b.count, b.bytes);
+  for (int64_t k = 0; k < runs.count; k++)
+    for (int64_t at = 0; at < runs.len; at += b.block) {
+      b.first = run_first(&runs, k) + at;
+      b.count = MIN(b.block, runs.len - at);
+      compute_block(e, t, hs[0]->device, &b);
+      for (int h = 0; h < n; h++) write_elems(e, hs[h], k * runs.len + at, b.count, b.bytes);
     }
   block_free(&b);
+}
+
+// Homes hs[0 .. n) of input or param t: one reference for all that hold
+// the same box when t is the same on every device (given by --input, or
+// not @ each).
+static void seed_tensor(Emu *e, const Tensor *t, const TensorHome *const *hs, int n) {
+  bool shared = ref_same_on_every_device(e->opt.ref, t);
+  const TensorHome **order = homes_by_box(hs, n);
+  for (int g = 0, size; g < n; g += size) {
+    size = group_size(order + g, n - g, shared);
+    seed_group(e, t, order + g, size);
+  }
+  free(order);
 }
 
 void emu_seed_model(Emu *e) {
@@ -223,11 +399,11 @@ static double error_ratio(double got, double want, double tol, double *error) {
   return *error / tol;
 }
 
-// Judges the differing elements j0 .. j0 + m of one vector run (block
-// index k): counts those beyond tolerance, keeps the worst.  rms 0: the
-// tolerance without the rms floor.
+// Judges the differing elements k .. k + m of a block (a vector run of a
+// home whose element `at` is the block's first): counts those beyond
+// tolerance, keeps the worst.  rms 0: the tolerance without the rms floor.
 static void judge_run(Emu *e, const Tensor *t, HomeCheck *hc, const uint8_t *got, int lane, const Block *b,
-                      int64_t k, int64_t m, double rms) {
+                      int64_t at, int64_t k, int64_t m, double rms) {
   for (int64_t j = 0; j < m; j++) {
     double g = num_get(t->dtype, got, lane + (int)j), w = b->want[k + j], err;
     double tol = ref_tolerance(e->opt.ref, t, w, rms), ratio = error_ratio(g, w, tol, &err);
@@ -236,26 +412,26 @@ static void judge_run(Emu *e, const Tensor *t, HomeCheck *hc, const uint8_t *got
     if (ratio <= 1) continue;
     Worst *wo = &hc->worst;
     if (!hc->beyond++ || ratio > wo->ratio || (ratio == wo->ratio && err > wo->error))
-      *wo = (Worst){.elem = b->first + k + j, .got = g, .want = w, .error = err, .tol = tol, .ratio = ratio};
+      *wo = (Worst){.elem = at + k + j, .got = g, .want = w, .error = err, .tol = tol, .ratio = ratio};
   }
 }
 
-// Compares one home with a block, run by run through its layout: equal
-// bytes pass; other elements are judged.  A vector never written ends the
-// home's comparison.
-static void compare_block(Emu *e, const Tensor *t, HomeCheck *hc, const Block *b, double rms) {
+// Compares one home, from its element `at` on, with a block, run by run
+// through its layout: equal bytes pass; other elements are judged.  A
+// vector never written ends the home's comparison.
+static void compare_block(Emu *e, const Tensor *t, HomeCheck *hc, const Block *b, int64_t at, double rms) {
   Sram *s = &e->devs[hc->th->device].sram;
   int per = isa_elems_per_vector(t->dtype, e->vector_bytes), size = ir_dtype_bytes[t->dtype];
   for (int64_t k = 0; k < b->count;) {
-    Span sp = home_span(hc->th, per, b->first + k, b->count - k);
+    Span sp = home_span(hc->th, per, at + k, b->count - k);
     bool *written;
     const uint8_t *got = sram_peek(s, sp.vector, NULL, &written);
     if (!got || !*written) {
-      hc->unwritten = true, hc->active = false, hc->elem = b->first + k, hc->vector = sp.vector;
+      hc->unwritten = true, hc->active = false, hc->elem = at + k, hc->vector = sp.vector;
       return;
     }
     if (memcmp(got + sp.lane * size, b->bytes + k * size, (size_t)(sp.count * size)))
-      judge_run(e, t, hc, got, sp.lane, b, k, sp.count, rms);
+      judge_run(e, t, hc, got, sp.lane, b, at, k, sp.count, rms);
     k += sp.count;
   }
 }
@@ -266,26 +442,28 @@ static bool any_active(const HomeCheck *hc, int n) {
   return false;
 }
 
-// One pass over output t for its active homes hc[0 .. n), which share one
-// reference (computed on hc[0]'s device); *sumsq (if not NULL) gets the sum
-// of the squares of the reference values.
+// One pass over output t for its active homes hc[0 .. n), which hold one
+// box and share one reference (computed on hc[0]'s device), run by run;
+// *sumsq (if not NULL) gets the sum of the squares of the reference values.
 static void compare_pass(Emu *e, const Tensor *t, HomeCheck *hc, int n, double rms, double *sumsq) {
-  int64_t elems = ir_shape_elems(&t->shape);
+  Runs runs = home_runs(hc[0].th, &t->shape);
   Block b = block_new(e, t->dtype);
-  for (b.first = 0; b.first < elems && any_active(hc, n); b.first += b.block) {
-    b.count = MIN(b.block, elems - b.first);
-    compute_block(e, t, hc[0].th->device, &b);
-    for (int64_t k = 0; sumsq && k < b.count; k++)  // the rms of the finite values (NaN and inf compare exactly)
-      if (isfinite(b.want[k])) *sumsq += b.want[k] * b.want[k];
-    for (int h = 0; h < n; h++)
-      if (hc[h].active) compare_block(e, t, &hc[h], &b, rms);
-  }
+  for (int64_t k = 0; k < runs.count && any_active(hc, n); k++)
+    for (int64_t at = 0; at < runs.len && any_active(hc, n); at += b.block) {
+      b.first = run_first(&runs, k) + at;
+      b.count = MIN(b.block, runs.len - at);
+      compute_block(e, t, hc[0].th->device, &b);
+      for (int64_t j = 0; sumsq && j < b.count; j++)  // the rms of the finite values (NaN and inf compare exactly)
+        if (isfinite(b.want[j])) *sumsq += b.want[j] * b.want[j];
+      for (int h = 0; h < n; h++)
+        if (hc[h].active) compare_block(e, t, &hc[h], &b, k * runs.len + at, rms);
+    }
   block_free(&b);
 }
 
-// Checks homes hc[0 .. n) of output t, which share one reference: a pass
-// with the tolerance without the rms floor, and for the homes with
-// elements beyond it, a second with the copy's rms.
+// Checks homes hc[0 .. n) of output t, which hold one box and share one
+// reference: a pass with the tolerance without the rms floor, and for the
+// homes with elements beyond it, a second with the rms over the box.
 static void check_group(Emu *e, const Tensor *t, HomeCheck *hc, int n) {
   double sumsq = 0;
   for (int h = 0; h < n; h++) hc[h].active = true;
@@ -296,7 +474,7 @@ static void check_group(Emu *e, const Tensor *t, HomeCheck *hc, int n) {
     hc[h].active = !hc[h].unwritten && hc[h].beyond > 0;
     if (hc[h].active) hc[h].beyond = 0, hc[h].max_ratio = 0, again = true;
   }
-  if (again) compare_pass(e, t, hc, n, sqrt(sumsq / (double)ir_shape_elems(&t->shape)), NULL);
+  if (again) compare_pass(e, t, hc, n, sqrt(sumsq / (double)ir_shape_elems(&hc[0].th->shape)), NULL);
 }
 
 static bool has_home(const HomeCheck *hc, int n, int device) {
@@ -305,14 +483,27 @@ static bool has_home(const HomeCheck *hc, int n, int device) {
   return false;
 }
 
-// An output needs a home on every device the graph places a copy on (on
-// some device when the partitioner places it).  False if one is missing.
-static bool check_placed(Emu *e, const Tensor *t, const HomeCheck *hc, int n) {
-  const Placement *p = &t->place;
-  if (p->kind != PLACE_EACH && p->kind != PLACE_DEVICE) {  // the partitioner's choice: anywhere
-    if (n == 0) emu_violate(e, VIOL_DATA, -1, NULL, -1, -1, "output '%s' has no home in the manifest", t->name);
-    return n > 0;
+// An output the partitioner placed needs a home somewhere, and every
+// element of it in one: a whole home, or shards that cover it.  False
+// after reporting the first element none holds.
+static bool check_covered(Emu *e, const Tensor *t, const TensorHome *const *hs, int n) {
+  int64_t idx[IR_MAX_RANK];
+  char at[IR_TYPE_STR_MAX];
+  if (n == 0) {
+    emu_violate(e, VIOL_DATA, -1, NULL, -1, -1, "output '%s' has no home in the manifest", t->name);
+    return false;
   }
+  if (!emu_uncovered(hs, n, &t->shape, idx)) return true;
+  ir_format_index(at, sizeof at, idx, t->shape.rank);
+  emu_violate(e, VIOL_DATA, -1, NULL, -1, -1, "output '%s' is not covered: element %s is in no home", t->name, at);
+  return false;
+}
+
+// An output needs a home on every device the graph places a copy on (when
+// the partitioner places it: check_covered).  False if one is missing.
+static bool check_placed(Emu *e, const Tensor *t, const TensorHome *const *hs, const HomeCheck *hc, int n) {
+  const Placement *p = &t->place;
+  if (p->kind != PLACE_EACH && p->kind != PLACE_DEVICE) return check_covered(e, t, hs, n);
   const int *devs = &p->index;
   int ndevs = p->kind == PLACE_EACH ? ref_group(e->opt.ref, t, &devs) : 1;
   bool ok = true;
@@ -324,29 +515,59 @@ static bool check_placed(Emu *e, const Tensor *t, const HomeCheck *hc, int n) {
   return ok;
 }
 
+// Element `elem` of home th as a reader finds it in the tensor, into
+// what: its row-major index in a whole home ("13", with where = "of 320");
+// in a shard, its index in the tensor ("[1, 5]", with where = "of [2, 8],
+// in the shard [0, 4] + [2, 4]").
+static void name_element(const Tensor *t, const TensorHome *th, int64_t elem, char *what, size_t nwhat, char *where,
+                         size_t n) {
+  if (!th->is_shard) {
+    snprintf(what, nwhat, "%lld", (long long)elem);
+    snprintf(where, n, "of %lld", (long long)ir_shape_elems(&t->shape));
+    return;
+  }
+  int64_t idx[IR_MAX_RANK];
+  char whole[IR_TYPE_STR_MAX], start[IR_TYPE_STR_MAX], shape[IR_TYPE_STR_MAX];
+  shard_index(th, elem, idx);
+  ir_format_index(what, nwhat, idx, t->shape.rank);
+  ir_format_index(whole, sizeof whole, t->shape.dim, t->shape.rank);
+  ir_format_index(start, sizeof start, th->start, t->shape.rank);
+  ir_format_index(shape, sizeof shape, th->shape.dim, t->shape.rank);
+  snprintf(where, n, "of %s, in the shard %s + %s", whole, start, shape);
+}
+
 // The violation of a home that failed: its first unwritten vector, or its
 // worst element.
 static void report_home(Emu *e, const Tensor *t, const HomeCheck *hc) {
   const Worst *w = &hc->worst;
-  if (hc->unwritten)
-    emu_violate(e, VIOL_DATA, hc->th->device, NULL, -1, -1, "tensor '%s' element %lld: vector %u was never written",
-                t->name, (long long)hc->elem, hc->vector);
+  char what[IR_TYPE_STR_MAX], where[IR_TYPE_STR_MAX * 4];
+  name_element(t, hc->th, hc->unwritten ? hc->elem : w->elem, what, sizeof what, where, sizeof where);
+  if (hc->unwritten && hc->th->is_shard)
+    emu_violate(e, VIOL_DATA, hc->th->device, NULL, -1, -1,
+                "tensor '%s' element %s (%s): vector %u was never written", t->name, what, where, hc->vector);
+  else if (hc->unwritten)
+    emu_violate(e, VIOL_DATA, hc->th->device, NULL, -1, -1, "tensor '%s' element %s: vector %u was never written",
+                t->name, what, hc->vector);
   else
     emu_violate(e, VIOL_DATA, hc->th->device, NULL, -1, -1,
-                "tensor '%s' element %lld (of %lld; %lld beyond tolerance): expected %.9g, got %.9g (error %.3g, "
+                "tensor '%s' element %s (%s; %lld beyond tolerance): expected %.9g, got %.9g (error %.3g, "
                 "tolerance %.3g)",
-                t->name, (long long)w->elem, (long long)ir_shape_elems(&t->shape), (long long)hc->beyond, w->want,
-                w->got, w->error, w->tol);
+                t->name, what, where, (long long)hc->beyond, w->want, w->got, w->error, w->tol);
 }
 
 // Checks homes hs[0 .. n) of output t into *oc; false on any home beyond
-// tolerance, unwritten or missing.
+// tolerance, unwritten or missing, or an element in no home.  Homes are
+// checked and reported in box order (whole homes first, in manifest order).
 static bool check_output(Emu *e, const Tensor *t, const TensorHome *const *hs, int n, OutputCheck *oc) {
+  const TensorHome **order = homes_by_box(hs, n);
   HomeCheck *hc = xcalloc((size_t)n + 1, sizeof *hc);
-  for (int i = 0; i < n; i++) hc[i].th = hs[i];
-  bool ok = check_placed(e, t, hc, n);
-  int group = ref_same_on_every_device(e->opt.ref, t) ? n : 1;
-  for (int g = 0; g < n; g += group) check_group(e, t, hc + g, group);
+  for (int i = 0; i < n; i++) hc[i].th = order[i];
+  bool ok = check_placed(e, t, order, hc, n), shared = ref_same_on_every_device(e->opt.ref, t);
+  for (int g = 0, size; g < n; g += size) {
+    size = group_size(order + g, n - g, shared);
+    check_group(e, t, hc + g, size);
+  }
+  free(order);
   *oc = (OutputCheck){.name = t->name};
   for (int i = 0; i < n; i++) {
     bool bad = hc[i].unwritten || hc[i].beyond > 0;

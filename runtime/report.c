@@ -11,7 +11,8 @@ static void print_violation(const Violation *v, FILE *out) {
   if (v->unit[0]) fprintf(out, " unit %s", v->unit);
   if (v->port >= 0) fprintf(out, " port %d", v->port);
   if (v->cycle >= 0) fprintf(out, " cycle %lld", (long long)v->cycle);
-  fprintf(out, ": %s\n", v->message);
+  bool placed = v->device >= 0 || v->unit[0] || v->port >= 0 || v->cycle >= 0;
+  fprintf(out, "%s %s\n", placed ? ":" : "", v->message);  // "wrong-data: output ..." when nothing places it
 }
 
 // The data verdict, after the summary, when the outputs were checked

@@ -50,10 +50,12 @@ static void usage(FILE *out) {
           "  --report FILE        YAML report\n"
           "  --input NAME=F.npy   give a tensor its values before the run: an input or param\n"
           "                       of the model (every copy, and the reference), or without a\n"
-          "                       model a tensor named in the manifest (every home)\n"
+          "                       model a tensor named in the manifest (every home; a shard\n"
+          "                       its box of the whole tensor)\n"
           "  --input NAME@DEV=F.npy  the same for device DEV's copy alone (of an @ each tensor)\n"
           "  --dump NAME=F.npy    write a tensor named in the manifest after the run (its\n"
-          "                       first home; NAME@DEV=F.npy: its copy on device DEV)\n"
+          "                       first whole home, or its shards assembled; NAME@DEV=F.npy:\n"
+          "                       its home on device DEV)\n"
           "  --max-cycles N       a run longer than N cycles is a hang (default 2^40)\n"
           "  --max-listed N       violations listed (all are counted; default %d)\n"
           "\n"
@@ -248,6 +250,90 @@ static const TensorHome *find_home(const Program *p, const TensorArg *ta) {
   return NULL;
 }
 
+// A tensor of the manifest as --input and --dump see it: with DEV, its
+// home there (`own`: the file holds that home's elements, its own shape);
+// else every home of the name, and the whole tensor they make: the
+// model's tensor, or without a model a whole copy's shape, or the smallest
+// box from 0 that holds every shard.
+typedef struct Named {
+  const TensorHome **homes;  // malloc'd, in manifest order
+  int n;
+  bool own;
+  DType dtype;
+  Shape shape;
+} Named;
+
+// Every home named by ta into nt->homes; false after saying there is none.
+static bool collect_homes(const Program *p, const TensorArg *ta, Named *nt) {
+  nt->homes = xmalloc(((size_t)p->tensors.len + 1) * sizeof *nt->homes);
+  nt->n = 0;
+  for (int i = 0; i < p->tensors.len; i++)
+    if (name_is(p->tensors.data[i].name, ta)) nt->homes[nt->n++] = &p->tensors.data[i];
+  if (nt->n) return true;
+  fprintf(stderr, "tsp-emu: error: the manifest names no tensor '%.*s'\n", (int)ta->len, ta->name);
+  free(nt->homes);
+  return false;
+}
+
+// Without a model: the whole tensor that homes nt->homes make, the box
+// from 0 to the furthest end of any of them; false after saying why when
+// they differ in dtype or rank, or a whole copy is not that box.
+static bool span_homes(Named *nt) {
+  const TensorHome *first = nt->homes[0];
+  nt->dtype = first->dtype;
+  nt->shape = (Shape){.rank = first->shape.rank};
+  for (int i = 0; i < nt->n; i++) {
+    const TensorHome *th = nt->homes[i];
+    if (th->dtype != first->dtype || th->shape.rank != first->shape.rank) {
+      fprintf(stderr, "tsp-emu: error: the manifest's homes of tensor '%s' differ in dtype or rank\n", th->name);
+      return false;
+    }
+    for (int d = 0; d < th->shape.rank; d++)
+      nt->shape.dim[d] = MAX(nt->shape.dim[d], (th->is_shard ? th->start[d] : 0) + th->shape.dim[d]);
+  }
+  for (int i = 0; i < nt->n; i++) {
+    const TensorHome *th = nt->homes[i];
+    if (th->is_shard || ir_shape_equal(&th->shape, &nt->shape)) continue;
+    char copy[IR_TYPE_STR_MAX], span[IR_TYPE_STR_MAX];
+    ir_format_type(copy, sizeof copy, th->dtype, &th->shape);
+    ir_format_index(span, sizeof span, nt->shape.dim, nt->shape.rank);
+    fprintf(stderr, "tsp-emu: error: the manifest's homes of tensor '%s' do not make one tensor: a whole copy is %s, but "
+            "the homes span %s\n", th->name, copy, span);
+    return false;
+  }
+  return true;
+}
+
+// The tensor NAME[@DEV] names (Named); false after saying why.
+static bool named_tensor(const EmuInput *in, const TensorArg *ta, Named *nt) {
+  const Program *p = in->prog;
+  *nt = (Named){0};
+  if (ta->device >= 0) {
+    const TensorHome *th = find_home(p, ta);
+    if (!th) return false;
+    nt->homes = xmalloc(sizeof *nt->homes);
+    nt->homes[0] = th, nt->n = 1, nt->own = true, nt->dtype = th->dtype, nt->shape = th->shape;
+    return true;
+  }
+  if (!collect_homes(p, ta, nt)) return false;
+  if (!in->graph) {
+    if (span_homes(nt)) return true;
+    free(nt->homes);
+    return false;
+  }
+  const Tensor *t = in->home_tensor[nt->homes[0] - p->tensors.data];  // the loader checked every home against it
+  nt->dtype = t->dtype, nt->shape = t->shape;
+  return true;
+}
+
+// The home --dump reads as it is: the one on the device given, else the
+// first whole home; NULL when the shards must be assembled.
+static const TensorHome *single_home(const Named *nt) {
+  for (int i = 0; i < nt->n; i++)
+    if (nt->own || !nt->homes[i]->is_shard) return nt->homes[i];
+  return NULL;
+}
+
 static const char *npy_descr(DType dt) {
   switch (dt) {
   case DT_F32: case DT_BF16: return "<f4";  // NumPy has no bf16: it travels as f32
@@ -287,26 +373,23 @@ static uint8_t *read_values(const char *path, const char *name, DType dt, const 
   return raw;
 }
 
-// --input without a model: the values go into every home of that name (or
-// the one on the device given), through its layout.
-static bool load_input(Emu *e, const Program *p, const char *arg) {
+// --input without a model: the values go into every home of that name,
+// each shard its box (or into the one on the device given, its own
+// elements), through its layout.
+static bool load_input(Emu *e, const EmuInput *in, const char *arg) {
   TensorArg ta;
-  if (!split_arg("--input", arg, p->ndevices, &ta)) return false;
-  const TensorHome *th = find_home(p, &ta);
-  if (!th) return false;
-  uint8_t *raw = read_values(ta.path, th->name, th->dtype, &th->shape);
+  Named nt;
+  if (!split_arg("--input", arg, in->prog->ndevices, &ta) || !named_tensor(in, &ta, &nt)) return false;
+  uint8_t *raw = read_values(ta.path, nt.homes[0]->name, nt.dtype, &nt.shape);
   char err[256];
   bool ok = raw != NULL;
-  for (int i = 0; i < p->tensors.len && ok; i++) {
-    const TensorHome *h = &p->tensors.data[i];
-    if (strcmp(h->name, th->name) || (ta.device >= 0 && h->device != ta.device)) continue;
-    if (h->dtype != th->dtype || !ir_shape_equal(&h->shape, &th->shape))
-      snprintf(err, sizeof err, "the manifest's copies of tensor '%s' differ in dtype or shape", th->name), ok = false;
-    else
-      ok = emu_write_home(e, h, raw, err, sizeof err);
-    if (!ok) fprintf(stderr, "tsp-emu: error: %s\n", err);
-  }
+  if (ok && nt.own)
+    ok = emu_write_home(e, nt.homes[0], raw, err, sizeof err);
+  else if (ok)
+    ok = emu_write_whole(e, nt.homes, nt.n, &nt.shape, raw, err, sizeof err);
+  if (raw && !ok) fprintf(stderr, "tsp-emu: error: %s\n", err);
   free(raw);
+  free(nt.homes);
   return ok;
 }
 
@@ -352,27 +435,40 @@ static bool give_input(Reference *r, const EmuInput *in, const char *arg) {
   return raw != NULL;
 }
 
-// --dump: a home of the manifest (the first listed, or the one on the
-// device given) read through its layout into a .npy of the tensor's shape.
-static bool write_dump(Emu *e, const Program *p, const char *arg) {
+// The elements --dump writes for nt, malloc'd: its first whole home's (or
+// the one on the device given) read through its layout, else the whole
+// tensor assembled from its shards; NULL with the reason in err (shards
+// that leave an element uncovered are refused).
+static uint8_t *read_named(Emu *e, const Named *nt, char *err, size_t errlen) {
+  const TensorHome *single = single_home(nt);
+  if (!single) return emu_read_whole(e, nt->homes, nt->n, &nt->shape, err, errlen);
+  uint8_t *raw = xmalloc((size_t)ir_shape_elems(&nt->shape) * (size_t)ir_dtype_bytes[nt->dtype]);
+  if (emu_read_home(e, single, raw, err, errlen)) return raw;
+  free(raw);
+  return NULL;
+}
+
+// --dump: the tensor named (Named), read after the run into a .npy of its
+// shape.
+static bool write_dump(Emu *e, const EmuInput *in, const char *arg) {
   TensorArg ta;
-  if (!split_arg("--dump", arg, p->ndevices, &ta)) return false;
-  const TensorHome *th = find_home(p, &ta);
+  Named nt;
+  if (!split_arg("--dump", arg, in->prog->ndevices, &ta) || !named_tensor(in, &ta, &nt)) return false;
   char err[256];
-  if (!th) return false;
-  int64_t n = ir_shape_elems(&th->shape);
-  uint8_t *raw = xmalloc((size_t)n * (size_t)ir_dtype_bytes[th->dtype]);
-  bool ok = emu_read_home(e, th, raw, err, sizeof err);
-  if (ok && th->dtype == DT_BF16) {
+  uint8_t *raw = read_named(e, &nt, err, sizeof err);
+  bool ok = raw != NULL;
+  int64_t n = ok ? ir_shape_elems(&nt.shape) : 0;  // covered: no more elements than its homes hold
+  if (ok && nt.dtype == DT_BF16) {
     float *f = xmalloc((size_t)n * sizeof *f);
     for (int64_t i = 0; i < n; i++) f[i] = (float)num_get(DT_BF16, raw, (int)i);
-    ok = npy_write(ta.path, "<f4", &th->shape, f, err, sizeof err);
+    ok = npy_write(ta.path, "<f4", &nt.shape, f, err, sizeof err);
     free(f);
   } else if (ok) {
-    ok = npy_write(ta.path, npy_descr(th->dtype), &th->shape, raw, err, sizeof err);
+    ok = npy_write(ta.path, npy_descr(nt.dtype), &nt.shape, raw, err, sizeof err);
   }
   if (!ok) fprintf(stderr, "tsp-emu: error: %s\n", err);
   free(raw);
+  free(nt.homes);
   return ok;
 }
 
@@ -422,7 +518,7 @@ static Emu *run_once(Arena *a, Args *args, EmuInput *in, EmuResult *r) {
   if (args->opt.ref)
     emu_seed_model(e);
   else
-    for (int i = 0; i < args->ninputs && ok; i++) ok = load_input(e, in->prog, args->inputs[i]);
+    for (int i = 0; i < args->ninputs && ok; i++) ok = load_input(e, in, args->inputs[i]);
   if (!ok) {
     emu_free(e);
     return NULL;
@@ -449,7 +545,7 @@ static int run_loaded(Arena *a, Args *args, EmuInput *in) {
     return 1;
   }
   bool ok = true;
-  for (int i = 0; i < args->ndumps && ok; i++) ok = write_dump(e, in->prog, args->dumps[i]);
+  for (int i = 0; i < args->ndumps && ok; i++) ok = write_dump(e, in, args->dumps[i]);
   if (report && ok) ok = write_report(report, args->report, &r, &args->opt, in->topo->ndevices);
   else if (report) fclose(report), remove(args->report);
   if (!emu_close_trace(e) && ok) {
