@@ -111,6 +111,11 @@ const char *ir_place_str(Arena *a, const Placement *p) {
   return str;
 }
 
+bool ir_place_by_partitioner(const Tensor *t) {
+  PlaceKind k = t->place.kind;
+  return k == PLACE_AUTO || k == PLACE_STAGE || (k == PLACE_DEVICE && !t->place_written);
+}
+
 bool ir_place_equal(const Placement *a, const Placement *b) {
   if (a->kind != b->kind) return false;
   if (a->kind == PLACE_DEVICE || a->kind == PLACE_STAGE) return a->index == b->index;

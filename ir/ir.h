@@ -209,6 +209,11 @@ void ir_format_index(char *dst, size_t n, const int64_t *v, int rank);
 // "auto", whole however long, allocated in a.
 const char *ir_place_str(Arena *a, const Placement *p);
 bool ir_place_equal(const Placement *a, const Placement *b);
+// Whether the partitioner decides where t lives (and may split it): the
+// model left it auto, put it on a stage, or the checker only inferred its
+// device from its operands' (Tensor.place_written false); @ each copies
+// and written devices stay as written.
+bool ir_place_by_partitioner(const Tensor *t);
 // Prints the graph in .tg-like text: one line per tensor, resolved and unrolled.
 void ir_graph_dump(const Graph *g, FILE *out);
 

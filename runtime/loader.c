@@ -364,9 +364,10 @@ static const Tensor *graph_tensor(const Graph *g, const char *name) {
 }
 
 // Whether the graph places a copy of t on `device` (where the partitioner
-// decides, auto and stage, any device may).
+// decides, ir_place_by_partitioner, any device may).
 static bool holds_copy(const Tensor *t, int device) {
   const Placement *p = &t->place;
+  if (ir_place_by_partitioner(t)) return true;
   if (p->kind == PLACE_DEVICE) return device == p->index;
   if (p->kind != PLACE_EACH) return true;
   for (int i = 0; i < p->nexcept; i++)
@@ -392,13 +393,13 @@ static int shard_overrun(const Tensor *t, const TensorHome *th) {
   return -1;
 }
 
-// A shard is a piece of a tensor the partitioner places (auto or stage:
-// one placed @ device(N) or @ each has whole copies), of its dtype and
-// rank, its box inside the tensor's shape.
+// A shard is a piece of a tensor the partitioner places
+// (ir_place_by_partitioner: one the .tg places @ device(N), or @ each, has
+// whole copies), of its dtype and rank, its box inside the tensor's shape.
 static bool check_shard(ManifestReader *m, yaml_node_t *n, const Tensor *t, const TensorHome *th) {
   char model[IR_TYPE_STR_MAX], start[IR_TYPE_STR_MAX], shape[IR_TYPE_STR_MAX];
   ir_format_type(model, sizeof model, t->dtype, &t->shape);
-  if (t->place.kind == PLACE_DEVICE || t->place.kind == PLACE_EACH) {
+  if (!ir_place_by_partitioner(t)) {
     diag_error(m->d, mloc(m, map_get(m, n, "start")), "tensor '%s' cannot be a shard: the model places it @ %s",
                th->name, ir_place_str(m->a, &t->place));
     return false;

@@ -503,7 +503,7 @@ static bool check_covered(Emu *e, const Tensor *t, const TensorHome *const *hs, 
 // the partitioner places it: check_covered).  False if one is missing.
 static bool check_placed(Emu *e, const Tensor *t, const TensorHome *const *hs, const HomeCheck *hc, int n) {
   const Placement *p = &t->place;
-  if (p->kind != PLACE_EACH && p->kind != PLACE_DEVICE) return check_covered(e, t, hs, n);
+  if (ir_place_by_partitioner(t)) return check_covered(e, t, hs, n);
   const int *devs = &p->index;
   int ndevs = p->kind == PLACE_EACH ? ref_group(e->opt.ref, t, &devs) : 1;
   bool ok = true;

@@ -1,0 +1,57 @@
+// partition.h: what the partition pass (partition.c) shares with its
+// matmul splitter (split_matmul.c): the estimates it plans with and the
+// graph surgery that replaces a model tensor by its shards.  Internal to
+// passes/.
+#ifndef TSPC_PARTITION_H
+#define TSPC_PARTITION_H
+
+#include "passes.h"
+
+// The share of SRAM, in percent, the estimate leaves free for what it
+// does not see (alignment between allocations, receive buffers).
+#define PARTITION_SRAM_HEADROOM_PERCENT 5
+// A split over more devices is taken only when its estimate is at least
+// this many percent below the best over fewer: devices are not spent for
+// a rounding's worth of cycles.
+#define PARTITION_MIN_GAIN_PERCENT 1
+
+typedef struct Partitioner {
+  Compilation *c;
+  Graph *g;
+  const Topology *t;
+  int vb;
+  int64_t capacity;  // bytes of a device's SRAM the partitioner plans to fill
+  int64_t sram;      // all of it: an estimate beyond it is refused
+  Buf log;           // the decisions, for --dump-after=partition
+} Partitioner;
+
+typedef VEC(void *) PtrVec;
+
+int64_t part_ceil_div(int64_t a, int64_t b);
+// Bytes of one copy of a tensor as layout.c pads it: every row on whole vectors.
+int64_t part_padded_bytes(const Partitioner *p, DType dt, const Shape *s);
+int64_t part_tensor_bytes(const Partitioner *p, const Tensor *t);
+// Scratch an op holds while it runs (compute.c's estimate), in bytes.
+int64_t part_scratch_bytes(const Partitioner *p, const Op *op);
+bool part_is_free(const Tensor *t);  // the model left it unplaced (auto)
+// Whether the partitioner may move op's result: the .tg did not place it
+// and it is not one copy of a group (@ each).
+bool part_movable(const Op *op);
+// Every device, by hops from `from` over working links, then by id (the
+// order shards and stages take); the caller frees it.
+int *part_devices_nearest(const Topology *t, int from);
+// Estimated cycles to send `bytes` from device src to `copies` devices.
+int64_t part_send_cycles(const Partitioner *p, int src, int64_t bytes, int copies);
+// A shard of `of` on `device`: the box [start, start + shape), named after
+// it ("w[0:4072, 1024:2048]").
+Tensor *part_new_shard(Partitioner *p, const Tensor *of, TensorKind kind, const int64_t *start, const Shape *shape,
+                       int device);
+// v with element `old` replaced by the n of `repl`, in order.
+void part_splice(Arena *a, PtrVec *v, const void *old, void *const *repl, int n);
+void part_renumber(Graph *g);  // ids are indices again after surgery
+int part_readers(const Graph *g, const Tensor *t);  // operands naming t, over all ops
+
+// split_matmul.c: step 2, tensor parallelism.
+void partition_split_matmuls(Partitioner *p);
+
+#endif

@@ -1,0 +1,325 @@
+// split_matmul.c: tensor parallelism, step 2 of the partition pass (seed
+// 002 s5.2, "column-wise weight splits ... row-wise weight splits").  Part
+// of passes/, called by partition.c before anything else is placed.
+//
+// A matmul y = x w whose weight is an unplaced param only it reads, and
+// whose result is an output nothing else reads and the .tg did not place,
+// may be cut into a grid of R row-wise by C column-wise weight splits over
+// R x C devices.  Device (r, c) holds rows K_r and columns N_c of w and
+// multiplies x's columns K_r by them:
+//
+//   R = 1  its product is columns N_c of y: a shard of the output, left
+//          where it is (the "concatenation" is the manifest's list of
+//          shards);
+//   R > 1  its product is a partial sum.  The R devices of column group c
+//          (clustered on one node where the system has nodes: each TSP
+//          reaches the other seven directly) reduce them as a
+//          reduce-scatter written in ops: each cuts its partial into R
+//          column pieces (slice), and device (q, c) adds piece q of every
+//          partial, sent to it by the transfers the dag pass adds, into
+//          columns q of N_c of y.
+//
+// x comes from its home: the C devices of row split r need columns K_r
+// (sliced on the home when R > 1, then sent).  An unplaced input or param
+// only this matmul reads is instead loaded by the host onto every device
+// that needs it, as params are, and nothing is sent.
+//
+// The grid is the one of least estimated cycles among those whose devices
+// fit in SRAM, fewer devices unless more gain PARTITION_MIN_GAIN_PERCENT:
+// distributing x, the widest product, then the reduction (slices, the R -
+// 1 pieces arriving over the device's ports, the adds), in sequence.
+#include "partition.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// The most row-wise splits a column group takes on a system without nodes
+// (a dragonfly's groups are at most a node).
+#define SPLIT_MAX_ROWS 8
+
+typedef struct Grid {
+  int R, C;
+} Grid;
+
+typedef struct SplitCost {
+  int64_t cycles, bytes;  // estimated makespan; the fullest device's SRAM estimate
+} SplitCost;
+
+static bool splittable(const Graph *g, const Op *op) {
+  if (op->kind != OP_MATMUL) return false;
+  const Tensor *x = op->args[0], *w = op->args[1], *y = op->result;
+  return w->kind == TENSOR_PARAM && part_is_free(w) && w->shape.rank == 2 && part_readers(g, w) == 1 && x != w &&
+         part_movable(op) && y->is_output && part_readers(g, y) == 0 &&
+         (x->place.kind == PLACE_AUTO || x->place.kind == PLACE_DEVICE);
+}
+
+static bool host_loaded(const Graph *g, const Tensor *x) {
+  return x->kind != TENSOR_VALUE && part_is_free(x) && part_readers(g, x) == 1;
+}
+
+// [*first, *first + *count) of n cut into `parts` as evenly as it goes.
+static void cut(int64_t n, int parts, int j, int64_t *first, int64_t *count) {
+  int64_t base = n / parts, extra = n % parts;
+  *first = j * base + MIN(j, extra);
+  *count = base + (j < extra);
+}
+
+static Shape with_last(const Shape *s, int64_t last) {
+  Shape r = *s;
+  r.dim[r.rank - 1] = last;
+  return r;
+}
+
+// Vectors of a tensor of t's dtype shaped s.
+static int64_t vectors_of(const Partitioner *p, DType dt, const Shape *s) {
+  return part_padded_bytes(p, dt, s) / p->vb;
+}
+
+// The estimate of grid g for op (its x home src): see the top of the file.
+static SplitCost grid_cost(const Partitioner *p, const Op *op, Grid g, int src) {
+  const Tensor *x = op->args[0], *w = op->args[1], *y = op->result;
+  int64_t k = w->shape.dim[0], n = w->shape.dim[1], k_r = part_ceil_div(k, g.R), n_c = part_ceil_div(n, g.C);
+  Tensor xr = *x, wr = *w, yr = *y;
+  xr.shape = with_last(&x->shape, k_r);
+  wr.shape.dim[0] = k_r, wr.shape.dim[1] = n_c;
+  yr.shape = with_last(&y->shape, n_c);
+  Op part = *op;
+  part.args[0] = &xr, part.args[1] = &wr, part.result = &yr;
+  int devices = g.R * g.C;
+  int64_t xdist = 0;
+  if (!host_loaded(p->g, x)) {
+    xdist = part_send_cycles(p, src, part_tensor_bytes(p, &xr), devices - 1);
+    if (g.R > 1) xdist += vectors_of(p, x->dtype, &x->shape);  // the slices, on the home's switch unit
+  }
+  int64_t reduce = 0, pieces = 0;
+  Shape piece = with_last(&y->shape, part_ceil_div(n_c, g.R));
+  if (g.R > 1) {
+    int64_t pv = vectors_of(p, y->dtype, &piece);
+    pieces = (g.R - 1) * part_padded_bytes(p, y->dtype, &piece);
+    reduce = vectors_of(p, y->dtype, &yr.shape) + part_send_cycles(p, src, pieces / (g.R - 1), g.R - 1) +
+             (g.R - 1) * pv;
+  }
+  return (SplitCost){
+      .cycles = xdist + compute_estimate_cycles(&part, p->vb) + reduce,
+      .bytes = part_tensor_bytes(p, &xr) + part_tensor_bytes(p, &wr) + part_tensor_bytes(p, &yr) +
+               part_scratch_bytes(p, &part) + 2 * pieces};
+}
+
+// The most row-wise splits a column group may take.
+static int max_rows(const Partitioner *p, const Op *op) {
+  int rows = p->t->family == FAMILY_DRAGONFLY ? p->t->df.tsps_per_node : SPLIT_MAX_ROWS;
+  int per = isa_elems_per_vector(op->args[0]->dtype, p->vb);
+  return (int)MIN(rows, part_ceil_div(op->args[1]->shape.dim[0], per));  // a vector of K each, at least
+}
+
+// The grid of least estimate whose devices fit (ordered by devices, then
+// rows); {0, 0} when none fits.
+static Grid best_grid(const Partitioner *p, const Op *op, int src, SplitCost *best) {
+  Grid bg = {0, 0};
+  int nd = p->t->ndevices, rmax = max_rows(p, op);
+  int64_t n = op->args[1]->shape.dim[1];
+  for (int D = 1; D <= nd; D++)
+    for (int R = 1; R <= rmax && R <= D; R++) {
+      if (D % R) continue;
+      Grid g = {R, D / R};
+      if (g.C > n || part_ceil_div(n, g.C) < R) continue;  // every piece at least one column
+      SplitCost sc = grid_cost(p, op, g, src);
+      if (sc.bytes > p->capacity) continue;
+      if (!bg.R || sc.cycles * 100 < best->cycles * (100 - PARTITION_MIN_GAIN_PERCENT)) bg = g, *best = sc;
+    }
+  return bg;
+}
+
+// devs[c * R + r]: device (r, c).  Group c starts at the nearest unused
+// device to src and takes the R - 1 unused devices nearest to it.
+static int *grid_devices(const Partitioner *p, Grid g, int src) {
+  int nd = p->t->ndevices, *devs = xmalloc(sizeof(int) * (size_t)(g.R * g.C));
+  bool *used = xcalloc((size_t)nd, sizeof(bool));
+  int *order = part_devices_nearest(p->t, src), next = 0;
+  for (int c = 0; c < g.C; c++) {
+    while (used[order[next]]) next++;
+    int lead = order[next];
+    int *near = part_devices_nearest(p->t, lead);
+    for (int r = 0, i = 0; r < g.R; i++)
+      if (!used[near[i]]) used[near[i]] = true, devs[c * g.R + r++] = near[i];
+    free(near);
+  }
+  free(order), free(used);
+  return devs;
+}
+
+// ---- the rewrite ------------------------------------------------------------------------------
+
+// What replaces the matmul: new inputs and params (where w was), new values
+// with their ops (where y was), the output's shards.
+typedef struct Rewrite {
+  Partitioner *p;
+  const Op *op;
+  PtrVec leaves, values, ops, outputs;
+} Rewrite;
+
+static Op *new_op(Rewrite *rw, OpKind kind, Tensor *result, Tensor *a, Tensor *b) {
+  Op *o = ARENA_NEW(&rw->p->c->arena, Op);
+  *o = (Op){.kind = kind, .result = result, .nargs = b ? 2 : 1, .args = {a, b}, .loc = rw->op->loc};
+  result->def = o;
+  result->kind = TENSOR_VALUE;
+  VEC_PUSH(&rw->p->c->arena, &rw->values, result);
+  VEC_PUSH(&rw->p->c->arena, &rw->ops, o);
+  return o;
+}
+
+// A value of y's dtype that is not a box of a model tensor (a partial sum).
+static Tensor *new_value(Rewrite *rw, const char *name, const Shape *s, int device) {
+  Tensor *t = ARENA_NEW(&rw->p->c->arena, Tensor);
+  *t = *rw->op->result;
+  t->name = name;
+  t->shape = *s;
+  t->is_output = false;
+  t->place = (Placement){.kind = PLACE_DEVICE, .index = device};
+  t->place_written = false;
+  t->shard_of = NULL;
+  return t;
+}
+
+// y's columns [col0, col0 + cols) on device: an output shard.
+static Tensor *output_shard(Rewrite *rw, int64_t col0, int64_t cols, int device) {
+  const Tensor *y = rw->op->result;
+  int64_t start[IR_MAX_RANK] = {0};
+  start[y->shape.rank - 1] = col0;
+  Shape s = with_last(&y->shape, cols);
+  Tensor *t = part_new_shard(rw->p, y, TENSOR_VALUE, start, &s, device);
+  t->is_output = true;
+  VEC_PUSH(&rw->p->c->arena, &rw->outputs, t);
+  return t;
+}
+
+// x's columns K_r on device d: a host-loaded shard, a slice on x's home
+// (made once per r, in *slice), or x itself.
+static Tensor *activation_for(Rewrite *rw, Grid g, int64_t k0, int64_t k_r, int d, Tensor **slice) {
+  Partitioner *p = rw->p;
+  Tensor *x = rw->op->args[0];
+  if (host_loaded(p->g, x)) {
+    int64_t start[IR_MAX_RANK] = {0};
+    start[x->shape.rank - 1] = k0;
+    Shape s = with_last(&x->shape, k_r);
+    Tensor *xs = part_new_shard(p, x, x->kind, start, &s, d);
+    xs->name = arena_printf(&p->c->arena, "%s@device(%d)", xs->name, d);
+    VEC_PUSH(&p->c->arena, &rw->leaves, xs);
+    return xs;
+  }
+  if (g.R == 1) return x;
+  if (!*slice) {
+    Shape s = with_last(&x->shape, k_r);
+    Tensor *t = new_value(rw, arena_printf(&p->c->arena, "%s[.., %lld:%lld]", x->name, (long long)k0, (long long)(k0 + k_r)),
+                          &s, x->place.index);
+    t->dtype = x->dtype;
+    Op *o = new_op(rw, OP_SLICE, t, x, NULL);
+    o->axis = x->shape.rank - 1, o->start = k0, o->end = k0 + k_r;
+    *slice = t;
+  }
+  return *slice;
+}
+
+// Column group c's reduction: device (q, c) sums piece q of every partial.
+static void reduce_group(Rewrite *rw, Grid g, const int *devs, int c, int64_t n0, int64_t n_c, Tensor **partials) {
+  Partitioner *p = rw->p;
+  const Tensor *y = rw->op->result;
+  Tensor **pieces = xmalloc(sizeof(Tensor *) * (size_t)g.R * (size_t)g.R);  // [r * R + q]
+  for (int r = 0; r < g.R; r++)
+    for (int q = 0; q < g.R; q++) {
+      int64_t q0, qn;
+      cut(n_c, g.R, q, &q0, &qn);
+      Shape s = with_last(&y->shape, qn);
+      Tensor *t = new_value(rw, arena_printf(&p->c->arena, "%s.part%d[.., %lld:%lld]", y->name, r,
+                                             (long long)(n0 + q0), (long long)(n0 + q0 + qn)),
+                            &s, devs[c * g.R + r]);
+      Op *o = new_op(rw, OP_SLICE, t, partials[r], NULL);
+      o->axis = y->shape.rank - 1, o->start = q0, o->end = q0 + qn;
+      pieces[r * g.R + q] = t;
+    }
+  for (int q = 0; q < g.R; q++) {
+    int64_t q0, qn;
+    cut(n_c, g.R, q, &q0, &qn);
+    int d = devs[c * g.R + q];
+    Tensor *acc = pieces[q * g.R + q];
+    for (int r = 0, added = 0; r < g.R; r++) {
+      if (r == q) continue;
+      bool last = ++added == g.R - 1;
+      Shape s = with_last(&y->shape, qn);
+      Tensor *sum = last ? output_shard(rw, n0 + q0, qn, d)
+                         : new_value(rw, arena_printf(&p->c->arena, "%s.sum%d[.., %lld:%lld]", y->name, added,
+                                                      (long long)(n0 + q0), (long long)(n0 + q0 + qn)),
+                                     &s, d);
+      new_op(rw, OP_ADD, sum, acc, pieces[r * g.R + q]);
+      acc = sum;
+    }
+  }
+  free(pieces);
+}
+
+static void split_grid(Partitioner *p, Op *op, Grid g, const int *devs) {
+  Arena *a = &p->c->arena;
+  Tensor *x = op->args[0], *w = op->args[1], *y = op->result;
+  Rewrite rw = {.p = p, .op = op};
+  int64_t k = w->shape.dim[0], n = w->shape.dim[1];
+  Tensor **slices = xcalloc((size_t)g.R, sizeof(Tensor *)), **partials = xmalloc(sizeof(Tensor *) * (size_t)g.R);
+  for (int c = 0; c < g.C; c++) {
+    int64_t n0, n_c;
+    cut(n, g.C, c, &n0, &n_c);
+    for (int r = 0; r < g.R; r++) {
+      int64_t k0, k_r;
+      cut(k, g.R, r, &k0, &k_r);
+      int d = devs[c * g.R + r];
+      Tensor *xr = activation_for(&rw, g, k0, k_r, d, &slices[r]);
+      int64_t start[IR_MAX_RANK] = {k0, n0};
+      Shape ws = {.rank = 2, .dim = {k_r, n_c}};
+      Tensor *wr = part_new_shard(p, w, TENSOR_PARAM, start, &ws, d);
+      VEC_PUSH(a, &rw.leaves, wr);
+      Shape ps = with_last(&y->shape, n_c);
+      Tensor *prod = g.R == 1 ? output_shard(&rw, n0, n_c, d)
+                              : new_value(&rw, arena_printf(a, "%s.part%d[.., %lld:%lld]", y->name, r, (long long)n0,
+                                                            (long long)(n0 + n_c)),
+                                          &ps, d);
+      new_op(&rw, OP_MATMUL, prod, xr, wr);
+      partials[r] = prod;
+    }
+    if (g.R > 1) reduce_group(&rw, g, devs, c, n0, n_c, partials);
+  }
+  free(slices), free(partials);
+  Graph *gr = p->g;
+  if (host_loaded(gr, x)) part_splice(a, (PtrVec *)&gr->tensors, x, NULL, 0);
+  part_splice(a, (PtrVec *)&gr->tensors, w, rw.leaves.data, rw.leaves.len);
+  part_splice(a, (PtrVec *)&gr->tensors, y, rw.values.data, rw.values.len);
+  part_splice(a, (PtrVec *)&gr->ops, op, rw.ops.data, rw.ops.len);
+  part_splice(a, (PtrVec *)&gr->outputs, y, rw.outputs.data, rw.outputs.len);
+  part_renumber(gr);
+}
+
+// The device x lives on, or will (an unplaced one: device 0's neighbourhood).
+static int activation_home(const Tensor *x) { return x->place.kind == PLACE_DEVICE ? x->place.index : 0; }
+
+static void log_split(Partitioner *p, const Op *op, Grid g, const int *devs, SplitCost best, SplitCost whole) {
+  buf_printf(&p->log, "// %s = matmul(%s, %s), line %d: split %d x %d (row-wise x column-wise) over %d devices (",
+             op->result->name, op->args[0]->name, op->args[1]->name, op->loc.line, g.R, g.C, g.R * g.C);
+  for (int j = 0; j < g.R * g.C; j++) buf_printf(&p->log, "%s%d", j ? ", " : "", devs[j]);
+  buf_printf(&p->log, "): an estimated %lld cycles against %lld whole%s%s\n", (long long)best.cycles,
+             (long long)whole.cycles, whole.bytes > p->capacity ? " (which does not fit)" : "",
+             host_loaded(p->g, op->args[0]) ? "; the host loads the activation's columns onto each" : "");
+}
+
+void partition_split_matmuls(Partitioner *p) {
+  for (int i = 0; i < p->g->ops.len; i++) {
+    Op *op = p->g->ops.data[i];
+    if (!splittable(p->g, op)) continue;
+    int src = activation_home(op->args[0]);
+    SplitCost best = {0}, whole = grid_cost(p, op, (Grid){1, 1}, src);
+    Grid g = best_grid(p, op, src, &best);
+    if (g.R * g.C <= 1) continue;  // whole is best, or nothing fits: the capacity check says so
+    int *devs = grid_devices(p, g, src);
+    log_split(p, op, g, devs, best, whole);
+    int before = p->g->ops.len;
+    split_grid(p, op, g, devs);
+    free(devs);
+    i += p->g->ops.len - before;
+  }
+}
