@@ -28,49 +28,35 @@
 // vectors times the link's cycles a vector over the source's ports), as
 // the partition must be chosen before the DAG exists.  --partition=none
 // keeps steps 1 and 3 and the capacity check.
-#include "passes.h"
+#include "partition.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-// The share of SRAM, in percent, the estimate leaves free for what it
-// does not see (scratch rows of per-row programs, receive buffers,
-// alignment between allocations).
-#define PARTITION_SRAM_HEADROOM_PERCENT 5
-
-typedef struct Partitioner {
-  Compilation *c;
-  Graph *g;
-  const Topology *t;
-  int vb;
-  int64_t capacity;  // bytes of a device's SRAM the partitioner plans to fill
-  int64_t sram;      // all of it: an estimate beyond it is refused
-  Buf log;           // the decisions, for --dump-after=partition
-} Partitioner;
 
 // ---- sizes -----------------------------------------------------------------------------
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t part_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Bytes of one copy of t as layout.c pads it: every row on whole vectors.
-static int64_t padded_bytes(const Partitioner *p, DType dt, const Shape *s) {
+int64_t part_padded_bytes(const Partitioner *p, DType dt, const Shape *s) {
   int64_t cols = s->dim[s->rank - 1];
-  return ir_shape_elems(s) / cols * ceil_div(cols, isa_elems_per_vector(dt, p->vb)) * p->vb;
+  return ir_shape_elems(s) / cols * part_ceil_div(cols, isa_elems_per_vector(dt, p->vb)) * p->vb;
 }
 
-static int64_t tensor_bytes(const Partitioner *p, const Tensor *t) { return padded_bytes(p, t->dtype, &t->shape); }
+int64_t part_tensor_bytes(const Partitioner *p, const Tensor *t) { return part_padded_bytes(p, t->dtype, &t->shape); }
 
 // Scratch an op holds while it runs (compute.c's estimate).
-static int64_t scratch_bytes(const Partitioner *p, const Op *op) {
+int64_t part_scratch_bytes(const Partitioner *p, const Op *op) {
   if (ir_op_is_collective(op->kind) || op->kind == OP_COPY) return 0;
   return compute_estimate_scratch_vectors(op, p->vb) * p->vb;
 }
 
-static bool is_free(const Tensor *t) { return t->place.kind == PLACE_AUTO; }
+bool part_is_free(const Tensor *t) { return t->place.kind == PLACE_AUTO; }
 
 // Whether the partitioner may move op's result: the .tg did not place it
 // and it is not one copy of a group (@ each).
-static bool movable(const Op *op) {
+bool part_movable(const Op *op) {
   const Tensor *y = op->result;
   return !y->place_written && (y->place.kind == PLACE_AUTO || y->place.kind == PLACE_DEVICE) &&
          !ir_op_is_collective(op->kind) && op->kind != OP_COPY;
@@ -104,7 +90,7 @@ static int *hops_from(const Topology *t, int from) {
 }
 
 // Devices by hops from `from`, then by id: the order shards and stages take.
-static int *devices_nearest(const Topology *t, int from) {
+int *part_devices_nearest(const Topology *t, int from) {
   int *dist = hops_from(t, from), *order = xmalloc(sizeof(int) * (size_t)t->ndevices), n = 0;
   for (int h = 0; n < t->ndevices; h++) {
     bool any = false;
@@ -131,33 +117,45 @@ static int working_ports(const Topology *t, int d) {
 // Estimated cycles to send `bytes` from device src to `copies` devices: the
 // vectors leave over src's working ports, each a vector every
 // cycles_per_vector, plus one link's latency.
-static int64_t send_cycles(const Partitioner *p, int src, int64_t bytes, int copies) {
+int64_t part_send_cycles(const Partitioner *p, int src, int64_t bytes, int copies) {
   if (copies <= 0) return 0;
   int ports = MAX(working_ports(p->t, src), 1);
-  int64_t vectors = ceil_div(bytes, p->vb);
-  return ceil_div(vectors * copies, ports) * ir_cycles_per_vector(&p->t->link, p->t->clock_mhz) + p->t->link.latency_max;
+  int64_t vectors = part_ceil_div(bytes, p->vb);
+  return part_ceil_div(vectors * copies, ports) * ir_cycles_per_vector(&p->t->link, p->t->clock_mhz) + p->t->link.latency_max;
 }
 
 // ---- graph surgery ---------------------------------------------------------------------
 
-static Tensor *new_shard(Partitioner *p, const Tensor *of, TensorKind kind, int64_t col0, int64_t cols, int device) {
+Tensor *part_new_shard(Partitioner *p, const Tensor *of, TensorKind kind, const int64_t *start, const Shape *shape,
+                       int device) {
   Tensor *t = ARENA_NEW(&p->c->arena, Tensor);
   *t = *of;
   t->kind = kind;
   t->def = NULL;
-  t->shape.dim[t->shape.rank - 1] = cols;
+  t->is_output = false;
+  t->shape = *shape;
   t->place = (Placement){.kind = PLACE_DEVICE, .index = device};
+  t->place_written = false;
   t->shard_of = of;
   memset(t->shard_start, 0, sizeof t->shard_start);
-  t->shard_start[t->shape.rank - 1] = col0;
-  t->name = arena_printf(&p->c->arena, "%s[:, %lld:%lld]", of->name, (long long)col0, (long long)(col0 + cols));
+  Buf b = {0};
+  buf_printf(&b, "%s[", of->name);
+  for (int d = 0; d < shape->rank; d++) {
+    t->shard_start[d] = start[d];
+    if (start[d] == 0 && shape->dim[d] == of->shape.dim[d])
+      buf_printf(&b, "%s:", d ? ", " : "");
+    else
+      buf_printf(&b, "%s%lld:%lld", d ? ", " : "", (long long)start[d], (long long)(start[d] + shape->dim[d]));
+  }
+  buf_printf(&b, "]");
+  t->name = arena_strdup(&p->c->arena, b.data);
+  buf_free(&b);
   return t;
 }
 
 // A vector of pointers with element `old` replaced by the n of `repl`, in
 // order (old stays if it is absent).
-typedef VEC(void *) PtrVec;
-static void splice(Arena *a, PtrVec *v, const void *old, void *const *repl, int n) {
+void part_splice(Arena *a, PtrVec *v, const void *old, void *const *repl, int n) {
   PtrVec out = {0};
   for (int i = 0; i < v->len; i++) {
     if (v->data[i] != old) {
@@ -170,113 +168,17 @@ static void splice(Arena *a, PtrVec *v, const void *old, void *const *repl, int 
 }
 
 // Renumbers tensors and ops after surgery (ids are indices).
-static void renumber(Graph *g) {
+void part_renumber(Graph *g) {
   for (int i = 0; i < g->tensors.len; i++) g->tensors.data[i]->id = i;
   for (int i = 0; i < g->ops.len; i++) g->ops.data[i]->id = i;
 }
 
-// ---- step 2: column-wise matmul splits -------------------------------------------------
-
 // How many operands of ops name t (a copy counts: it moves t's bytes).
-static int readers(const Graph *g, const Tensor *t) {
+int part_readers(const Graph *g, const Tensor *t) {
   int n = 0;
   for (int i = 0; i < g->ops.len; i++)
     for (int a = 0; a < g->ops.data[i]->nargs; a++) n += g->ops.data[i]->args[a] == t;
   return n;
-}
-
-static bool splittable(const Graph *g, const Op *op) {
-  if (op->kind != OP_MATMUL) return false;
-  const Tensor *x = op->args[0], *w = op->args[1], *y = op->result;
-  return w->kind == TENSOR_PARAM && is_free(w) && w->shape.rank == 2 && readers(g, w) == 1 && x != w &&
-         movable(op) && y->is_output && readers(g, y) == 0 &&
-         (x->place.kind == PLACE_AUTO || x->place.kind == PLACE_DEVICE);
-}
-
-// Columns [*col0, *col0 + *cols) of shard j when n columns are cut D ways
-// as evenly as they go.
-static void shard_columns(int64_t n, int D, int j, int64_t *col0, int64_t *cols) {
-  int64_t base = n / D, extra = n % D;
-  *col0 = j * base + MIN(j, extra);
-  *cols = base + (j < extra);
-}
-
-typedef struct SplitCost {
-  int64_t cycles, bytes;  // estimated makespan; the fullest device's SRAM estimate
-} SplitCost;
-
-// The split of op over D devices: the activation sent from its home to the
-// D - 1 others, then the widest shard's product.
-static SplitCost split_cost(const Partitioner *p, const Op *op, int D, int src) {
-  const Tensor *x = op->args[0], *w = op->args[1], *y = op->result;
-  int64_t col0, cols;
-  shard_columns(w->shape.dim[1], D, 0, &col0, &cols);
-  Tensor wj = *w, yj = *y;
-  wj.shape.dim[1] = cols, yj.shape.dim[yj.shape.rank - 1] = cols;
-  Op shard = *op;
-  shard.args[1] = &wj, shard.result = &yj;
-  return (SplitCost){
-      .cycles = send_cycles(p, src, tensor_bytes(p, x), D - 1) + compute_estimate_cycles(&shard, p->vb),
-      .bytes = tensor_bytes(p, x) + tensor_bytes(p, &wj) + tensor_bytes(p, &yj) + scratch_bytes(p, &shard)};
-}
-
-// The device the activation lives on, or will (an unplaced input goes with
-// the first shard: device 0's neighbourhood).
-static int activation_home(const Tensor *x) { return x->place.kind == PLACE_DEVICE ? x->place.index : 0; }
-
-// Replaces op by D shard matmuls on devs[0 .. D), weight and result cut
-// column-wise.
-static void split_matmul(Partitioner *p, Op *op, int D, const int *devs) {
-  Arena *a = &p->c->arena;
-  Graph *g = p->g;
-  Tensor *w = op->args[1], *y = op->result;
-  void **wj = ARENA_ARRAY(a, void *, D), **yj = ARENA_ARRAY(a, void *, D), **oj = ARENA_ARRAY(a, void *, D);
-  for (int j = 0; j < D; j++) {
-    int64_t col0, cols;
-    shard_columns(w->shape.dim[1], D, j, &col0, &cols);
-    Tensor *ws = new_shard(p, w, TENSOR_PARAM, col0, cols, devs[j]), *ys = new_shard(p, y, TENSOR_VALUE, col0, cols, devs[j]);
-    Op *o = ARENA_NEW(a, Op);
-    *o = *op;
-    o->args[1] = ws, o->result = ys, ys->def = o;
-    wj[j] = ws, yj[j] = ys, oj[j] = o;
-  }
-  splice(a, (PtrVec *)&g->tensors, w, wj, D);
-  splice(a, (PtrVec *)&g->tensors, y, yj, D);
-  splice(a, (PtrVec *)&g->ops, op, oj, D);
-  splice(a, (PtrVec *)&g->outputs, y, yj, D);
-  renumber(g);
-}
-
-// The cheapest D whose shards fit, 1 when the op fits whole and nothing is
-// faster; 0 when no D fits.
-static int best_split(Partitioner *p, const Op *op, int src, SplitCost *best) {
-  int best_d = 0, max_d = (int)MIN(p->t->ndevices, op->args[1]->shape.dim[1]);
-  for (int D = 1; D <= max_d; D++) {
-    SplitCost sc = split_cost(p, op, D, src);
-    if (sc.bytes > p->capacity) continue;
-    if (!best_d || sc.cycles < best->cycles) best_d = D, *best = sc;
-  }
-  return best_d;
-}
-
-static void split_matmuls(Partitioner *p) {
-  for (int i = 0; i < p->g->ops.len; i++) {
-    Op *op = p->g->ops.data[i];
-    if (!splittable(p->g, op)) continue;
-    int src = activation_home(op->args[0]);
-    SplitCost best, whole = split_cost(p, op, 1, src);
-    int D = best_split(p, op, src, &best);
-    if (D <= 1) continue;  // whole is best, or nothing fits: the capacity check says so
-    int *devs = devices_nearest(p->t, src);
-    buf_printf(&p->log, "// %s = matmul(%s, %s), line %d: split column-wise over %d devices (", op->result->name,
-               op->args[0]->name, op->args[1]->name, op->loc.line, D);
-    for (int j = 0; j < D; j++) buf_printf(&p->log, "%s%d", j ? ", " : "", devs[j]);
-    buf_printf(&p->log, "): an estimated %lld cycles against %lld whole%s\n", (long long)best.cycles,
-               (long long)whole.cycles, whole.bytes > p->capacity ? " (which does not fit)" : "");
-    split_matmul(p, op, D, devs);
-    free(devs);
-    i += D - 1;
-  }
 }
 
 // ---- step 3: with the first consumer -----------------------------------------------------
@@ -305,7 +207,7 @@ static void place_with_consumers(Partitioner *p) {
   Op **first_use = first_uses(g);
   for (int i = g->tensors.len - 1; i >= 0; i--) {
     Tensor *t = g->tensors.data[i];
-    if (!is_free(t)) continue;
+    if (!part_is_free(t)) continue;
     const Op *user = first_use[t->id];
     t->place = user ? user->result->place : (Placement){.kind = PLACE_DEVICE, .index = 0};
   }
@@ -333,7 +235,7 @@ static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) 
   for (int i = 0; i < nops; i++) {
     const Op *op = g->ops.data[i];
     bool here = placed_on(&op->result->place, d);
-    if (here) delta[i] += scratch_bytes(p, op), delta[i + 1] -= scratch_bytes(p, op);
+    if (here) delta[i] += part_scratch_bytes(p, op), delta[i + 1] -= part_scratch_bytes(p, op);
     for (int a = 0; a < op->nargs; a++) {
       Span *s = here ? &on_d[op->args[a]->id] : &anywhere[op->args[a]->id];
       if (s->from < 0) s->from = i;
@@ -345,8 +247,8 @@ static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) 
     const Tensor *t = g->tensors.data[i];
     bool home = placed_on(&t->place, d);
     if (!home && on_d[i].from < 0) continue;
-    int64_t bytes = tensor_bytes(p, t);
-    if (!*largest || bytes > tensor_bytes(p, *largest)) *largest = t;
+    int64_t bytes = part_tensor_bytes(p, t);
+    if (!*largest || bytes > part_tensor_bytes(p, *largest)) *largest = t;
     if (home && (t->kind != TENSOR_VALUE || t->is_output)) {
       base += bytes;
       continue;
@@ -507,9 +409,9 @@ static void refuse(Partitioner *p, int d, int64_t peak, const Tensor *largest, c
   char need[32], sram[32], big[32], type[IR_TYPE_STR_MAX];
   str_human_bytes(need, sizeof need, (double)peak);
   str_human_bytes(sram, sizeof sram, (double)p->t->sram_vectors * p->vb);
-  str_human_bytes(big, sizeof big, (double)tensor_bytes(p, largest));
+  str_human_bytes(big, sizeof big, (double)part_tensor_bytes(p, largest));
   ir_format_type(type, sizeof type, largest->dtype, &largest->shape);
-  if (tensor_bytes(p, largest) > p->sram)
+  if (part_tensor_bytes(p, largest) > p->sram)
     diag_error(&p->c->diag, largest->loc, "tensor '%s' (%s, %s) does not fit in device %d's %s of SRAM%s",
                largest->name, type, big, d, sram, why);
   else
@@ -524,15 +426,15 @@ bool pass_partition(Compilation *c) {
   p.sram = (int64_t)c->topo->sram_vectors * p.vb;
   p.capacity = p.sram / 100 * (100 - PARTITION_SRAM_HEADROOM_PERCENT);
   for (int i = 0; i < p.g->tensors.len; i++) place_stage(p.g->tensors.data[i]);
-  if (!c->partition_none) split_matmuls(&p);
+  if (!c->partition_none) partition_split_matmuls(&p);
   // Step 3, remembering what was free for step 4.
   Pipeline pl = {.ops = xmalloc(sizeof(Op *) * (size_t)(p.g->ops.len + 1))};
   Tensor **was_free = xmalloc(sizeof(Tensor *) * (size_t)(p.g->tensors.len + 1));
   int nwas_free = 0;
   for (int i = 0; i < p.g->tensors.len; i++)
-    if (is_free(p.g->tensors.data[i])) was_free[nwas_free++] = p.g->tensors.data[i];
+    if (part_is_free(p.g->tensors.data[i])) was_free[nwas_free++] = p.g->tensors.data[i];
   for (int i = 0; i < p.g->ops.len; i++)
-    if (movable(p.g->ops.data[i])) pl.ops[pl.nfree++] = p.g->ops.data[i];
+    if (part_movable(p.g->ops.data[i])) pl.ops[pl.nfree++] = p.g->ops.data[i];
   place_with_consumers(&p);
   int64_t peak;
   const Tensor *largest;

@@ -112,6 +112,13 @@ static int max_rows(const Partitioner *p, const Op *op) {
   return (int)MIN(rows, part_ceil_div(op->args[1]->shape.dim[0], per));  // a vector of K each, at least
 }
 
+// Whether the system has C groups of R devices that share a node.
+static bool grid_fits_nodes(const Partitioner *p, Grid g) {
+  if (p->t->family != FAMILY_DRAGONFLY) return g.R * g.C <= p->t->ndevices;
+  int nodes = p->t->ndevices / p->t->df.tsps_per_node;
+  return (p->t->df.tsps_per_node / g.R) * nodes >= g.C;
+}
+
 // The grid of least estimate whose devices fit (ordered by devices, then
 // rows); {0, 0} when none fits.
 static Grid best_grid(const Partitioner *p, const Op *op, int src, SplitCost *best) {
@@ -124,25 +131,43 @@ static Grid best_grid(const Partitioner *p, const Op *op, int src, SplitCost *be
       Grid g = {R, D / R};
       if (g.C > n || part_ceil_div(n, g.C) < R) continue;  // every piece at least one column
       SplitCost sc = grid_cost(p, op, g, src);
-      if (sc.bytes > p->capacity) continue;
+      if (sc.bytes > p->capacity || !grid_fits_nodes(p, g)) continue;
       if (!bg.R || sc.cycles * 100 < best->cycles * (100 - PARTITION_MIN_GAIN_PERCENT)) bg = g, *best = sc;
     }
   return bg;
 }
 
+// Whether devices a and b share a dragonfly node (any two do elsewhere).
+static bool same_node(const Topology *t, int a, int b) {
+  if (t->family != FAMILY_DRAGONFLY) return true;
+  return t->devices[a].coord[0] == t->devices[b].coord[0] && t->devices[a].coord[1] == t->devices[b].coord[1];
+}
+
 // devs[c * R + r]: device (r, c).  Group c starts at the nearest unused
-// device to src and takes the R - 1 unused devices nearest to it.
+// device to src that has R - 1 unused devices of its node left (on a
+// dragonfly: a group never spans nodes), and takes the R - 1 of them
+// nearest to it.  NULL when the system has too few.
 static int *grid_devices(const Partitioner *p, Grid g, int src) {
   int nd = p->t->ndevices, *devs = xmalloc(sizeof(int) * (size_t)(g.R * g.C));
   bool *used = xcalloc((size_t)nd, sizeof(bool));
-  int *order = part_devices_nearest(p->t, src), next = 0;
+  int *order = part_devices_nearest(p->t, src);
   for (int c = 0; c < g.C; c++) {
-    while (used[order[next]]) next++;
-    int lead = order[next];
-    int *near = part_devices_nearest(p->t, lead);
-    for (int r = 0, i = 0; r < g.R; i++)
-      if (!used[near[i]]) used[near[i]] = true, devs[c * g.R + r++] = near[i];
-    free(near);
+    bool placed = false;
+    for (int i = 0; i < nd && !placed; i++) {
+      int lead = order[i], found = 0;
+      if (used[lead]) continue;
+      int *near = part_devices_nearest(p->t, lead);
+      for (int j = 0; j < nd && found < g.R; j++)
+        if (!used[near[j]] && same_node(p->t, lead, near[j])) devs[c * g.R + found++] = near[j];
+      free(near);
+      if (found < g.R) continue;
+      for (int r = 0; r < g.R; r++) used[devs[c * g.R + r]] = true;
+      placed = true;
+    }
+    if (!placed) {
+      free(devs), devs = NULL;
+      break;
+    }
   }
   free(order), free(used);
   return devs;
@@ -203,7 +228,7 @@ static Tensor *activation_for(Rewrite *rw, Grid g, int64_t k0, int64_t k_r, int 
     start[x->shape.rank - 1] = k0;
     Shape s = with_last(&x->shape, k_r);
     Tensor *xs = part_new_shard(p, x, x->kind, start, &s, d);
-    xs->name = arena_printf(&p->c->arena, "%s@device(%d)", xs->name, d);
+    xs->name = arena_printf(&p->c->arena, "%s@device(%d)", g.R == 1 ? x->name : xs->name, d);
     VEC_PUSH(&p->c->arena, &rw->leaves, xs);
     return xs;
   }
