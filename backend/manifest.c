@@ -67,6 +67,7 @@ static void write_program(const Program *p, FILE *out) {
     fprintf(out, "predicted_cycles: %lld\n", (long long)p->predicted_cycles);
   else
     fprintf(out, "predicted_cycles: null\n");
+  if (p->batches > 1) fprintf(out, "batches: %d\n", p->batches);  // absent: one inference
   fprintf(out, "tensors:%s\n", p->tensors.len ? "" : " []");
   for (int i = 0; i < p->tensors.len; i++) {
     const TensorHome *th = &p->tensors.data[i];
@@ -76,6 +77,7 @@ static void write_program(const Program *p, FILE *out) {
     write_shape(&th->shape, out);
     if (th->pitch) fprintf(out, ", pitch: %u", th->pitch);  // row-padded; absent: packed
     if (th->is_shard) write_start(th, out);                   // a box of the tensor; absent: all of it
+    if (th->batch) fprintf(out, ", batch: %d", th->batch);    // which inference; absent: the first
     fprintf(out, "}\n");
   }
 }

@@ -700,6 +700,8 @@ typedef struct TensorHome {
   uint32_t pitch;  // vectors from one row to the next; 0: packed
   bool is_shard;
   int64_t start[IR_MAX_RANK];  // is_shard: the box's first element, per dimension
+  int batch;  // which inference (0 .. Program.batches - 1) an input, value or output
+              // home belongs to (the manifest's `batch:`, absent for 0); params: 0
 } TensorHome;
 
 typedef struct DeviceProgram {
@@ -712,6 +714,7 @@ typedef struct Program {
   int ndevices;
   DeviceProgram *devices;   // one per device of the topology, by id
   int64_t predicted_cycles; // -1: no prediction
+  int batches;              // inferences in flight (the manifest's `batches:`; 1: absent)
   VEC(TensorHome) tensors;
 } Program;
 
