@@ -156,6 +156,11 @@ typedef struct Tensor {
   // home after shard_of.  NULL for a tensor of the model itself.
   const struct Tensor *shard_of;
   int64_t shard_start[IR_MAX_RANK];
+  // With several inferences in flight (--batches, passes/batch.c): which
+  // one this copy of an input, value or output belongs to, and batch 0's
+  // tensor it copies (NULL in batch 0 and for params, which are shared).
+  int batch;
+  const struct Tensor *batch_of;
 } Tensor;
 
 struct Op {

@@ -151,7 +151,13 @@ static int64_t home(Codegen *g, const Tensor *t, int device) {
 static int64_t read_at(Codegen *g, const Tensor *t, int device) {
   if (ir_place_has(&t->place, device)) return home(g, t, device);
   int64_t *row = table_row(g, g->replica, t->id);
-  if (!row[device]) row[device] = alloc(g, device, layout_vectors(g->c, t), tensor_what(g, t)) + 1;
+  if (row[device]) return row[device] - 1;
+  int64_t vectors = layout_vectors(g->c, t);
+  const int64_t *live = g->live[t->id];
+  if (live && live[2 * device + 1] > live[2 * device])  // from its transfer to its last reader
+    row[device] = scratch(g, device, vectors, live[2 * device], live[2 * device + 1], tensor_what(g, t)) + 1;
+  else
+    row[device] = alloc(g, device, vectors, tensor_what(g, t)) + 1;
   return row[device] - 1;
 }
 
@@ -351,9 +357,27 @@ static void gen_compute(Codegen *g, const DagNode *n) {
 // to its last reader's finish (the rest: for good, live row NULL).  A value
 // qualifies when it is no output and only compute ops (not copies or
 // collectives) read it; a transposed view's readers read its operand.
+// Whether transfer n fetches a compute op's operand from the device that
+// holds it (an implicit transfer, dag.c), not a copy's or a collective's.
+static bool is_fetch(const Codegen *g, const DagNode *n) {
+  const Op *op = n->op;
+  return op->kind != OP_COPY && !ir_op_is_collective(op->kind) && compute_storage_of(g->c, n->tensor) == n->tensor;
+}
+
+// Makes t's copy on device live through [from, until) too.
+static void extend_life(Codegen *g, const Tensor *t, int device, int64_t from, int64_t until) {
+  int nd = g->t->ndevices;
+  if (!g->live[t->id]) {
+    g->live[t->id] = ARENA_ARRAY(&g->c->arena, int64_t, 2 * nd);
+    for (int v = 0; v < nd; v++) g->live[t->id][2 * v] = INT64_MAX;
+  }
+  int64_t *span = &g->live[t->id][2 * device];
+  span[0] = MIN(span[0], from);
+  span[1] = MAX(span[1], until);
+}
+
 static void compute_lifetimes(Codegen *g) {
   const Graph *gr = g->c->graph;
-  int nd = g->t->ndevices;
   bool *forever = ARENA_ARRAY(&g->c->arena, bool, gr->tensors.len + 1);
   for (int i = 0; i < gr->tensors.len; i++) {
     const Tensor *t = gr->tensors.data[i];
@@ -367,26 +391,21 @@ static void compute_lifetimes(Codegen *g) {
   }
   for (int i = 0; i < g->c->dag->nodes.len; i++) {
     const DagNode *n = g->c->dag->nodes.data[i];
-    if (n->kind == NODE_TRANSFER) forever[n->tensor->id] = true;
+    if (n->kind == NODE_TRANSFER && !is_fetch(g, n)) forever[n->tensor->id] = true;
   }
   for (int i = 0; i < g->c->dag->nodes.len; i++) {
     const DagNode *n = g->c->dag->nodes.data[i];
+    if (n->kind == NODE_TRANSFER && is_fetch(g, n) && !forever[n->tensor->id]) {  // read on src, written on dst
+      extend_life(g, n->tensor, n->src, n->start, n->finish);
+      extend_life(g, n->tensor, n->dst, n->start, n->finish);
+    }
     if (n->kind != NODE_COMPUTE) continue;
     const Tensor *ts[IR_MAX_OPERANDS + 1];
     int count = 0;
     ts[count++] = n->op->result;
     for (int a = 0; a < n->op->nargs; a++) ts[count++] = compute_storage_of(g->c, n->op->args[a]);
-    for (int k = 0; k < count; k++) {
-      const Tensor *t = ts[k];
-      if (forever[t->id]) continue;
-      if (!g->live[t->id]) {
-        g->live[t->id] = ARENA_ARRAY(&g->c->arena, int64_t, 2 * nd);
-        for (int v = 0; v < nd; v++) g->live[t->id][2 * v] = INT64_MAX;
-      }
-      int64_t *span = &g->live[t->id][2 * n->device];
-      span[0] = MIN(span[0], n->start);
-      span[1] = MAX(span[1], n->finish);
-    }
+    for (int k = 0; k < count; k++)
+      if (!forever[ts[k]->id]) extend_life(g, ts[k], n->device, n->start, n->finish);
   }
 }
 
@@ -576,6 +595,7 @@ static bool assemble(Codegen *g) {
     }
   }
   p->predicted_cycles = notify + 1 + g->last;
+  p->batches = MAX(g->c->batches, 1);
   g->c->program = p;
   return true;
 }
@@ -588,7 +608,8 @@ static void record_homes(Codegen *g) {
     if (t->kind == TENSOR_VALUE && !t->is_output) continue;
     for (int d = 0; d < g->t->ndevices; d++) {
       if (!ir_place_has(&t->place, d) || !g->home[t->id] || !g->home[t->id][d]) continue;
-      TensorHome th = {.name = t->shard_of ? t->shard_of->name : t->name, .device = d,
+      const Tensor *model = t->batch_of ? t->batch_of : t;
+      TensorHome th = {.name = t->shard_of ? t->shard_of->name : model->name, .device = d, .batch = t->batch,
                        .addr = (uint32_t)(g->home[t->id][d] - 1), .dtype = t->dtype, .shape = t->shape,
                        .pitch = layout_manifest_pitch(g->c, t), .is_shard = t->shard_of != NULL};
       memcpy(th.start, t->shard_start, sizeof th.start);

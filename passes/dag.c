@@ -14,6 +14,10 @@
 // An operand that lives on another device (a parameter the partitioner put
 // with its first consumer, used by a second consumer elsewhere) is moved by
 // an implicit TRANSFER, made once per tensor and device and shared.
+// With several inferences in flight (--batches, batch.c), a device computes
+// them one at a time, in order: inference b's first compute node on a
+// device comes after inference b - 1's last there (a pipeline stage works
+// on one inference, then the next), so their working values do not pile up.
 #include "passes.h"
 
 #include <string.h>
@@ -26,6 +30,9 @@ typedef struct Builder {
   VEC(int) deps;  // scratch: the dependencies of the node being made
   int *group;   // scratch: room for every device
   int *placed;  // scratch: the devices an op's result lives on
+  int batch;          // the inference whose ops are being built
+  int *last_compute;  // by device: its last compute node in this inference (-1: none)
+  int *last_before;   // by device: its last compute node in an earlier one (-1: none)
 } Builder;
 
 static int available_at(const Builder *b, const Tensor *t, int device) {
@@ -84,13 +91,24 @@ static int fetch(Builder *b, const Op *op, const Tensor *t, int device) {
   return n->id;
 }
 
+// Moves the builder on to op's inference: what was the last compute node
+// of each device is now an earlier inference's.
+static void enter_batch(Builder *b, const Op *op) {
+  if (op->result->batch == b->batch) return;
+  b->batch = op->result->batch;
+  for (int d = 0; d < b->ndevices; d++)
+    if (b->last_compute[d] >= 0) b->last_before[d] = b->last_compute[d], b->last_compute[d] = -1;
+}
+
 static void build_compute(Builder *b, const Op *op, int device) {
   int ready[IR_MAX_OPERANDS];
   for (int a = 0; a < op->nargs; a++) ready[a] = fetch(b, op, op->args[a], device);
   for (int a = 0; a < op->nargs; a++) add_dep(b, ready[a]);
+  if (b->last_compute[device] < 0) add_dep(b, b->last_before[device]);  // the earlier inference's work here first
   DagNode *n = new_node(b, NODE_COMPUTE, op);
   n->device = device;
   record(b, op->result, device, n->id);
+  b->last_compute[device] = n->id;
 }
 
 static void build_copy(Builder *b, const Op *op, int device) {
@@ -116,6 +134,7 @@ static void build_collective(Builder *b, const Op *op) {
 }
 
 static void build_op(Builder *b, const Op *op) {
+  enter_batch(b, op);
   if (ir_op_is_collective(op->kind)) {
     build_collective(b, op);
     return;
@@ -137,6 +156,9 @@ bool pass_dag(Compilation *c) {
   b.at = ARENA_ARRAY(&c->arena, int *, c->graph->tensors.len);
   b.group = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.placed = ARENA_ARRAY(&c->arena, int, b.ndevices);
+  b.last_compute = ARENA_ARRAY(&c->arena, int, b.ndevices);
+  b.last_before = ARENA_ARRAY(&c->arena, int, b.ndevices);
+  for (int d = 0; d < b.ndevices; d++) b.last_compute[d] = b.last_before[d] = -1;
   for (int i = 0; i < c->graph->ops.len; i++) build_op(&b, c->graph->ops.data[i]);
   c->dag = dag;
   return true;

@@ -221,21 +221,24 @@ typedef struct Span {
   int from, to;
 } Span;
 
-// Bytes device d holds at its fullest, estimated in definition order:
-// inputs, params and outputs at home for the whole run; a value at home
-// from its producer to its last reader anywhere (it is sent from there); a
-// received tensor from its first reader on d to its last; plus the
-// scratch of the op running.  *largest: the biggest tensor d holds.
+// Bytes device d holds at its fullest, estimated in definition order, as
+// code generation allocates: params at home for the whole run, inputs and
+// outputs too, once per inference in flight; a value at home from its
+// producer to its last reader anywhere (it is sent until then), a
+// received one from its first reader on d to its last, these once for
+// each of PARTITION_LIVE_BATCHES inferences that may be in flight on d at
+// once; plus the largest scratch an op of d holds (one op runs at a time).
+// *largest: the biggest tensor d holds.
 static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) {
   const Graph *g = p->g;
   int nt = g->tensors.len, nops = g->ops.len;
   Span *on_d = xmalloc(sizeof(Span) * (size_t)(nt + 1)), *anywhere = xmalloc(sizeof(Span) * (size_t)(nt + 1));
   for (int i = 0; i < nt; i++) on_d[i] = anywhere[i] = (Span){-1, -1};
-  int64_t *delta = xcalloc((size_t)nops + 2, sizeof(int64_t)), base = 0;
+  int64_t *delta = xcalloc((size_t)nops + 2, sizeof(int64_t)), base = 0, scratch = 0;
   for (int i = 0; i < nops; i++) {
     const Op *op = g->ops.data[i];
     bool here = placed_on(&op->result->place, d);
-    if (here) delta[i] += part_scratch_bytes(p, op), delta[i + 1] -= part_scratch_bytes(p, op);
+    if (here) scratch = MAX(scratch, part_scratch_bytes(p, op));
     for (int a = 0; a < op->nargs; a++) {
       Span *s = here ? &on_d[op->args[a]->id] : &anywhere[op->args[a]->id];
       if (s->from < 0) s->from = i;
@@ -250,17 +253,17 @@ static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) 
     int64_t bytes = part_tensor_bytes(p, t);
     if (!*largest || bytes > part_tensor_bytes(p, *largest)) *largest = t;
     if (home && (t->kind != TENSOR_VALUE || t->is_output)) {
-      base += bytes;
+      base += t->kind == TENSOR_PARAM ? bytes : bytes * p->batches;  // params are shared by the inferences
       continue;
     }
-    Span s = on_d[i];
-    if (home) s = (Span){t->def->id, MAX(MAX(on_d[i].to, anywhere[i].to), t->def->id)};
+    Span s = on_d[i];  // received: from its first reader here to its last
+    if (home) s = (Span){t->def->id, MAX(MAX(on_d[i].to, anywhere[i].to), t->def->id)};  // sent until read
     delta[s.from] += bytes, delta[s.to + 1] -= bytes;
   }
   int64_t live = 0, peak = 0;
   for (int i = 0; i < nops; i++) live += delta[i], peak = MAX(peak, live);
   free(delta), free(on_d), free(anywhere);
-  return base + peak;
+  return base + peak * MIN(p->batches, PARTITION_LIVE_BATCHES) + scratch;
 }
 
 // The first device whose estimate exceeds `limit` bytes, or -1; *peak and
@@ -353,9 +356,8 @@ static int cut_stages(const Partitioner *p, Pipeline *pl, int64_t limit, const O
   return k + 1;
 }
 
-static void log_stages(Partitioner *p, const Pipeline *pl, int stages) {
-  buf_printf(&p->log, "// pipeline: %d ops over %d stages (the fewest whose SRAM fits), balanced by estimated cycles:\n",
-             pl->nfree, stages);
+static void log_stages(Partitioner *p, const Pipeline *pl, int stages, const char *why) {
+  buf_printf(&p->log, "// pipeline: %d ops over %d stages (%s), balanced by estimated cycles:\n", pl->nfree, stages, why);
   for (int k = 0, i = 0; k < stages; k++) {
     int d = pl->path[k], first = i;
     int64_t cycles = 0;
@@ -368,29 +370,76 @@ static void log_stages(Partitioner *p, const Pipeline *pl, int stages) {
   }
 }
 
-// The fewest stages that fit, then the smallest largest stage (in
-// estimated cycles) with that many, by bisection.  False (with *stuck)
-// when no cut fits.
-static bool pipeline(Partitioner *p, Pipeline *pl, const Op **stuck) {
-  int64_t total = 0, longest = 0;
-  for (int i = 0; i < pl->nfree; i++) {
-    int64_t c = compute_estimate_cycles(pl->ops[i], p->vb);
-    total += c, longest = MAX(longest, c);
+// Stages a greedy cut makes when no stage may exceed `limit` cycles (an op
+// longer than the limit gets a stage of its own), by cycles alone.
+static int stages_by_cycles(const int64_t *cost, int n, int64_t limit) {
+  int stages = 1;
+  int64_t cycles = 0;
+  for (int i = 0; i < n; i++) {
+    if (cycles && cycles + cost[i] > limit) stages++, cycles = 0;
+    cycles += cost[i];
   }
-  int stages = cut_stages(p, pl, INT64_MAX, stuck);
-  if (stages < 0) return false;
-  int64_t lo = longest, hi = total;  // hi always cuts into `stages` or fewer
+  return stages;
+}
+
+// The least limit in [lo, hi] at which the greedy cut needs at most
+// `stages` stages (by cycles alone; hi always does).
+static int64_t least_limit(const int64_t *cost, int n, int stages, int64_t lo, int64_t hi) {
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (stages_by_cycles(cost, n, mid) <= stages) hi = mid;
+    else lo = mid + 1;
+  }
+  return hi;
+}
+
+// The least limit at which the SRAM-aware cut needs at most `stages`.
+static int64_t least_fitting_limit(const Partitioner *p, Pipeline *pl, int stages, int64_t lo, int64_t hi,
+                                   const Op **stuck) {
   while (lo < hi) {
     int64_t mid = lo + (hi - lo) / 2;
     int n = cut_stages(p, pl, mid, stuck);
     if (n > 0 && n <= stages) hi = mid;
     else lo = mid + 1;
   }
-  stages = cut_stages(p, pl, hi, stuck);
-  log_stages(p, pl, stages);
-  return true;
+  return hi;
 }
 
+// The cut.  One inference: the fewest stages that fit (its latency is the
+// sum of the stages either way, plus the transfers between them), then the
+// smallest largest stage that many allow.  N in flight: the estimated
+// makespan, the first inference's stages plus N - 1 times the largest,
+// decides how many stages from that fewest up, more only when they gain
+// PARTITION_MIN_GAIN_PERCENT.  False (with *stuck) when no cut fits.
+static bool pipeline(Partitioner *p, Pipeline *pl, const Op **stuck) {
+  int64_t total = 0, longest = 0, *cost = xmalloc(sizeof(int64_t) * (size_t)(pl->nfree + 1));
+  for (int i = 0; i < pl->nfree; i++) {
+    cost[i] = compute_estimate_cycles(pl->ops[i], p->vb);
+    total += cost[i], longest = MAX(longest, cost[i]);
+  }
+  int stages = cut_stages(p, pl, INT64_MAX, stuck);
+  if (stages < 0) return free(cost), false;
+  int64_t limit = least_fitting_limit(p, pl, stages, longest, total, stuck);
+  int64_t best = total + (int64_t)(p->batches - 1) * limit;
+  for (int s = stages + 1; p->batches > 1 && s <= MIN(p->t->ndevices, pl->nfree); s++) {
+    int64_t l = least_limit(cost, pl->nfree, s, longest, total);
+    int n = cut_stages(p, pl, l, stuck);
+    if (n > 0 && n <= s && (total + (int64_t)(p->batches - 1) * l) * 100 < best * (100 - PARTITION_MIN_GAIN_PERCENT))
+      best = total + (int64_t)(p->batches - 1) * l, limit = l;
+    if (l == longest) break;  // no cut goes below the longest op
+  }
+  free(cost);
+  stages = cut_stages(p, pl, limit, stuck);
+  if (stages < 0) return false;
+  char why[96];
+  if (p->batches > 1)
+    snprintf(why, sizeof why, "%d inferences in flight: an estimated %lld cycles for them all", p->batches,
+             (long long)best);
+  else
+    snprintf(why, sizeof why, "the fewest whose SRAM fits");
+  log_stages(p, pl, stages, why);
+  return true;
+}
 
 // The device the first stage takes: where the first free op's placed
 // operand lives, else 0.
@@ -423,6 +472,7 @@ static void refuse(Partitioner *p, int d, int64_t peak, const Tensor *largest, c
 
 bool pass_partition(Compilation *c) {
   Partitioner p = {.c = c, .g = c->graph, .t = c->topo, .vb = c->topo->link.vector_bytes};
+  p.batches = MAX(c->batches, 1);
   p.sram = (int64_t)c->topo->sram_vectors * p.vb;
   p.capacity = p.sram / 100 * (100 - PARTITION_SRAM_HEADROOM_PERCENT);
   for (int i = 0; i < p.g->tensors.len; i++) place_stage(p.g->tensors.data[i]);
@@ -440,7 +490,7 @@ bool pass_partition(Compilation *c) {
   const Tensor *largest;
   int d = overfull_device(&p, p.capacity, &peak, &largest);
   bool ok = true;
-  if (d >= 0 && !c->partition_none && pl.nfree > 1) {
+  if ((d >= 0 || p.batches > 1) && !c->partition_none && pl.nfree > 1) {
     for (int i = 0; i < nwas_free; i++) was_free[i]->place = (Placement){.kind = PLACE_AUTO};
     pl.first_use = first_uses(p.g);
     pl.path = xmalloc(sizeof(int) * (size_t)c->topo->ndevices);

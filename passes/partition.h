@@ -14,12 +14,17 @@
 // this many percent below the best over fewer: devices are not spent for
 // a rounding's worth of cycles.
 #define PARTITION_MIN_GAIN_PERCENT 1
+// With several inferences in flight, how many of them the SRAM estimate
+// expects to hold working values on one device at once: the one computing
+// and the one whose results are still being sent on.
+#define PARTITION_LIVE_BATCHES 2
 
 typedef struct Partitioner {
   Compilation *c;
   Graph *g;
   const Topology *t;
   int vb;
+  int batches;       // inferences in flight (--batches), at least 1
   int64_t capacity;  // bytes of a device's SRAM the partitioner plans to fill
   int64_t sram;      // all of it: an estimate beyond it is refused
   Buf log;           // the decisions, for --dump-after=partition

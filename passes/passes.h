@@ -13,6 +13,9 @@
 
 // Room for the pipeline's passes (pipeline.c checks the table fits).
 #define PASS_MAX 32
+// The most inferences --batches puts in flight: a named limit that keeps a
+// model's copies (and the manifest) to a size a system can hold.
+#define PASS_MAX_BATCHES 4096
 
 // --route: how transfers are routed (passes/route.c).
 typedef enum { ROUTE_AUTO, ROUTE_MINIMAL, ROUTE_NONMINIMAL, ROUTE_MODE_COUNT } RouteMode;
@@ -109,6 +112,7 @@ typedef struct Compilation {
                                   //   chunk count by (algo_tree.c; 0 or 1: the formula's)
   const char *choice_log;         // after choose: what algo=auto tried (--stats)
   bool partition_none;            // --partition=none: place, split nothing, no pipeline
+  int batches;                    // --batches: inferences in flight (0 or 1: one)
   const char *partition_log;      // after partition: what it split and cut, and why
   Program *program;               // after codegen
   int64_t *pitch;                 // layout.c, made on first use: by tensor id, vectors per row
@@ -124,6 +128,7 @@ typedef struct Pass {
 // ---- the passes, in pipeline order (pipeline.c holds the table) ----
 bool pass_partition(Compilation *c);  // partition.c: AUTO and STAGE -> devices, splits, stages
 void partition_dump(const Compilation *c, FILE *out);
+bool pass_batch(Compilation *c);      // batch.c: --batches=N copies of every non-param tensor
 bool pass_dag(Compilation *c);        // dag.c: graph -> compute/transfer/collective nodes
 bool pass_choose(Compilation *c);     // choose.c: algo=auto -> an algorithm for each collective
 bool pass_lower(Compilation *c);      // lower.c: collective nodes -> transfers

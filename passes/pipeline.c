@@ -20,6 +20,9 @@ static bool run_check(Compilation *c) {
 static void dump_check(const Compilation *c, FILE *out) { ir_graph_dump(c->graph, out); }
 
 
+// ---- batch: N inferences in flight (passes/batch.c) ----
+static void dump_batch(const Compilation *c, FILE *out) { ir_graph_dump(c->graph, out); }
+
 // ---- dag: graph -> DAG of nodes (passes/dag.c) ----
 static void dump_dag(const Compilation *c, FILE *out) { ir_dag_dump(c->dag, out); }
 
@@ -28,6 +31,8 @@ const Pass pass_pipeline[] = {
     {"check", "resolve names, unroll repeat, check shapes and placements", run_check, dump_check},
     {"partition", "place unplaced tensors: split big matmuls, cut pipeline stages, check SRAM", pass_partition,
      partition_dump},
+    {"batch", "copy every input, value and output once per inference in flight (--batches)", pass_batch,
+     dump_batch},
     {"dag", "build compute, transfer and collective nodes with their dependencies", pass_dag, dump_dag},
     {"sync", "plan receive slack and resyncs for the clocks' drift and the links' jitter", pass_sync, sync_dump},
     {"choose", "give each algo=auto collective the algorithm that runs it fastest (alone, then jointly)",

@@ -32,6 +32,7 @@ typedef struct Options {
   AlgoKind algo;    // --algo: forced on every collective
   RouteMode route;  // --route
   bool partition_none;  // --partition=none
+  int batches;          // --batches (0: not given, one inference)
   int tree_chunks;  // --tree-chunks (0: chosen by the compiler)
   bool algo_given;
   bool describe, ports, stats, verify_each;
@@ -54,6 +55,8 @@ static void usage(FILE *out) {
           "      --route=MODE       auto (default: the faster), minimal or nonminimal paths\n"
           "      --partition=MODE   auto (default: split matmuls and cut pipeline stages where the\n"
           "                         estimate says so), or none (unplaced tensors with their consumers)\n"
+          "      --batches=N        run N inferences in flight (params shared), for a pipeline's\n"
+          "                         throughput; --stats prints latency and throughput (default 1)\n"
           "      --tree-chunks=N    cut each tree's share into N chunks (tree algorithms; default:\n"
           "                         the compiler's cycle counts choose)\n"
           "      --drift-ppm=P      plan for clocks off by up to P ppm (default: the topology's\n"
@@ -74,7 +77,7 @@ static void usage(FILE *out) {
 }
 
 enum {
-  OPT_DESCRIBE = 256, OPT_ALGO, OPT_ROUTE, OPT_PARTITION, OPT_TREE_CHUNKS, OPT_PORTS, OPT_DUMP_AFTER, OPT_STOP_AFTER, OPT_MAX_ERRORS, OPT_STATS,
+  OPT_DESCRIBE = 256, OPT_ALGO, OPT_ROUTE, OPT_PARTITION, OPT_BATCHES, OPT_TREE_CHUNKS, OPT_PORTS, OPT_DUMP_AFTER, OPT_STOP_AFTER, OPT_MAX_ERRORS, OPT_STATS,
   OPT_VERIFY, OPT_EMIT, OPT_DRIFT, OPT_LAUNCH, OPT_VERSION, OPT_HELP
 };
 
@@ -151,6 +154,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       {"algo", required_argument, 0, OPT_ALGO},
       {"route", required_argument, 0, OPT_ROUTE},
       {"partition", required_argument, 0, OPT_PARTITION},
+      {"batches", required_argument, 0, OPT_BATCHES},
       {"tree-chunks", required_argument, 0, OPT_TREE_CHUNKS},
       {"max-errors", required_argument, 0, OPT_MAX_ERRORS},
       {"stats", no_argument, 0, OPT_STATS},       {"version", no_argument, 0, OPT_VERSION},
@@ -214,6 +218,13 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
         diag_tool_error(d, "tspc", "unknown routing '%s' for --route (known: auto, minimal, nonminimal)", optarg);
         return false;
       }
+      break;
+    case OPT_BATCHES:
+      if (!str_to_i64(optarg, &n) || n < 1 || n > PASS_MAX_BATCHES) {
+        diag_tool_error(d, "tspc", "--batches needs a count from 1 to %d, got '%s'", PASS_MAX_BATCHES, optarg);
+        return false;
+      }
+      o->batches = (int)n;
       break;
     case OPT_PARTITION:
       if (strcmp(optarg, "auto") && strcmp(optarg, "none")) {
@@ -291,6 +302,24 @@ static void print_collectives(const Compilation *c) {
   free(reports);
 }
 
+// With --batches: when each inference's last node finishes (schedule
+// cycles), the first one's latency, the steady-state interval between
+// inferences and the throughput it gives at the clock.
+static void print_batches(const Compilation *c) {
+  int n = c->batches;
+  int64_t *finish = xcalloc((size_t)n, sizeof(int64_t));
+  for (int i = 0; i < c->dag->nodes.len; i++) {
+    const DagNode *d = c->dag->nodes.data[i];
+    if (d->op) finish[d->op->result->batch] = MAX(finish[d->op->result->batch], d->finish);
+  }
+  fprintf(stderr, "batches: %d\nbatch_finish_cycles: [", n);
+  for (int b = 0; b < n; b++) fprintf(stderr, "%s%lld", b ? ", " : "", (long long)finish[b]);
+  double interval = (double)(finish[n - 1] - finish[0]) / (n - 1), mhz = c->topo->clock_mhz;
+  fprintf(stderr, "]\nlatency_cycles: %lld\nlatency_us: %.1f\n", (long long)finish[0], (double)finish[0] / mhz);
+  fprintf(stderr, "interval_cycles: %.0f\nthroughput_per_s: %.1f\n", interval, interval > 0 ? mhz * 1e6 / interval : 0);
+  free(finish);
+}
+
 static void print_stats(const Compilation *c) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -300,6 +329,7 @@ static void print_stats(const Compilation *c) {
   if (c->dag) fprintf(stderr, "dag_nodes: %d\n", c->dag->nodes.len);
   if (c->dag && c->dag->scheduled) fprintf(stderr, "makespan_cycles: %lld\n", (long long)c->dag->makespan);
   if (c->program) fprintf(stderr, "predicted_cycles: %lld\n", (long long)c->program->predicted_cycles);
+  if (c->dag && c->dag->scheduled && c->batches > 1) print_batches(c);
   for (int i = 0; i < pass_count; i++)
     fprintf(stderr, "time.%s: %.6f s\n", pass_pipeline[i].name, c->pass_seconds[i]);
   fprintf(stderr, "ir_bytes: %zu\npeak_rss_kib: %ld\n", c->arena.used, ru.ru_maxrss);
@@ -333,6 +363,7 @@ int main(int argc, char **argv) {
   c.forced_algo = o.algo;
   c.route_mode = o.route;
   c.partition_none = o.partition_none;
+  c.batches = o.batches;
   c.tree_chunks = o.tree_chunks;
   c.drift_ppm = o.drift_ppm;
   c.launch_window = o.launch_window;
