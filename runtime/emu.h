@@ -251,11 +251,28 @@ void sram_free(Sram *s);
 // of order (matmul, softmax, layernorm, reduce_*, transpose, slice and
 // concat results and their operands) is materialised once per (tensor,
 // device), matmul with cblas_dgemm.
+//
+// Several inferences in flight (the manifest's `batches:`): batch 0's
+// reference is ref_new's, exactly as with one batch; batch b's is
+// ref_new_batch's, its inputs seeded with b too (REF_BATCH_SEED_STEP,
+// docs/isa.md section 5, Batches) or given to it, its params batch 0's.
+// Every tensor that depends on no input (params, and what is computed
+// from params alone) has one value for all batches, held and materialised
+// by batch 0's reference alone.
 
 Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed);
+// Batch `batch`'s reference (batch > 0) from batch 0's, `base`, which it
+// borrows: base's given values are final by then (every ref_set_input on
+// base comes first), and base outlives it (ref_free it first).  Values of
+// tensors that depend on no input are base's, computed by base.
+Reference *ref_new_batch(Reference *base, int batch);
+// The bytes of the dense arrays r itself holds (a batch's: those of the
+// tensors that depend on an input only).
+size_t ref_held_bytes(const Reference *r);
 // Gives input or param t these values instead of seeded ones, on every
 // device: ir_tensor_bytes(t) bytes, row-major, little-endian elements of
-// t's dtype (copied).
+// t's dtype (copied).  On a batch's reference, inputs only (params are
+// batch 0's).
 void ref_set_input(Reference *r, const Tensor *t, const void *data);
 // The same for t's copy on `device` alone (an @ each tensor): it wins over
 // ref_set_input's values there; other devices keep theirs.
