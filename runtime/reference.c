@@ -251,7 +251,7 @@ Reference *ref_new_batch(Reference *base, int batch) {
   return r;
 }
 
-// Forgets every materialised array (the inputs changed).
+// Forgets every materialised array (the inputs changed, or ref_forget).
 static void drop_arrays(Reference *r) {
   for (int i = 0; i < r->g->tensors.len; i++) {
     if (!r->arrays[i]) continue;
@@ -260,6 +260,8 @@ static void drop_arrays(Reference *r) {
     r->arrays[i] = NULL;
   }
 }
+
+void ref_forget(Reference *r) { drop_arrays(r); }
 
 void ref_free(Reference *r) {
   if (!r) return;
