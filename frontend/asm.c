@@ -4,9 +4,9 @@
 //   ; a comment                       .cycles 1234        (the predicted run)
 //   .device 0                         .tensor x, 0, i32, [4, 80]
 //   .init 0, i32, 4, iota(1, 0)       .expect 200, i32, 4, iota(2, 0)
-//   .unit c2c.1
+//   .unit c2c.1                       .batches 2          (inferences in flight)
 //     SEND 1, 0, 4                    ; port, address (vectors), count
-//     HALT
+//     HALT                            .tensor y, 8, i32, [4, 80], batch 1
 //
 // One statement a line.  Every instruction is checked where it stands with
 // isa_check (the same check the loader applies to binaries), so an error
@@ -35,6 +35,11 @@ typedef struct AsmReader {
   bool skipping;         // after a refused .unit: its instructions are not checked
   int num_col, num_len;  // where the last number read_u32 read starts, and its length
   int cycles_line;       // where .cycles was given (0: not given)
+  int batches_line;      // where .batches was given (0: not given: one batch)
+  SrcLoc batch_loc;      // where the current .tensor gave its `batch B`
+  int max_batch;         // the largest `batch B` of any accepted .tensor, checked against .batches at the end
+  SrcLoc max_batch_loc;  // where it was given (line 0: no batch given)
+  const char *max_batch_name;  // of which tensor
 } AsmReader;
 
 static SrcLoc here(const AsmReader *r, int col0, int len) {
@@ -333,24 +338,63 @@ static bool read_start(AsmReader *r, TensorHome *th) {
   return false;
 }
 
-// [, pitch P] [, start [S0, S1, ...]] after a .tensor's shape, in this
-// order (absent: packed, the whole tensor).  False after reporting.
+// The B of `batch B`: which inference (0 .. .batches - 1) the home belongs
+// to; checked against .batches, which may come later, at the end of the file.
+static bool read_batch(AsmReader *r, TensorHome *th) {
+  uint32_t b;
+  if (!read_u32(r, "a batch", &b)) return false;
+  r->batch_loc = here(r, r->num_col, r->num_len);
+  if (b > FE_MAX_BATCHES - 1) {
+    diag_error(r->d, r->batch_loc, "a batch must be from 0 to %d", FE_MAX_BATCHES - 1);
+    return false;
+  }
+  th->batch = (int)b;
+  return true;
+}
+
+// The clauses a .tensor may end with, each at most once, in this order.
+typedef enum { CLAUSE_PITCH, CLAUSE_START, CLAUSE_BATCH, CLAUSE_COUNT } TensorClause;
+static const char *const clause_words[CLAUSE_COUNT] = {"pitch", "start", "batch"};
+static const char *const clause_syntax[CLAUSE_COUNT] = {"'pitch P'", "'start [S0, ...]'", "'batch B'"};
+
+// "expected 'start [S0, ...]' or 'batch B' after the pitch": the clauses
+// still allowed, from `next` on, at the word found instead.
+static void clause_expected(AsmReader *r, TensorClause next, int col, const char *word) {
+  char list[128];
+  size_t at = 0;
+  for (TensorClause k = next; k < CLAUSE_COUNT; k++)
+    at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", k == next ? "" : k == CLAUSE_COUNT - 1 ? " or " : ", ",
+                           clause_syntax[k]);
+  diag_error(r->d, here(r, col, (int)strlen(word)), "expected %s after the %s", list,
+             next == 0 ? "shape" : clause_words[next - 1]);
+}
+
+static bool read_clause(AsmReader *r, TensorClause k, TensorHome *th) {
+  switch (k) {
+  case CLAUSE_PITCH: return read_pitch(r, th);
+  case CLAUSE_START: return read_start(r, th);
+  default: return read_batch(r, th);
+  }
+}
+
+// [, pitch P] [, start [S0, S1, ...]] [, batch B] after a .tensor's shape,
+// in this order (absent: packed, the whole tensor, batch 0).  False after
+// reporting.
 static bool read_tensor_clauses(AsmReader *r, TensorHome *th) {
   char word[16];
   int col;
-  if (!next_clause(r, word, sizeof word, &col)) return true;
-  if (!strcmp(word, "pitch")) {
-    if (!read_pitch(r, th)) return false;
+  for (TensorClause next = 0; next < CLAUSE_COUNT;) {  // the first clause still allowed
     if (!next_clause(r, word, sizeof word, &col)) return true;
-    if (strcmp(word, "start")) {
-      diag_error(r->d, here(r, col, (int)strlen(word)), "expected 'start [S0, ...]' after the pitch");
+    TensorClause k = next;
+    while (k < CLAUSE_COUNT && strcmp(word, clause_words[k])) k++;
+    if (k == CLAUSE_COUNT) {
+      clause_expected(r, next, col, word);
       return false;
     }
-  } else if (strcmp(word, "start")) {
-    diag_error(r->d, here(r, col, (int)strlen(word)), "expected 'pitch P' or 'start [S0, ...]' after the shape");
-    return false;
+    if (!read_clause(r, k, th)) return false;
+    next = k + 1;
   }
-  return read_start(r, th);
+  return true;
 }
 
 // The vectors a home spans through its layout (runtime/loader.c's
@@ -379,7 +423,31 @@ static bool agrees(AsmReader *r, int col0, const TensorHome *th, const TensorHom
   return false;
 }
 
-// .tensor NAME, ADDR, DTYPE, [D0, D1, ...] [, pitch P] [, start [S0, S1, ...]]
+// Whether the name of home th (at column col) is new on its device in its
+// batch; its other homes (other devices, other batches) into *first (any)
+// and *whole (the first not a shard), NULL when none.  False after
+// reporting.
+static bool name_is_new(AsmReader *r, int col, const TensorHome *th, const TensorHome **first,
+                        const TensorHome **whole) {
+  *first = *whole = NULL;
+  for (int i = 0; i < r->prog->tensors.len; i++) {
+    const TensorHome *o = &r->prog->tensors.data[i];
+    if (strcmp(o->name, th->name)) continue;
+    if (o->device == th->device && o->batch == th->batch) {
+      SrcLoc at = here(r, col, (int)strlen(th->name));
+      if (th->batch)
+        diag_error(r->d, at, "tensor '%s' of batch %d is already named on device %d", th->name, th->batch, th->device);
+      else
+        diag_error(r->d, at, "tensor '%s' is already named on device %d", th->name, th->device);
+      return false;
+    }
+    if (!*first) *first = o;
+    if (!*whole && !o->is_shard) *whole = o;
+  }
+  return true;
+}
+
+// .tensor NAME, ADDR, DTYPE, [D0, D1, ...] [, pitch P] [, start [S0, S1, ...]] [, batch B]
 static void directive_tensor(AsmReader *r, int col0) {
   if (!need_device(r, col0, ".tensor")) return;
   TensorHome th = {.device = r->dev->device};
@@ -389,24 +457,14 @@ static void directive_tensor(AsmReader *r, int col0) {
     diag_error(r->d, here(r, col, 1), "expected a tensor name");
     return;
   }
-  const TensorHome *first = NULL, *whole = NULL;  // homes of this tensor on other devices: any, not a shard
-  for (int i = 0; i < r->prog->tensors.len; i++) {
-    const TensorHome *o = &r->prog->tensors.data[i];
-    if (strcmp(o->name, name)) continue;
-    if (o->device == th.device) {
-      diag_error(r->d, here(r, col, (int)strlen(name)), "tensor '%s' is already named on device %d", name, th.device);
-      return;
-    }
-    if (!first) first = o;
-    if (!whole && !o->is_shard) whole = o;
-  }
   th.name = arena_strdup(r->a, name);
   if (!expect_char(r, ',') || !read_u32(r, "an address", &th.addr) || !expect_char(r, ',') ||
       !read_dtype(r, &th.dtype) || !expect_char(r, ',') ||
       !read_list(r, "a dimension", 1, th.shape.dim, &th.shape.rank) || !read_tensor_clauses(r, &th) ||
       !expect_end(r))
     return;
-  if (!agrees(r, col0, &th, first, whole)) return;
+  const TensorHome *first, *whole;  // homes of this tensor on other devices or in other batches: any, not a shard
+  if (!name_is_new(r, col, &th, &first, &whole) || !agrees(r, col0, &th, first, whole)) return;
   if (!ir_shape_fits(&th.shape, ir_dtype_bytes[th.dtype], (int64_t)r->topo->sram_vectors * r->topo->link.vector_bytes)) {
     diag_error(r->d, here(r, col0, 7), "tensor '%s' is larger than the SRAM", th.name);
     return;
@@ -423,6 +481,8 @@ static void directive_tensor(AsmReader *r, int col0) {
                th.name, (unsigned long long)vectors, th.addr);
     return;
   }
+  if (th.batch > r->max_batch)  // the first of the largest, for check_batches
+    r->max_batch = th.batch, r->max_batch_loc = r->batch_loc, r->max_batch_name = th.name;
   VEC_PUSH(r->a, &r->prog->tensors, th);
 }
 
@@ -437,6 +497,36 @@ static void directive_cycles(AsmReader *r, int col0) {
   r->cycles_line = r->line;
 }
 
+// .batches N: the program runs N inferences at once (1 to FE_MAX_BATCHES;
+// absent: 1), each with its homes (`.tensor ..., batch B`).
+static void directive_batches(AsmReader *r, int col0) {
+  uint32_t n;
+  if (r->batches_line) {
+    diag_error(r->d, here(r, col0, 8), ".batches is already given (line %d)", r->batches_line);
+    return;
+  }
+  if (!read_u32(r, "a batch count", &n)) return;
+  SrcLoc at = here(r, r->num_col, r->num_len);
+  if (!expect_end(r)) return;
+  if (n < 1 || n > FE_MAX_BATCHES) {
+    diag_error(r->d, at, "a batch count must be from 1 to %d", FE_MAX_BATCHES);
+    return;
+  }
+  r->prog->batches = (int)n;
+  r->batches_line = r->line;
+}
+
+// At the end of the file: the largest `batch B` given is one of .batches'.
+static void check_batches(AsmReader *r) {
+  if (r->max_batch < r->prog->batches) return;
+  if (r->batches_line)
+    diag_error(r->d, r->max_batch_loc, "tensor '%s' has batch %d, past the %d batch%s of .batches (line %d)",
+               r->max_batch_name, r->max_batch, r->prog->batches, r->prog->batches == 1 ? "" : "es", r->batches_line);
+  else
+    diag_error(r->d, r->max_batch_loc, "tensor '%s' has batch %d, but without .batches there is one batch (0)",
+               r->max_batch_name, r->max_batch);
+}
+
 static void directive(AsmReader *r) {
   char word[32];
   int col;
@@ -444,7 +534,7 @@ static void directive(AsmReader *r) {
     char found[64];
     r->pos = col;
     found_text(r, found, sizeof found);
-    diag_error(r->d, here(r, col, 1), "unknown directive %s (.device, .unit, .init, .expect, .tensor, .cycles)", found);
+    diag_error(r->d, here(r, col, 1), "unknown directive %s (.device, .unit, .init, .expect, .tensor, .cycles, .batches)", found);
     return;
   }
   if (!strcmp(word, ".device")) directive_device(r);
@@ -453,9 +543,10 @@ static void directive(AsmReader *r) {
   else if (!strcmp(word, ".expect")) directive_record(r, REC_EXPECT, col);
   else if (!strcmp(word, ".tensor")) directive_tensor(r, col);
   else if (!strcmp(word, ".cycles")) directive_cycles(r, col);
+  else if (!strcmp(word, ".batches")) directive_batches(r, col);
   else
     diag_error(r->d, here(r, col, (int)strlen(word)),
-               "unknown directive '%s' (.device, .unit, .init, .expect, .tensor, .cycles)", word);
+               "unknown directive '%s' (.device, .unit, .init, .expect, .tensor, .cycles, .batches)", word);
 }
 
 // ---- instructions ----------------------------------------------------------------------
@@ -543,6 +634,7 @@ Program *fe_assemble(Arena *a, Diag *d, const SrcFile *src, const Topology *topo
   p->ndevices = topo->ndevices;
   p->devices = ARENA_ARRAY(a, DeviceProgram, topo->ndevices);
   p->predicted_cycles = -1;
+  p->batches = 1;
   for (int i = 0; i < topo->ndevices; i++) p->devices[i].device = i;
   AsmReader r = {.a = a, .d = d, .src = src, .topo = topo, .prog = p};
   r.device_line = xcalloc((size_t)topo->ndevices, sizeof(int));
@@ -561,6 +653,7 @@ Program *fe_assemble(Arena *a, Diag *d, const SrcFile *src, const Topology *topo
     if (!nl) break;
     at = nl + 1;
   }
+  check_batches(&r);
   free(r.device_line);
   return d->nerrors == errors ? p : NULL;
 }

@@ -120,6 +120,12 @@ Graph *fe_check(Arena *a, Diag *d, const Ast *ast, const Topology *topo);
 
 // ===== asm.c ================================================================
 
+// The most inferences in flight one program may run (tsp-as's .batches and
+// a home's `batch B`, the manifest's `batches:`, which tsp-emu reads): each
+// batch has its own home of every input, value and output, and the emulator
+// its own reference values of them (docs/isa.md section 5).
+#define FE_MAX_BATCHES 4096
+
 // Reads tsp-as assembly for the devices of topo; NULL after reporting errors.
 Program *fe_assemble(Arena *a, Diag *d, const SrcFile *src, const Topology *topo);
 

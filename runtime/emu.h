@@ -31,6 +31,10 @@ bool emu_decode_binary(Arena *a, const unsigned char *data, size_t n, int expect
 // ceil(bytes / vector_bytes); with a pitch P, (rows - 1) P + ceil(C /
 // per) for rows of C elements.  UINT64_MAX when that overflows.
 uint64_t emu_home_vectors(const TensorHome *th, int vector_bytes);
+// The most inferences in flight (the manifest's `batches:`) tsp-emu runs:
+// tsp-as's limit, which tspc --batches keeps to.  Each batch but 0 costs a
+// Reference of its own (reference.c) and a pass over its homes.
+#define EMU_MAX_BATCHES FE_MAX_BATCHES
 // Reads a whole file for emu_decode_binary; NULL with the reason in err.
 unsigned char *emu_read_file(const char *path, size_t *n, char *err, size_t errlen);
 
@@ -48,7 +52,9 @@ typedef struct EmuInput {
 // Loads DIR (manifest.yaml, topology.yaml, the model, the binaries).  With
 // a model, every manifest tensor must be a tensor of the graph, of its
 // dtype and shape (a shard: of a tensor the partitioner places, of its
-// dtype and rank, its box inside its shape), on a device that holds a copy.  False after reporting
+// dtype and rank, its box inside its shape), on a device that holds a
+// copy, a param in batch 0 (prog->batches, each home's batch: 1 and 0
+// without the manifest's `batches:` and `batch:`).  False after reporting
 // what is unusable, naming the file and the byte or line.
 bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in);
 // The manifest alone, from its text (tests, fuzzing): for in->topo (set),
@@ -90,6 +96,7 @@ typedef struct EmuOptions {
   uint64_t seed;           // jitter, drift and skew draws
   uint64_t data_seed;      // the model's seeded inputs (ref holds it; reported)
   Reference *ref;          // the model's values: outputs are checked against it (NULL: none)
+  Reference *const *batch_ref;  // with Program.batches > 1, each batch's (batch_ref[0] == ref; ref_new_batch)
   bool jitter;             // off: every vector takes its link's max latency
   double drift_ppm;        // each device's clock off by a seeded value in +-drift_ppm
   const double *device_drift_ppm;  // or exactly these, one per device (the topology's list)
@@ -188,7 +195,8 @@ bool emu_uncovered(const TensorHome *const *hs, int n, const Shape *whole, int64
 // (emu_read_home) in its box, the first listed winning where boxes
 // overlap.  NULL with the reason when the homes leave an element uncovered
 // (emu_uncovered: "tensor 'y' is not covered: element [0, 4] is in no
-// home") or one leaves the SRAM.
+// home", "tensor 'y' (batch 1) is ..." for homes of a batch but 0) or one
+// leaves the SRAM.
 uint8_t *emu_read_whole(Emu *e, const TensorHome *const *hs, int n, const Shape *whole, char *err, size_t errlen);
 // (model.c) The reverse before the run (--input without a model): each
 // home gets the elements of its box (emu_write_home).
@@ -251,11 +259,31 @@ void sram_free(Sram *s);
 // of order (matmul, softmax, layernorm, reduce_*, transpose, slice and
 // concat results and their operands) is materialised once per (tensor,
 // device), matmul with cblas_dgemm.
+//
+// Several inferences in flight (the manifest's `batches:`): batch 0's
+// reference is ref_new's, exactly as with one batch; batch b's is
+// ref_new_batch's, its inputs seeded with b too (REF_BATCH_SEED_STEP,
+// docs/isa.md section 5, Batches) or given to it, its params batch 0's.
+// Every tensor that depends on no input (params, and what is computed
+// from params alone) has one value for all batches, held and materialised
+// by batch 0's reference alone.
 
 Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed);
+// Batch `batch`'s reference (batch > 0) from batch 0's, `base`, which it
+// borrows: base's given values are final by then (every ref_set_input on
+// base comes first), and base outlives it (ref_free it first).  Values of
+// tensors that depend on no input are base's, computed by base.
+Reference *ref_new_batch(Reference *base, int batch);
+// The bytes of the dense arrays r itself holds (a batch's: those of the
+// tensors that depend on an input only).
+size_t ref_held_bytes(const Reference *r);
+// Frees the dense arrays r holds; they are computed again if asked for
+// (model.c, after checking a batch but 0: the memory of one batch at a time).
+void ref_forget(Reference *r);
 // Gives input or param t these values instead of seeded ones, on every
 // device: ir_tensor_bytes(t) bytes, row-major, little-endian elements of
-// t's dtype (copied).
+// t's dtype (copied).  On a batch's reference, inputs only (params are
+// batch 0's).
 void ref_set_input(Reference *r, const Tensor *t, const void *data);
 // The same for t's copy on `device` alone (an @ each tensor): it wins over
 // ref_set_input's values there; other devices keep theirs.

@@ -1,7 +1,8 @@
 // loader.c: reads an output directory into the runtime's Program.  Part of
 // runtime/: the only door from files to the emulator, and it trusts nothing.
 // With a `model:` it also reads the .tg graph (frontend: parse and check)
-// that the emulator's reference evaluation (reference.c) computes.
+// that the emulator's reference evaluation (reference.c) computes.  With
+// `batches: N` every home says which of the N inferences it belongs to.
 //
 // A binary is refused unless every field checks: magic, version, sizes,
 // CRC-32, device id and count, every unit entry (kind, port on this device,
@@ -193,6 +194,8 @@ typedef struct ManifestReader {
   Diag *d;
   const SrcFile *src;
   yaml_document_t *doc;
+  int batches;          // the manifest's `batches:` (1: absent)
+  bool batches_given;   // whether it has one
 } ManifestReader;
 
 static SrcLoc mloc(const ManifestReader *m, const yaml_node_t *n) {
@@ -284,6 +287,30 @@ static bool read_start(ManifestReader *m, yaml_node_t *n, TensorHome *th) {
   return false;
 }
 
+// `batch: b` (optional; absent: 0): the inference (0 .. batches - 1) the
+// home belongs to.
+static bool read_batch(ManifestReader *m, yaml_node_t *n, TensorHome *th) {
+  yaml_node_t *bn = map_get(m, n, "batch");
+  int64_t v;
+  if (!bn) return true;
+  if (bn->type != YAML_SCALAR_NODE || !str_to_i64((char *)bn->data.scalar.value, &v) || v < 0) {
+    diag_error(m->d, mloc(m, bn), "a batch must be an integer from 0 to %d", m->batches - 1);
+    return false;
+  }
+  if (v >= m->batches && m->batches_given) {
+    diag_error(m->d, mloc(m, bn), "tensor '%s' is of batch %lld, past the manifest's %d batch%s", th->name,
+               (long long)v, m->batches, m->batches == 1 ? "" : "es");
+    return false;
+  }
+  if (v >= m->batches) {
+    diag_error(m->d, mloc(m, bn), "tensor '%s' is of batch %lld, but the manifest has no 'batches' (one inference, "
+               "batch 0)", th->name, (long long)v);
+    return false;
+  }
+  th->batch = (int)v;
+  return true;
+}
+
 static bool read_tensor(ManifestReader *m, yaml_node_t *n, const Topology *t, TensorHome *th) {
   int64_t v;
   yaml_node_t *name = required(m, n, "name"), *dtype = required(m, n, "dtype"), *shape = required(m, n, "shape");
@@ -322,7 +349,7 @@ static bool read_tensor(ManifestReader *m, yaml_node_t *n, const Topology *t, Te
     diag_error(m->d, mloc(m, shape), "tensor '%s' is larger than the SRAM", th->name);
     return false;
   }
-  if (!read_pitch(m, n, t, th) || !read_start(m, n, th)) return false;
+  if (!read_pitch(m, n, t, th) || !read_start(m, n, th) || !read_batch(m, n, th)) return false;
   uint64_t vectors = emu_home_vectors(th, t->link.vector_bytes);
   if (vectors > (uint64_t)t->sram_vectors || th->addr > (uint64_t)t->sram_vectors - vectors) {
     diag_error(m->d, mloc(m, map_get(m, n, "addr")), "tensor '%s' (%llu vectors at %u) runs past the SRAM",
@@ -436,12 +463,28 @@ static bool check_home(ManifestReader *m, yaml_node_t *n, const Graph *g, const 
     return false;
   }
   if (!(th->is_shard ? check_shard(m, n, t, th) : check_whole(m, n, t, th))) return false;
+  if (t->kind == TENSOR_PARAM && th->batch) {
+    diag_error(m->d, mloc(m, map_get(m, n, "batch")), "tensor '%s' is a param, shared by every batch: it takes no batch",
+               th->name);
+    return false;
+  }
   if (!holds_copy(t, th->device)) {
     diag_error(m->d, mloc(m, map_get(m, n, "device")), "tensor '%s' has no copy on device %d: the model places it @ %s",
                th->name, th->device, ir_place_str(m->a, &t->place));
     return false;
   }
   *out = t;
+  return true;
+}
+
+// `batches: N` (optional; absent: 1): the inferences in flight, each with
+// its homes of the model's inputs, values and outputs.
+static bool read_batches(ManifestReader *m, yaml_node_t *root, Program *p) {
+  yaml_node_t *n = map_get(m, root, "batches");
+  int64_t v = 1;
+  if (n && !scalar_int(m, n, "batches", 1, EMU_MAX_BATCHES, &v)) return false;
+  p->batches = m->batches = (int)v;
+  m->batches_given = n != NULL;
   return true;
 }
 
@@ -495,7 +538,7 @@ static bool read_manifest_fields(ManifestReader *m, yaml_node_t *root, EmuInput 
   if (pc && !(pc->type == YAML_SCALAR_NODE && !strcmp((char *)pc->data.scalar.value, "null")) &&
       !scalar_int(m, pc, "predicted_cycles", 0, INT64_MAX, &p->predicted_cycles))
     return false;
-  return read_tensors(m, root, in);
+  return read_batches(m, root, p) && read_tensors(m, root, in);
 }
 
 // An output directory's own files are read from it, never through a

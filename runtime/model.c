@@ -16,8 +16,16 @@
 // the tolerance may need, costs a second pass only when an element fails
 // the tolerance without it.  Every element of an output must be in some
 // home: the shards of one no whole home holds must cover it.
+//
+// With several inferences in flight (Program.batches) every home belongs
+// to one batch (TensorHome.batch): it is seeded and checked with that
+// batch's reference (EmuOptions.batch_ref), and the coverage of an output
+// is a question per batch.  Batches go one after another; batch b's
+// reference forgets what it materialised once b is seeded, and again once
+// it is checked, so the memory is batch 0's and one more batch's.
 #include "emu_internal.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,7 +242,9 @@ uint8_t *emu_read_whole(Emu *e, const TensorHome *const *hs, int n, const Shape 
   if (emu_uncovered(hs, n, whole, idx)) {  // before sizing the tensor by its shape
     char at[IR_TYPE_STR_MAX];
     ir_format_index(at, sizeof at, idx, whole->rank);
-    snprintf(err, errlen, "tensor '%s' is not covered: element %s is in no home", hs[0]->name, at);
+    char batch[32] = "";
+    if (hs[0]->batch) snprintf(batch, sizeof batch, " (batch %d)", hs[0]->batch);
+    snprintf(err, errlen, "tensor '%s'%s is not covered: element %s is in no home", hs[0]->name, batch, at);
     return NULL;
   }
   int size = ir_dtype_bytes[hs[0]->dtype];
@@ -284,10 +294,11 @@ static void block_free(Block *b) {
   free(b->bytes);
 }
 
-// The block's reference values of t on `device`, and their bytes (f32, the
-// common case, without num_set's dispatch on every element).
-static void compute_block(Emu *e, const Tensor *t, int device, Block *b) {
-  ref_block(e->opt.ref, t, device, b->first, b->count, b->want);
+// The block's reference values of t on `device` (ref: its batch's), and
+// their bytes (f32, the common case, without num_set's dispatch on every
+// element).
+static void compute_block(Reference *ref, const Tensor *t, int device, Block *b) {
+  ref_block(ref, t, device, b->first, b->count, b->want);
   if (t->dtype != DT_F32) {
     for (int64_t k = 0; k < b->count; k++) num_set(t->dtype, b->bytes, (int)k, b->want[k]);
     return;
@@ -301,57 +312,114 @@ static void compute_block(Emu *e, const Tensor *t, int device, Block *b) {
   }
 }
 
-// The homes of every tensor, by a counting sort on tensor id:
-// homes[first[id] .. first[id + 1]) hold the graph's tensor id, in manifest
-// order.
+// The homes of the model's tensors, ordered by batch, tensor id and then
+// manifest order: homes_of() finds those of one (batch, tensor).
+typedef struct HomeKey {
+  int batch, id;
+  const TensorHome *th;
+} HomeKey;
+
 typedef struct HomeIndex {
-  int *first;
-  const TensorHome **homes;
+  HomeKey *keys;
+  const TensorHome **homes;  // keys[i].th
+  int n;
 } HomeIndex;
+
+static int key_order(int batch, int id, const HomeKey *k) {
+  if (batch != k->batch) return batch < k->batch ? -1 : 1;
+  return (id > k->id) - (id < k->id);
+}
+
+// qsort: by batch, tensor id, then manifest order (homes live in one array).
+static int cmp_home_key(const void *a, const void *b) {
+  const HomeKey *x = a, *y = b;
+  int c = key_order(x->batch, x->id, y);
+  return c ? c : (x->th > y->th) - (x->th < y->th);
+}
 
 static HomeIndex index_homes(const Emu *e) {
   const Program *p = e->in->prog;
-  int nt = e->in->graph->tensors.len;
-  HomeIndex x = {.first = xcalloc((size_t)nt + 2, sizeof(int)),
-                 .homes = xcalloc((size_t)p->tensors.len + 1, sizeof(TensorHome *))};
-  for (int h = 0; h < p->tensors.len; h++) x.first[e->in->home_tensor[h]->id + 2]++;
-  for (int i = 2; i <= nt + 1; i++) x.first[i] += x.first[i - 1];  // first[id + 1]: where id starts
-  for (int h = 0; h < p->tensors.len; h++)  // ... and counts on to where id + 1 starts
-    x.homes[x.first[e->in->home_tensor[h]->id + 1]++] = &p->tensors.data[h];
+  HomeIndex x = {.keys = xmalloc(((size_t)p->tensors.len + 1) * sizeof(HomeKey)),
+                 .homes = xmalloc(((size_t)p->tensors.len + 1) * sizeof(TensorHome *)), .n = p->tensors.len};
+  for (int h = 0; h < x.n; h++)
+    x.keys[h] = (HomeKey){p->tensors.data[h].batch, e->in->home_tensor[h]->id, &p->tensors.data[h]};
+  qsort(x.keys, (size_t)x.n, sizeof *x.keys, cmp_home_key);
+  for (int h = 0; h < x.n; h++) x.homes[h] = x.keys[h].th;
   return x;
 }
 
+// The homes of tensor id in `batch` (*n of them, in manifest order): the
+// first key not before (batch, id), by bisection, and those equal to it.
+static const TensorHome *const *homes_of(const HomeIndex *x, int batch, int id, int *n) {
+  int lo = 0, hi = x->n;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (key_order(batch, id, &x->keys[mid]) > 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (hi = lo; hi < x->n && !key_order(batch, id, &x->keys[hi]);) hi++;
+  *n = hi - lo;
+  return x->homes + lo;
+}
+
 static void index_free(HomeIndex *x) {
-  free(x->first);
+  free(x->keys);
   free(x->homes);
+}
+
+// One inference of the model as seeded and checked: its reference, and
+// how messages name it (" (batch 2)" after a tensor's name, " of batch 2"
+// after an output's; nothing with one batch).
+typedef struct Batch {
+  Reference *ref;
+  int index;
+  char in[32], of[32];
+} Batch;
+
+static Batch batch_of(const Emu *e, int b) {
+  assert(b == 0 || (e->opt.batch_ref && e->opt.batch_ref[0] == e->opt.ref));
+  Batch bt = {.ref = b ? e->opt.batch_ref[b] : e->opt.ref, .index = b};
+  if (e->in->prog->batches > 1) {
+    snprintf(bt.in, sizeof bt.in, " (batch %d)", b);
+    snprintf(bt.of, sizeof bt.of, " of batch %d", b);
+  }
+  return bt;
+}
+
+// After seeding or checking batch b: what its reference materialised goes
+// (batch 0's holds what every batch shares, and stays).
+static void batch_done(Batch *bt) {
+  if (bt->index) ref_forget(bt->ref);
 }
 
 // ---- before the run -----------------------------------------------------------------
 
 // Homes hs[0 .. n) of input or param t that hold one box and share one
 // reference (computed on hs[0]'s device): run by run, a block at a time.
-static void seed_group(Emu *e, const Tensor *t, const TensorHome *const *hs, int n) {
+static void seed_group(Emu *e, Reference *ref, const Tensor *t, const TensorHome *const *hs, int n) {
   Runs runs = home_runs(hs[0], &t->shape);
   Block b = block_new(e, t->dtype);
   for (int64_t k = 0; k < runs.count; k++)
     for (int64_t at = 0; at < runs.len; at += b.block) {
       b.first = run_first(&runs, k) + at;
       b.count = MIN(b.block, runs.len - at);
-      compute_block(e, t, hs[0]->device, &b);
+      compute_block(ref, t, hs[0]->device, &b);
       for (int h = 0; h < n; h++) write_elems(e, hs[h], k * runs.len + at, b.count, b.bytes);
     }
   block_free(&b);
 }
 
-// Homes hs[0 .. n) of input or param t: one reference for all that hold
-// the same box when t is the same on every device (given by --input, or
-// not @ each).
-static void seed_tensor(Emu *e, const Tensor *t, const TensorHome *const *hs, int n) {
-  bool shared = ref_same_on_every_device(e->opt.ref, t);
+// Homes hs[0 .. n) of input or param t (ref: their batch's): one reference
+// for all that hold the same box when t is the same on every device
+// (given by --input, or not @ each).
+static void seed_tensor(Emu *e, Reference *ref, const Tensor *t, const TensorHome *const *hs, int n) {
+  bool shared = ref_same_on_every_device(ref, t);
   const TensorHome **order = homes_by_box(hs, n);
   for (int g = 0, size; g < n; g += size) {
     size = group_size(order + g, n - g, shared);
-    seed_group(e, t, order + g, size);
+    seed_group(e, ref, t, order + g, size);
   }
   free(order);
 }
@@ -360,10 +428,15 @@ void emu_seed_model(Emu *e) {
   if (!e->opt.ref) return;
   const Graph *g = e->in->graph;
   HomeIndex x = index_homes(e);
-  for (int i = 0; i < g->tensors.len; i++) {
-    const Tensor *t = g->tensors.data[i];
-    if (t->kind == TENSOR_INPUT || t->kind == TENSOR_PARAM)
-      seed_tensor(e, t, x.homes + x.first[i], x.first[i + 1] - x.first[i]);
+  for (int b = 0; b < e->in->prog->batches; b++) {
+    Batch bt = batch_of(e, b);
+    for (int i = 0; i < g->tensors.len; i++) {
+      const Tensor *t = g->tensors.data[i];
+      int n;
+      const TensorHome *const *hs = homes_of(&x, b, i, &n);
+      if (t->kind == TENSOR_INPUT || t->kind == TENSOR_PARAM) seed_tensor(e, bt.ref, t, hs, n);
+    }
+    batch_done(&bt);
   }
   index_free(&x);
 }
@@ -402,11 +475,11 @@ static double error_ratio(double got, double want, double tol, double *error) {
 // Judges the differing elements k .. k + m of a block (a vector run of a
 // home whose element `at` is the block's first): counts those beyond
 // tolerance, keeps the worst.  rms 0: the tolerance without the rms floor.
-static void judge_run(Emu *e, const Tensor *t, HomeCheck *hc, const uint8_t *got, int lane, const Block *b,
-                      int64_t at, int64_t k, int64_t m, double rms) {
+static void judge_run(const Reference *ref, const Tensor *t, HomeCheck *hc, const uint8_t *got, int lane,
+                      const Block *b, int64_t at, int64_t k, int64_t m, double rms) {
   for (int64_t j = 0; j < m; j++) {
     double g = num_get(t->dtype, got, lane + (int)j), w = b->want[k + j], err;
-    double tol = ref_tolerance(e->opt.ref, t, w, rms), ratio = error_ratio(g, w, tol, &err);
+    double tol = ref_tolerance(ref, t, w, rms), ratio = error_ratio(g, w, tol, &err);
     if (ratio == 0) continue;
     hc->max_ratio = fmax(hc->max_ratio, ratio);
     if (ratio <= 1) continue;
@@ -419,7 +492,8 @@ static void judge_run(Emu *e, const Tensor *t, HomeCheck *hc, const uint8_t *got
 // Compares one home, from its element `at` on, with a block, run by run
 // through its layout: equal bytes pass; other elements are judged.  A
 // vector never written ends the home's comparison.
-static void compare_block(Emu *e, const Tensor *t, HomeCheck *hc, const Block *b, int64_t at, double rms) {
+static void compare_block(Emu *e, const Reference *ref, const Tensor *t, HomeCheck *hc, const Block *b, int64_t at,
+                          double rms) {
   Sram *s = &e->devs[hc->th->device].sram;
   int per = isa_elems_per_vector(t->dtype, e->vector_bytes), size = ir_dtype_bytes[t->dtype];
   for (int64_t k = 0; k < b->count;) {
@@ -431,7 +505,7 @@ static void compare_block(Emu *e, const Tensor *t, HomeCheck *hc, const Block *b
       return;
     }
     if (memcmp(got + sp.lane * size, b->bytes + k * size, (size_t)(sp.count * size)))
-      judge_run(e, t, hc, got, sp.lane, b, at, k, sp.count, rms);
+      judge_run(ref, t, hc, got, sp.lane, b, at, k, sp.count, rms);
     k += sp.count;
   }
 }
@@ -443,20 +517,21 @@ static bool any_active(const HomeCheck *hc, int n) {
 }
 
 // One pass over output t for its active homes hc[0 .. n), which hold one
-// box and share one reference (computed on hc[0]'s device), run by run;
-// *sumsq (if not NULL) gets the sum of the squares of the reference values.
-static void compare_pass(Emu *e, const Tensor *t, HomeCheck *hc, int n, double rms, double *sumsq) {
+// box and share one reference (ref, computed on hc[0]'s device), run by
+// run; *sumsq (if not NULL) gets the sum of the squares of the reference
+// values.
+static void compare_pass(Emu *e, Reference *ref, const Tensor *t, HomeCheck *hc, int n, double rms, double *sumsq) {
   Runs runs = home_runs(hc[0].th, &t->shape);
   Block b = block_new(e, t->dtype);
   for (int64_t k = 0; k < runs.count && any_active(hc, n); k++)
     for (int64_t at = 0; at < runs.len && any_active(hc, n); at += b.block) {
       b.first = run_first(&runs, k) + at;
       b.count = MIN(b.block, runs.len - at);
-      compute_block(e, t, hc[0].th->device, &b);
+      compute_block(ref, t, hc[0].th->device, &b);
       for (int64_t j = 0; sumsq && j < b.count; j++)  // the rms of the finite values (NaN and inf compare exactly)
         if (isfinite(b.want[j])) *sumsq += b.want[j] * b.want[j];
       for (int h = 0; h < n; h++)
-        if (hc[h].active) compare_block(e, t, &hc[h], &b, k * runs.len + at, rms);
+        if (hc[h].active) compare_block(e, ref, t, &hc[h], &b, k * runs.len + at, rms);
     }
   block_free(&b);
 }
@@ -464,17 +539,17 @@ static void compare_pass(Emu *e, const Tensor *t, HomeCheck *hc, int n, double r
 // Checks homes hc[0 .. n) of output t, which hold one box and share one
 // reference: a pass with the tolerance without the rms floor, and for the
 // homes with elements beyond it, a second with the rms over the box.
-static void check_group(Emu *e, const Tensor *t, HomeCheck *hc, int n) {
+static void check_group(Emu *e, Reference *ref, const Tensor *t, HomeCheck *hc, int n) {
   double sumsq = 0;
   for (int h = 0; h < n; h++) hc[h].active = true;
-  compare_pass(e, t, hc, n, 0, &sumsq);
+  compare_pass(e, ref, t, hc, n, 0, &sumsq);
   bool again = false;
-  if (ref_tolerance(e->opt.ref, t, 0, 1) == 0) return;  // exact (integers, G 0): the rms changes nothing
+  if (ref_tolerance(ref, t, 0, 1) == 0) return;  // exact (integers, G 0): the rms changes nothing
   for (int h = 0; h < n; h++) {
     hc[h].active = !hc[h].unwritten && hc[h].beyond > 0;
     if (hc[h].active) hc[h].beyond = 0, hc[h].max_ratio = 0, again = true;
   }
-  if (again) compare_pass(e, t, hc, n, sqrt(sumsq / (double)ir_shape_elems(&hc[0].th->shape)), NULL);
+  if (again) compare_pass(e, ref, t, hc, n, sqrt(sumsq / (double)ir_shape_elems(&hc[0].th->shape)), NULL);
 }
 
 static bool has_home(const HomeCheck *hc, int n, int device) {
@@ -483,33 +558,36 @@ static bool has_home(const HomeCheck *hc, int n, int device) {
   return false;
 }
 
-// An output the partitioner placed needs a home somewhere, and every
-// element of it in one: a whole home, or shards that cover it.  False
-// after reporting the first element none holds.
-static bool check_covered(Emu *e, const Tensor *t, const TensorHome *const *hs, int n) {
+// An output the partitioner placed needs a home somewhere in each batch,
+// and every element of it in one: a whole home, or shards that cover it.
+// False after reporting the first element none holds.
+static bool check_covered(Emu *e, const Batch *bt, const Tensor *t, const TensorHome *const *hs, int n) {
   int64_t idx[IR_MAX_RANK];
   char at[IR_TYPE_STR_MAX];
   if (n == 0) {
-    emu_violate(e, VIOL_DATA, -1, NULL, -1, -1, "output '%s' has no home in the manifest", t->name);
+    emu_violate(e, VIOL_DATA, -1, NULL, -1, -1, "output '%s'%s has no home in the manifest", t->name, bt->of);
     return false;
   }
   if (!emu_uncovered(hs, n, &t->shape, idx)) return true;
   ir_format_index(at, sizeof at, idx, t->shape.rank);
-  emu_violate(e, VIOL_DATA, -1, NULL, -1, -1, "output '%s' is not covered: element %s is in no home", t->name, at);
+  emu_violate(e, VIOL_DATA, -1, NULL, -1, -1, "output '%s'%s is not covered: element %s is in no home", t->name,
+              bt->of, at);
   return false;
 }
 
-// An output needs a home on every device the graph places a copy on (when
-// the partitioner places it: check_covered).  False if one is missing.
-static bool check_placed(Emu *e, const Tensor *t, const TensorHome *const *hs, const HomeCheck *hc, int n) {
+// An output needs a home in each batch on every device the graph places a
+// copy on (when the partitioner places it: check_covered).  False if one
+// is missing.
+static bool check_placed(Emu *e, const Batch *bt, const Tensor *t, const TensorHome *const *hs, const HomeCheck *hc,
+                         int n) {
   const Placement *p = &t->place;
-  if (ir_place_by_partitioner(t)) return check_covered(e, t, hs, n);
+  if (ir_place_by_partitioner(t)) return check_covered(e, bt, t, hs, n);
   const int *devs = &p->index;
-  int ndevs = p->kind == PLACE_EACH ? ref_group(e->opt.ref, t, &devs) : 1;
+  int ndevs = p->kind == PLACE_EACH ? ref_group(bt->ref, t, &devs) : 1;
   bool ok = true;
   for (int i = 0; i < ndevs; i++)
     if (!has_home(hc, n, devs[i])) {
-      emu_violate(e, VIOL_DATA, devs[i], NULL, -1, -1, "output '%s' has no home in the manifest", t->name);
+      emu_violate(e, VIOL_DATA, devs[i], NULL, -1, -1, "output '%s'%s has no home in the manifest", t->name, bt->of);
       ok = false;
     }
   return ok;
@@ -538,40 +616,41 @@ static void name_element(const Tensor *t, const TensorHome *th, int64_t elem, ch
 
 // The violation of a home that failed: its first unwritten vector, or its
 // worst element.
-static void report_home(Emu *e, const Tensor *t, const HomeCheck *hc) {
+static void report_home(Emu *e, const Batch *bt, const Tensor *t, const HomeCheck *hc) {
   const Worst *w = &hc->worst;
   char what[IR_TYPE_STR_MAX], where[IR_TYPE_STR_MAX * 4];
   name_element(t, hc->th, hc->unwritten ? hc->elem : w->elem, what, sizeof what, where, sizeof where);
   if (hc->unwritten && hc->th->is_shard)
     emu_violate(e, VIOL_DATA, hc->th->device, NULL, -1, -1,
-                "tensor '%s' element %s (%s): vector %u was never written", t->name, what, where, hc->vector);
+                "tensor '%s'%s element %s (%s): vector %u was never written", t->name, bt->in, what, where, hc->vector);
   else if (hc->unwritten)
-    emu_violate(e, VIOL_DATA, hc->th->device, NULL, -1, -1, "tensor '%s' element %s: vector %u was never written",
-                t->name, what, hc->vector);
+    emu_violate(e, VIOL_DATA, hc->th->device, NULL, -1, -1, "tensor '%s'%s element %s: vector %u was never written",
+                t->name, bt->in, what, hc->vector);
   else
     emu_violate(e, VIOL_DATA, hc->th->device, NULL, -1, -1,
-                "tensor '%s' element %s (%s; %lld beyond tolerance): expected %.9g, got %.9g (error %.3g, "
+                "tensor '%s'%s element %s (%s; %lld beyond tolerance): expected %.9g, got %.9g (error %.3g, "
                 "tolerance %.3g)",
-                t->name, what, where, (long long)hc->beyond, w->want, w->got, w->error, w->tol);
+                t->name, bt->in, what, where, (long long)hc->beyond, w->want, w->got, w->error, w->tol);
 }
 
-// Checks homes hs[0 .. n) of output t into *oc; false on any home beyond
-// tolerance, unwritten or missing, or an element in no home.  Homes are
-// checked and reported in box order (whole homes first, in manifest order).
-static bool check_output(Emu *e, const Tensor *t, const TensorHome *const *hs, int n, OutputCheck *oc) {
+// Checks homes hs[0 .. n) of output t in one batch, adding to *oc; false
+// on any home beyond tolerance, unwritten or missing, or an element in no
+// home.  Homes are checked and reported in box order (whole homes first,
+// in manifest order).
+static bool check_output(Emu *e, const Batch *bt, const Tensor *t, const TensorHome *const *hs, int n,
+                         OutputCheck *oc) {
   const TensorHome **order = homes_by_box(hs, n);
   HomeCheck *hc = xcalloc((size_t)n + 1, sizeof *hc);
   for (int i = 0; i < n; i++) hc[i].th = order[i];
-  bool ok = check_placed(e, t, order, hc, n), shared = ref_same_on_every_device(e->opt.ref, t);
+  bool ok = check_placed(e, bt, t, order, hc, n), shared = ref_same_on_every_device(bt->ref, t);
   for (int g = 0, size; g < n; g += size) {
     size = group_size(order + g, n - g, shared);
-    check_group(e, t, hc + g, size);
+    check_group(e, bt->ref, t, hc + g, size);
   }
   free(order);
-  *oc = (OutputCheck){.name = t->name};
   for (int i = 0; i < n; i++) {
     bool bad = hc[i].unwritten || hc[i].beyond > 0;
-    if (bad) report_home(e, t, &hc[i]);
+    if (bad) report_home(e, bt, t, &hc[i]);
     ok &= !bad;
     oc->max_ratio = fmax(oc->max_ratio, hc[i].max_ratio);
     oc->beyond += hc[i].beyond;
@@ -586,11 +665,16 @@ void model_check_outputs(Emu *e, bool *any, bool *all) {
   HomeIndex x = index_homes(e);
   e->r->noutputs = g->outputs.len;
   e->r->outputs = ARENA_ARRAY(e->a, OutputCheck, (size_t)g->outputs.len + 1);
-  for (int i = 0; i < g->outputs.len; i++) {
-    int id = g->outputs.data[i]->id;
-    *any = true;
-    *all &= check_output(e, g->outputs.data[i], x.homes + x.first[id], x.first[id + 1] - x.first[id],
-                         &e->r->outputs[i]);
+  for (int i = 0; i < g->outputs.len; i++) e->r->outputs[i] = (OutputCheck){.name = g->outputs.data[i]->name};
+  *any |= g->outputs.len > 0;
+  for (int b = 0; b < e->in->prog->batches; b++) {
+    Batch bt = batch_of(e, b);
+    for (int i = 0; i < g->outputs.len; i++) {
+      int n;
+      const TensorHome *const *hs = homes_of(&x, b, g->outputs.data[i]->id, &n);
+      *all &= check_output(e, &bt, g->outputs.data[i], hs, n, &e->r->outputs[i]);
+    }
+    batch_done(&bt);
   }
   index_free(&x);
 }

@@ -11,6 +11,12 @@
 // slice, concat) and the operands they read are *dense*: materialised once
 // as a whole array of doubles per (tensor, device), one array when the
 // tensor is the same on every device; matmul is one cblas_dgemm.
+//
+// Batches (several inferences in flight, the manifest's `batches:`): batch
+// 0's reference is the one ref_new makes; batch b's (ref_new_batch) seeds
+// its inputs differently and leaves every tensor that depends on no input
+// (params, and what is computed from params alone) to batch 0's: asked for
+// one, it asks batch 0's, which materialises it once for every batch.
 #include "emu.h"
 
 #include <assert.h>
@@ -32,6 +38,10 @@ struct Reference {
   bool *dense;           // by tensor id: materialised (read out of order, or such a result)
   double ***arrays;      // by tensor id, then device (0 when !varies): the dense values
   int *growth;           // by tensor id: G(t), the tolerance's growth factor
+  bool *on_inputs;       // by tensor id: its value depends on an input (each batch has its own)
+  Reference *base;       // a batch's reference: batch 0's, which holds every tensor not on_inputs (NULL: batch 0's)
+  int batch;             // which inference: its inputs are seeded with it
+  bool has_batches;      // batch 0's, once ref_new_batch was made from it: its given values are final
 };
 
 // The tolerance convention (PyTorch's assert_close defaults), per dtype:
@@ -49,7 +59,18 @@ struct Reference {
 #define REF_GROWTH_NORMALISE 4
 // layernorm's epsilon, as in docs/dsl.md.
 #define REF_LAYERNORM_EPS IR_LAYERNORM_EPSILON
+// Batch b's inputs are seeded from seed_base() ^ b x this (odd, so batches
+// never share a seed; 0 for batch 0, whose seeds stay those of one batch).
+// A constant of splitmix64's family, like the others of seed_base.
+#define REF_BATCH_SEED_STEP 0xc2b2ae3d27d4eb4full
 
+
+// The reference that holds t's values: a batch's own for a tensor that
+// depends on an input, batch 0's for every other (shared by all batches).
+static Reference *owner(Reference *r, const Tensor *t) { return r->base && !r->on_inputs[t->id] ? r->base : r; }
+static const Reference *owner_of(const Reference *r, const Tensor *t) {
+  return r->base && !r->on_inputs[t->id] ? r->base : r;
+}
 
 // The maximum of IEEE 754-2019 (and of the vector unit's VMAX): NaN if
 // either is NaN.
@@ -86,8 +107,22 @@ static bool varies(const Reference *r, const Tensor *t) {
   }
 }
 
+// A batch's answer for a tensor batch 0's reference holds is batch 0's.
 static void find_varying(Reference *r) {
-  for (int i = 0; i < r->g->tensors.len; i++) r->varies[i] = varies(r, r->g->tensors.data[i]);
+  for (int i = 0; i < r->g->tensors.len; i++) {
+    const Tensor *t = r->g->tensors.data[i];
+    r->varies[i] = owner(r, t) != r ? r->base->varies[i] : varies(r, t);
+  }
+}
+
+// Which tensors depend on an input (in topological order): inputs, and
+// the results of ops with such an operand.
+static void find_on_inputs(Reference *r) {
+  for (int i = 0; i < r->g->tensors.len; i++) {
+    const Tensor *t = r->g->tensors.data[i];
+    r->on_inputs[i] = t->kind == TENSOR_INPUT;
+    for (int k = 0; t->def && k < t->def->nargs; k++) r->on_inputs[i] |= r->on_inputs[t->def->args[k]->id];
+  }
 }
 
 // ceil(log2(n)) for n >= 1.
@@ -197,6 +232,8 @@ Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed) {
   r->dense = xcalloc(count, sizeof *r->dense);
   r->arrays = xcalloc(count, sizeof *r->arrays);
   r->growth = xcalloc(count, sizeof *r->growth);
+  r->on_inputs = xcalloc(count, sizeof *r->on_inputs);
+  find_on_inputs(r);
   find_groups(r);
   find_varying(r);
   find_dense(r);
@@ -204,7 +241,17 @@ Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed) {
   return r;
 }
 
-// Forgets every materialised array (the inputs changed).
+Reference *ref_new_batch(Reference *base, int batch) {
+  assert(!base->base && batch > 0);
+  Reference *r = ref_new(base->g, base->t, base->seed);
+  r->base = base;
+  r->batch = batch;
+  base->has_batches = true;
+  find_varying(r);  // now with batch 0's answers for the tensors it holds
+  return r;
+}
+
+// Forgets every materialised array (the inputs changed, or ref_forget).
 static void drop_arrays(Reference *r) {
   for (int i = 0; i < r->g->tensors.len; i++) {
     if (!r->arrays[i]) continue;
@@ -213,6 +260,8 @@ static void drop_arrays(Reference *r) {
     r->arrays[i] = NULL;
   }
 }
+
+void ref_forget(Reference *r) { drop_arrays(r); }
 
 void ref_free(Reference *r) {
   if (!r) return;
@@ -233,11 +282,12 @@ void ref_free(Reference *r) {
   free(r->dense);
   free(r->arrays);
   free(r->growth);
+  free(r->on_inputs);
   free(r);
 }
 
 void ref_set_input(Reference *r, const Tensor *t, const void *data) {
-  assert(!t->def);
+  assert(!t->def && owner(r, t) == r && !r->has_batches);  // a batch's inputs only: its params are batch 0's
   size_t bytes = (size_t)ir_tensor_bytes(t);
   free(r->given[t->id]);
   r->given[t->id] = memcpy(xmalloc(bytes), data, bytes);
@@ -246,7 +296,7 @@ void ref_set_input(Reference *r, const Tensor *t, const void *data) {
 }
 
 void ref_set_input_on(Reference *r, const Tensor *t, int device, const void *data) {
-  assert(!t->def && device >= 0 && device < r->t->ndevices);
+  assert(!t->def && owner(r, t) == r && !r->has_batches && device >= 0 && device < r->t->ndevices);
   size_t bytes = (size_t)ir_tensor_bytes(t);
   if (!r->given_on[t->id]) r->given_on[t->id] = xcalloc((size_t)r->t->ndevices, sizeof(uint8_t *));
   free(r->given_on[t->id][device]);
@@ -255,7 +305,15 @@ void ref_set_input_on(Reference *r, const Tensor *t, int device, const void *dat
   find_varying(r);
 }
 
-bool ref_same_on_every_device(const Reference *r, const Tensor *t) { return !r->varies[t->id]; }
+bool ref_same_on_every_device(const Reference *r, const Tensor *t) { return !owner_of(r, t)->varies[t->id]; }
+
+size_t ref_held_bytes(const Reference *r) {
+  size_t bytes = 0;
+  for (int i = 0; i < r->g->tensors.len; i++)
+    for (int d = 0; r->arrays[i] && d < r->t->ndevices; d++)
+      if (r->arrays[i][d]) bytes += (size_t)ir_shape_elems(&r->g->tensors.data[i]->shape) * sizeof(double);
+  return bytes;
+}
 
 int ref_group(const Reference *r, const Tensor *t, const int **devices) {
   *devices = r->groups[t->id];
@@ -275,11 +333,13 @@ double ref_tolerance(const Reference *r, const Tensor *t, double want, double rm
 
 // ---- inputs -------------------------------------------------------------------------
 
-// A seeded element is -1, 0 or 1 from (seed, tensor name, device, element):
-// splitmix64's finaliser over seed_base() + elem * a constant, so the same
-// graph gives the same inputs on any machine.
+// A seeded element is -1, 0 or 1 from (seed, tensor name, device, batch,
+// element): splitmix64's finaliser over seed_base() + elem * a constant,
+// so the same graph gives the same inputs on any machine.  The batch counts
+// for inputs only (params are shared by every batch).
 static uint64_t seed_base(const Reference *r, const Tensor *t, int device) {
   uint64_t h = r->name_hash[t->id] ^ r->seed;
+  if (t->kind == TENSOR_INPUT) h ^= (uint64_t)r->batch * REF_BATCH_SEED_STEP;
   return h ^ (uint64_t)(t->place.kind == PLACE_EACH ? device : 0) * 0x9e3779b97f4a7c15ull;
 }
 
@@ -305,6 +365,7 @@ static const uint8_t *given_values(const Reference *r, const Tensor *t, int devi
 
 // The given value, or the seeded one: either is exact in the tensor's dtype.
 double ref_input(const Reference *r, const Tensor *t, int device, int64_t elem) {
+  r = owner_of(r, t);
   const uint8_t *given = given_values(r, t, device);
   if (given) return num_get(t->dtype, given + elem * ir_dtype_bytes[t->dtype], 0);
   return seeded(seed_base(r, t, device), elem);
@@ -466,6 +527,7 @@ static void compute_dense(Reference *r, const Tensor *t, int device, double *out
 // t's values on `device` as one array, computed on first use: one array for
 // all devices when t is the same on every device.
 static const double *dense_values(Reference *r, const Tensor *t, int device) {
+  r = owner(r, t);
   assert(r->dense[t->id]);
   int slot = r->varies[t->id] ? device : 0;
   if (!r->arrays[t->id]) r->arrays[t->id] = xcalloc((size_t)r->t->ndevices, sizeof(double *));
@@ -620,6 +682,7 @@ static void lazy_block(Reference *r, const Tensor *t, int device, int64_t first,
 }
 
 void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out) {
+  r = owner(r, t);
   if (r->dense[t->id])
     memcpy(out, dense_values(r, t, device) + first, (size_t)n * sizeof *out);
   else
@@ -627,6 +690,7 @@ void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t
 }
 
 double ref_value(Reference *r, const Tensor *t, int device, int64_t elem) {
+  r = owner(r, t);
   if (r->dense[t->id]) return dense_values(r, t, device)[elem];
   double v;
   lazy_block(r, t, device, elem, 1, &v);

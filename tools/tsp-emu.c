@@ -4,7 +4,7 @@
 // the model (runtime/reference.c) and reports.
 //
 //   tsp-emu DIR [--seed S] [--data-seed N] [--jitter on|off] [--drift-ppm P] [--start-skew C]
-//               [--trace FILE] [--report FILE] [--input NAME[@DEV]=F.npy] [--dump NAME[@DEV]=F.npy]
+//               [--trace FILE] [--report FILE] [--input NAME[#B][@DEV]=F.npy] [--dump NAME[#B][@DEV]=F.npy]
 //               [--ber RATE] [--inject sbe|mbe:A-B@C] [--fail-link A-B@C] [--fail-device N@C] [--replay N]
 //
 // With faults (runtime/fault.c), a run the hardware flags (a detected link
@@ -33,6 +33,8 @@ typedef struct Args {
   FaultSpec faults[FAULT_MAX_SPECS];  // --inject, --fail-link, --fail-device
   int nfaults;
   int replays;                       // --replay
+  Reference **batch_ref;             // with several batches: each one's reference (opt.batch_ref)
+  int nbatches;
 } Args;
 
 static void usage(FILE *out) {
@@ -56,6 +58,9 @@ static void usage(FILE *out) {
           "  --dump NAME=F.npy    write a tensor named in the manifest after the run (its\n"
           "                       first whole home, or its shards assembled; NAME@DEV=F.npy:\n"
           "                       its home on device DEV)\n"
+          "  NAME#B               with several batches (the manifest's batches:), batch B's\n"
+          "                       tensor (NAME#B@DEV=F.npy: its home on DEV); NAME alone is\n"
+          "                       batch 0's (a param is every batch's)\n"
           "  --max-cycles N       a run longer than N cycles is a hang (default 2^40)\n"
           "  --max-listed N       violations listed (all are counted; default %d)\n"
           "\n"
@@ -201,60 +206,88 @@ static bool parse_args(int argc, char **argv, Args *a) {
 
 // ---- --input and --dump ------------------------------------------------------------------
 
-// NAME[@DEV]=FILE split: the name (not NUL-terminated), the device (-1:
-// none given) and the file.
+// NAME[#BATCH][@DEV]=FILE split: the name (not NUL-terminated), the batch
+// (0: none given), the device (-1: none given) and the file.
 typedef struct TensorArg {
   const char *name;
   size_t len;
+  int batch;
   int device;
   const char *path;
 } TensorArg;
 
-// Splits an --input or --dump argument; false after saying why (a device
-// that is no number, or not one of the topology's).
-static bool split_arg(const char *opt, const char *arg, int ndevices, TensorArg *ta) {
+// The number between `from` and `to` (a batch or a device), from 0 to
+// INT32_MAX; false when there is none.
+static bool arg_number(const char *from, const char *to, int64_t *v) {
+  char buf[32];
+  if (to - from > 31) return false;
+  snprintf(buf, sizeof buf, "%.*s", (int)(to - from), from);
+  return str_to_i64(buf, v) && *v >= 0 && *v <= INT32_MAX;
+}
+
+// Splits an --input or --dump argument; false after saying why (a batch or
+// device that is no number, or not one of the manifest's batches or the
+// topology's devices).
+static bool split_arg(const char *opt, const char *arg, const Program *p, TensorArg *ta) {
   const char *eq = strchr(arg, '='), *at = memchr(arg, '@', (size_t)(eq - arg));
-  *ta = (TensorArg){.name = arg, .len = (size_t)((at ? at : eq) - arg), .device = -1, .path = eq + 1};
-  if (!at) return true;
-  char dev[32];
-  int64_t v;
-  snprintf(dev, sizeof dev, "%.*s", (int)MIN(eq - at - 1, 31), at + 1);
-  if (eq - at - 1 > 31 || !str_to_i64(dev, &v) || v < 0) {
-    fprintf(stderr, "tsp-emu: error: %s takes NAME=FILE.npy or NAME@DEVICE=FILE.npy, not '%s'\n", opt, arg);
+  const char *hash = memchr(arg, '#', (size_t)((at ? at : eq) - arg));
+  *ta = (TensorArg){.name = arg, .len = (size_t)((hash ? hash : at ? at : eq) - arg), .device = -1, .path = eq + 1};
+  int64_t batch = 0, dev = -1;
+  if ((hash && !arg_number(hash + 1, at ? at : eq, &batch)) || (at && !arg_number(at + 1, eq, &dev))) {
+    fprintf(stderr, "tsp-emu: error: %s takes NAME[#BATCH][@DEVICE]=FILE.npy, not '%s'\n", opt, arg);
     return false;
   }
-  if (v >= ndevices) {
-    fprintf(stderr, "tsp-emu: error: device %lld does not exist (the topology has %d)\n", (long long)v, ndevices);
+  if (batch >= p->batches) {
+    fprintf(stderr, "tsp-emu: error: batch %lld does not exist (the manifest has %d batch%s)\n", (long long)batch,
+            p->batches, p->batches == 1 ? "" : "es");
     return false;
   }
-  ta->device = (int)v;
+  if (dev >= p->ndevices) {
+    fprintf(stderr, "tsp-emu: error: device %lld does not exist (the topology has %d)\n", (long long)dev, p->ndevices);
+    return false;
+  }
+  ta->batch = (int)batch, ta->device = (int)dev;
   return true;
 }
 
 static bool name_is(const char *s, const TensorArg *ta) { return strlen(s) == ta->len && !strncmp(s, ta->name, ta->len); }
 
-// The manifest's home of the named tensor: on ta->device when given, else
-// the first listed; NULL after saying why.
-static const TensorHome *find_home(const Program *p, const TensorArg *ta) {
-  const TensorHome *any = NULL;
-  for (int i = 0; i < p->tensors.len; i++) {
-    const TensorHome *th = &p->tensors.data[i];
-    if (!name_is(th->name, ta)) continue;
-    if (ta->device < 0 || th->device == ta->device) return th;
-    any = th;
-  }
-  if (any)
-    fprintf(stderr, "tsp-emu: error: tensor '%.*s' has no copy on device %d\n", (int)ta->len, ta->name, ta->device);
-  else
+// Why the manifest has no home named by ta (with `on_device`, none on
+// ta->device): none of that name at all, none in its batch, none there.
+static void no_home(const Program *p, const TensorArg *ta, bool on_device) {
+  bool named = false, in_batch = false;
+  for (int i = 0; i < p->tensors.len; i++)
+    if (name_is(p->tensors.data[i].name, ta)) named = true, in_batch |= p->tensors.data[i].batch == ta->batch;
+  if (!named)
     fprintf(stderr, "tsp-emu: error: the manifest names no tensor '%.*s'\n", (int)ta->len, ta->name);
+  else if (!in_batch)
+    fprintf(stderr, "tsp-emu: error: tensor '%.*s' has no home in batch %d\n", (int)ta->len, ta->name, ta->batch);
+  else if (on_device && p->batches > 1)
+    fprintf(stderr, "tsp-emu: error: tensor '%.*s' has no copy on device %d in batch %d\n", (int)ta->len, ta->name,
+            ta->device, ta->batch);
+  else
+    fprintf(stderr, "tsp-emu: error: tensor '%.*s' has no copy on device %d\n", (int)ta->len, ta->name, ta->device);
+}
+
+// Whether home th is one ta names (its name and batch; its device, if given).
+static bool names_home(const TensorArg *ta, const TensorHome *th) {
+  return name_is(th->name, ta) && th->batch == ta->batch && (ta->device < 0 || th->device == ta->device);
+}
+
+// The manifest's home of the named tensor in its batch: on ta->device when
+// given, else the first listed; NULL after saying why.
+static const TensorHome *find_home(const Program *p, const TensorArg *ta) {
+  for (int i = 0; i < p->tensors.len; i++)
+    if (names_home(ta, &p->tensors.data[i])) return &p->tensors.data[i];
+  no_home(p, ta, ta->device >= 0);
   return NULL;
 }
 
-// A tensor of the manifest as --input and --dump see it: with DEV, its
-// home there (`own`: the file holds that home's elements, its own shape);
-// else every home of the name, and the whole tensor they make: the
-// model's tensor, or without a model a whole copy's shape, or the smallest
-// box from 0 that holds every shard.
+// A tensor of the manifest as --input and --dump see it, in one batch:
+// with DEV, its home there (`own`: the file holds that home's elements, its
+// own shape); else every home of the name in the batch, and the whole
+// tensor they make: the model's tensor, or without a model a whole copy's
+// shape, or the smallest box from 0 that holds every shard.
 typedef struct Named {
   const TensorHome **homes;  // malloc'd, in manifest order
   int n;
@@ -263,14 +296,15 @@ typedef struct Named {
   Shape shape;
 } Named;
 
-// Every home named by ta into nt->homes; false after saying there is none.
+// Every home named by ta (in its batch) into nt->homes; false after saying
+// there is none.
 static bool collect_homes(const Program *p, const TensorArg *ta, Named *nt) {
   nt->homes = xmalloc(((size_t)p->tensors.len + 1) * sizeof *nt->homes);
   nt->n = 0;
   for (int i = 0; i < p->tensors.len; i++)
-    if (name_is(p->tensors.data[i].name, ta)) nt->homes[nt->n++] = &p->tensors.data[i];
+    if (names_home(ta, &p->tensors.data[i])) nt->homes[nt->n++] = &p->tensors.data[i];
   if (nt->n) return true;
-  fprintf(stderr, "tsp-emu: error: the manifest names no tensor '%.*s'\n", (int)ta->len, ta->name);
+  no_home(p, ta, false);
   free(nt->homes);
   return false;
 }
@@ -304,10 +338,30 @@ static bool span_homes(Named *nt) {
   return true;
 }
 
-// The tensor NAME[@DEV] names (Named); false after saying why.
+// The model's input or param named by ta; NULL after saying there is none.
+static const Tensor *model_input(const Graph *g, const TensorArg *ta) {
+  for (int i = 0; i < g->tensors.len; i++)
+    if (name_is(g->tensors.data[i]->name, ta) && !g->tensors.data[i]->def) return g->tensors.data[i];
+  fprintf(stderr, "tsp-emu: error: the model has no input or param '%.*s'\n", (int)ta->len, ta->name);
+  return NULL;
+}
+
+// A model's param is shared by every batch: NAME#B names it with B 0 only.
+// False after saying so.
+static bool batch_fits(const EmuInput *in, const TensorArg *ta) {
+  const Tensor *t = NULL;
+  for (int i = 0; in->graph && i < in->graph->tensors.len && !t; i++)
+    if (name_is(in->graph->tensors.data[i]->name, ta)) t = in->graph->tensors.data[i];
+  if (!t || t->kind != TENSOR_PARAM || !ta->batch) return true;
+  fprintf(stderr, "tsp-emu: error: tensor '%s' is a param, shared by every batch: it takes no batch\n", t->name);
+  return false;
+}
+
+// The tensor NAME[#BATCH][@DEV] names (Named); false after saying why.
 static bool named_tensor(const EmuInput *in, const TensorArg *ta, Named *nt) {
   const Program *p = in->prog;
   *nt = (Named){0};
+  if (!batch_fits(in, ta)) return false;
   if (ta->device >= 0) {
     const TensorHome *th = find_home(p, ta);
     if (!th) return false;
@@ -379,7 +433,7 @@ static uint8_t *read_values(const char *path, const char *name, DType dt, const 
 static bool load_input(Emu *e, const EmuInput *in, const char *arg) {
   TensorArg ta;
   Named nt;
-  if (!split_arg("--input", arg, in->prog->ndevices, &ta) || !named_tensor(in, &ta, &nt)) return false;
+  if (!split_arg("--input", arg, in->prog, &ta) || !named_tensor(in, &ta, &nt)) return false;
   uint8_t *raw = read_values(ta.path, nt.homes[0]->name, nt.dtype, &nt.shape);
   char err[256];
   bool ok = raw != NULL;
@@ -393,9 +447,9 @@ static bool load_input(Emu *e, const EmuInput *in, const char *arg) {
   return ok;
 }
 
-// Whether the model (or, where the partitioner places t, the manifest)
-// puts a copy of t on `device`.
-static bool has_copy(const EmuInput *in, const Tensor *t, int device) {
+// Whether the model (or, where the partitioner places t, the manifest, in
+// `batch`) puts a copy of t on `device`.
+static bool has_copy(const EmuInput *in, const Tensor *t, int batch, int device) {
   const Placement *p = &t->place;
   if (p->kind == PLACE_DEVICE) return p->index == device;
   if (p->kind == PLACE_EACH) {
@@ -404,31 +458,26 @@ static bool has_copy(const EmuInput *in, const Tensor *t, int device) {
     return true;
   }
   for (int i = 0; i < in->prog->tensors.len; i++)
-    if (in->home_tensor[i] == t && in->prog->tensors.data[i].device == device) return true;
+    if (in->home_tensor[i] == t && in->prog->tensors.data[i].device == device &&
+        in->prog->tensors.data[i].batch == batch)
+      return true;
   return false;
 }
 
 // --input with a model: an input or param takes these values in the
-// reference, and so on every device holding it (emu_seed_model); with
-// @DEV, an @ each tensor's copy on DEV alone.
-static bool give_input(Reference *r, const EmuInput *in, const char *arg) {
-  const Graph *g = in->graph;
-  TensorArg ta;
-  if (!split_arg("--input", arg, in->topo->ndevices, &ta)) return false;
-  const Tensor *t = NULL;
-  for (int i = 0; i < g->tensors.len && !t; i++)
-    if (name_is(g->tensors.data[i]->name, &ta)) t = g->tensors.data[i];
-  if (!t || t->def) {
-    fprintf(stderr, "tsp-emu: error: the model has no input or param '%.*s'\n", (int)ta.len, ta.name);
+// reference of its batch (ta->batch; a param: every batch's, batch 0's),
+// and so on every device holding it (emu_seed_model); with @DEV, an @ each
+// tensor's copy on DEV alone.
+static bool give_input(Reference *r, const EmuInput *in, const TensorArg *ta) {
+  const Tensor *t = model_input(in->graph, ta);
+  if (!t || !batch_fits(in, ta)) return false;
+  if (ta->device >= 0 && !has_copy(in, t, ta->batch, ta->device)) {
+    no_home(in->prog, ta, true);
     return false;
   }
-  if (ta.device >= 0 && !has_copy(in, t, ta.device)) {
-    fprintf(stderr, "tsp-emu: error: tensor '%s' has no copy on device %d\n", t->name, ta.device);
-    return false;
-  }
-  uint8_t *raw = read_values(ta.path, t->name, t->dtype, &t->shape);
-  if (raw && ta.device >= 0 && t->place.kind == PLACE_EACH)
-    ref_set_input_on(r, t, ta.device, raw);
+  uint8_t *raw = read_values(ta->path, t->name, t->dtype, &t->shape);
+  if (raw && ta->device >= 0 && t->place.kind == PLACE_EACH)
+    ref_set_input_on(r, t, ta->device, raw);
   else if (raw)
     ref_set_input(r, t, raw);  // one copy: that copy is the tensor
   free(raw);
@@ -453,7 +502,7 @@ static uint8_t *read_named(Emu *e, const Named *nt, char *err, size_t errlen) {
 static bool write_dump(Emu *e, const EmuInput *in, const char *arg) {
   TensorArg ta;
   Named nt;
-  if (!split_arg("--dump", arg, in->prog->ndevices, &ta) || !named_tensor(in, &ta, &nt)) return false;
+  if (!split_arg("--dump", arg, in->prog, &ta) || !named_tensor(in, &ta, &nt)) return false;
   char err[256];
   uint8_t *raw = read_named(e, &nt, err, sizeof err);
   bool ok = raw != NULL;
@@ -490,19 +539,44 @@ static bool write_report(FILE *fp, const char *path, const EmuResult *r, const E
   return ok;
 }
 
-// The model's reference (NULL without a model), its inputs as --input gives
-// them; false after reporting a bad --input.
-static bool make_reference(const EmuInput *in, Args *args, Reference **out) {
-  *out = NULL;
-  if (!in->graph) return true;
-  Reference *r = ref_new(in->graph, in->topo, args->opt.data_seed);
-  for (int i = 0; i < args->ninputs; i++)
-    if (!give_input(r, in, args->inputs[i])) {
-      ref_free(r);
-      return false;
-    }
-  *out = r;
+// The model's references: none, batch 0's alone, or one per batch.
+static void free_references(Args *args) {
+  for (int b = 1; args->batch_ref && b < args->nbatches; b++) ref_free(args->batch_ref[b]);
+  free(args->batch_ref);
+  ref_free(args->opt.ref);
+  args->opt.ref = NULL, args->opt.batch_ref = args->batch_ref = NULL;
+}
+
+// Gives each --input of batch 0 (pass 0: params and batch 0's inputs) or of
+// a later batch (pass 1) to its batch's reference; false after saying why.
+static bool give_inputs(const EmuInput *in, Args *args, int pass) {
+  for (int i = 0; i < args->ninputs; i++) {
+    TensorArg ta;
+    if (!split_arg("--input", args->inputs[i], in->prog, &ta)) return false;
+    if ((ta.batch > 0) != pass) continue;
+    if (!give_input(ta.batch ? args->batch_ref[ta.batch] : args->opt.ref, in, &ta)) return false;
+  }
   return true;
+}
+
+// The model's reference (NULL without a model), and with several batches
+// one per batch (ref_new_batch, made once batch 0's has its given values),
+// their inputs as --input gives them; false after reporting a bad --input.
+static bool make_reference(const EmuInput *in, Args *args) {
+  args->opt.ref = NULL, args->opt.batch_ref = NULL;
+  if (!in->graph) return true;
+  args->opt.ref = ref_new(in->graph, in->topo, args->opt.data_seed);
+  bool ok = give_inputs(in, args, 0);
+  if (ok && in->prog->batches > 1) {
+    args->nbatches = in->prog->batches;
+    args->batch_ref = xcalloc((size_t)args->nbatches, sizeof *args->batch_ref);
+    args->batch_ref[0] = args->opt.ref;
+    for (int b = 1; b < args->nbatches; b++) args->batch_ref[b] = ref_new_batch(args->opt.ref, b);
+    args->opt.batch_ref = args->batch_ref;
+    ok = give_inputs(in, args, 1);
+  }
+  if (!ok) free_references(args);
+  return ok;
 }
 
 // One run from the start: a fresh emulator, the inputs in, the run.  NULL
@@ -580,12 +654,12 @@ static int run(Arena *a, Args *args) {
     args->opt.device_drift_ppm = in.topo->device_drift_ppm;
   }
   if (!make_faults(&in, args)) return 1;
-  if (!make_reference(&in, args, &args->opt.ref)) {
+  if (!make_reference(&in, args)) {
     fault_free(args->opt.faults);
     return 1;
   }
   int status = run_loaded(a, args, &in);
-  ref_free(args->opt.ref);
+  free_references(args);
   fault_free(args->opt.faults);
   return status;
 }

@@ -433,6 +433,66 @@ static void layouts_span_their_rows(void **state) {
   assert_true(emu_home_vectors(&th, 320) == UINT64_MAX);  // overflow
 }
 
+// Batches: batch 0's reference seeds exactly as one batch always did (the
+// values below were recorded before batches existed); batch b's seeds its
+// inputs apart (an @ each one on every device too) and shares the params
+// and every tensor computed from params alone, which batch 0's reference
+// alone materialises.
+static void batches_share_what_no_input_reaches(void **state) {
+  (void)state;
+  static const double golden_x[8] = {0, -1, -1, -1, 0, 0, 0, 1}, golden_w[8] = {-1, -1, 0, -1, 0, 0, -1, -1};
+  static const double golden_e[8] = {0, 0, -1, -1, -1, 0, -1, -1};
+  Fixture f;
+  fixture(&f, MESH, "graph g {\n  input x : f32[4, 8];\n  param w : f32[8, 8];\n  input e : i8[40] @ each;\n"
+                    "  y = matmul(x, w);\n  v = matmul(w, w);\n  s = allreduce(e);\n  output y;\n  output v;\n"
+                    "  output s;\n}\n", 5);
+  Tensor *x = named(f.g, "x"), *w = named(f.g, "w"), *e = named(f.g, "e"), *y = named(f.g, "y"), *v = named(f.g, "v");
+  Tensor *s = named(f.g, "s");
+  for (int k = 0; k < 8; k++) {
+    assert_true(ref_input(f.r, x, 2, k) == golden_x[k]);
+    assert_true(ref_input(f.r, w, 2, k) == golden_w[k]);
+    assert_true(ref_input(f.r, e, 2, k) == golden_e[k]);
+  }
+  Reference *b1 = ref_new_batch(f.r, 1), *b2 = ref_new_batch(f.r, 2);
+  int differ_x = 0, differ_e = 0, differ_12 = 0;
+  for (int64_t k = 0; k < 32; k++) {
+    differ_x += ref_input(b1, x, 0, k) != ref_input(f.r, x, 0, k);
+    differ_12 += ref_input(b1, x, 0, k) != ref_input(b2, x, 0, k);
+  }
+  for (int64_t k = 0; k < 40; k++) differ_e += ref_input(b1, e, 3, k) != ref_input(f.r, e, 3, k);
+  assert_true(differ_x > 10 && differ_12 > 10 && differ_e > 10);
+  for (int64_t k = 0; k < 64; k++) {
+    assert_true(ref_input(b1, w, 0, k) == ref_input(f.r, w, 0, k));
+    assert_true(ref_value(b2, v, 1, k) == ref_value(f.r, v, 1, k));
+  }
+  for (int64_t i = 0; i < 4; i++)  // batch 1's product is its own x by the shared w
+    for (int64_t j = 0; j < 8; j++) {
+      double want = 0;
+      for (int64_t k = 0; k < 8; k++) want += ref_input(b1, x, 0, i * 8 + k) * ref_input(f.r, w, 0, k * 8 + j);
+      assert_true(ref_value(b1, y, 0, i * 8 + j) == want);
+    }
+  for (int64_t k = 0; k < 40; k++) {
+    double sum = 0;
+    for (int d = 0; d < 4; d++) sum += ref_input(b2, e, d, k);
+    assert_true(ref_value(b2, s, 0, k) == sum);
+  }
+  // Batch 1 materialised its x and y (the matmul's operand and result), 32
+  // doubles each; w and v, 64 each, only batch 0's reference holds.
+  assert_int_equal(ref_held_bytes(b1), 64 * sizeof(double));
+  assert_int_equal(ref_held_bytes(f.r), (64 + 64) * sizeof(double));
+  assert_false(ref_same_on_every_device(b1, e) || !ref_same_on_every_device(b1, s) || !ref_same_on_every_device(b1, w));
+  // Values given to a batch are its own.
+  float given[32];
+  for (int k = 0; k < 32; k++) given[k] = (float)k / 4;
+  ref_set_input(b2, x, given);
+  for (int k = 0; k < 32; k++) assert_true(ref_input(b2, x, 0, k) == given[k]);
+  for (int k = 0; k < 8; k++) assert_true(ref_input(f.r, x, 2, k) == golden_x[k]);
+  assert_true(ref_input(b1, x, 0, 1) != given[1] || ref_input(b1, x, 0, 2) != given[2]);
+  ref_free(b1);
+  ref_free(b2);
+  fixture_free(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(collectives_reduce_the_seeded_inputs),
@@ -447,6 +507,7 @@ int main(void) {
       cmocka_unit_test(tolerance_grows_with_the_graph),
       cmocka_unit_test(inputs_given_one_device_at_a_time),
       cmocka_unit_test(layouts_span_their_rows),
+      cmocka_unit_test(batches_share_what_no_input_reaches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
