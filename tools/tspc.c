@@ -349,6 +349,9 @@ static int compile(Compilation *c, const Options *o) {
   if (!pass_run_pipeline(c, o->dump_after, o->stop_after)) return 1;
   if (o->out && !write_outputs(c, o)) return 1;
   if (o->stats) print_stats(c);
+  if (!o->out && !o->stop_after && !o->dump_after && !o->stats)  // a compile that shows and writes nothing: say so
+    fprintf(stderr, "tspc: note: compiled for %d devices (predicted %lld cycles) and wrote nothing: give -o DIR to write the binaries\n",
+            c->topo->ndevices, (long long)c->program->predicted_cycles);
   return 0;
 }
 
