@@ -5,7 +5,9 @@
 #                     variants, run every unit and lit test on both
 #   make demo         install, build, describe rack72, compile and run an
 #                     allreduce on it, and an MLP on one TSP
-#   make install      PREFIX/prefix, bindir and DESTDIR are honoured
+#   make install      the four tools, docs/ (docdir) and the example models
+#                     and topologies (datadir/examples); PREFIX/prefix,
+#                     bindir, docdir, datadir and DESTDIR are honoured
 #   make VARIANT=asan the sanitizer build, into build/asan/bin
 #   make fuzz         libFuzzer (clang, ASan+UBSan) on the whole .tg pipeline,
 #                     the topology loader, the assembler, the binary loader,
@@ -14,11 +16,20 @@
 #
 # Generated parser and scanner sources are build outputs under build/.
 
+# Build on every core unless the caller chose (-j N on the command line or
+# in MAKEFLAGS): make check's two builds are a minute each serially.
+NPROC    := $(shell nproc 2>/dev/null || echo 1)
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+  MAKEFLAGS += -j$(NPROC)
+endif
+
 CC       ?= cc
 VARIANT  ?= release
 PREFIX   ?= /usr/local
 prefix   ?= $(PREFIX)
 bindir   ?= $(prefix)/bin
+docdir   ?= $(prefix)/share/doc/tspc
+datadir  ?= $(prefix)/share/tspc
 PKG_CONFIG ?= pkg-config
 
 ifeq ($(VARIANT),asan)
@@ -145,8 +156,12 @@ demo: deps
 	bin/tsp-emu out/mlp1
 
 install: tools
-	install -d $(DESTDIR)$(bindir)
+	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(docdir) $(DESTDIR)$(datadir)/examples
 	install -m 755 $(TOOLS:%=$(BINDIR)/%) $(DESTDIR)$(bindir)
+	install -d $(DESTDIR)$(docdir)/img
+	install -m 644 README.md docs/*.md $(DESTDIR)$(docdir)
+	install -m 644 docs/img/* $(DESTDIR)$(docdir)/img
+	install -m 644 examples/*.tg examples/*.yaml $(DESTDIR)$(datadir)/examples
 
 clean:
 	rm -rf build bin out
