@@ -1084,6 +1084,12 @@ void emu_run(Emu *e, EmuResult *r) {
   check_after_run(e);
 }
 
+void emu_trace_arrows(const Emu *e, uint64_t *crossed, uint64_t *drawn) {
+  bool traced = e->opt.trace_path != NULL;
+  *crossed = traced ? e->flows : 0;
+  *drawn = traced ? MIN(e->flows, (uint64_t)e->opt.trace_max_vectors) : 0;
+}
+
 bool emu_close_trace(Emu *e) {
   bool ok = !e->trace || trace_close(e->trace);
   e->trace = NULL;

@@ -212,6 +212,9 @@ bool emu_read_tensor(Emu *e, const TensorHome *th, void *data, char *err, size_t
 void emu_run(Emu *e, EmuResult *r);
 // Finishes the trace file, if any: false if any of it failed to write.
 bool emu_close_trace(Emu *e);
+// Vectors that crossed a link in the run, and how many of them the trace
+// drew as arrows (at most --trace-max-vectors; 0 and 0 without a trace).
+void emu_trace_arrows(const Emu *e, uint64_t *crossed, uint64_t *drawn);
 void emu_free(Emu *e);
 
 // ---- report.c ----

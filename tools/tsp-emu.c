@@ -626,6 +626,11 @@ static int run_loaded(Arena *a, Args *args, EmuInput *in) {
     fprintf(stderr, "tsp-emu: error: cannot write the trace '%s'\n", args->opt.trace_path);
     ok = false;
   }
+  uint64_t crossed, drawn;
+  emu_trace_arrows(e, &crossed, &drawn);
+  if (ok && drawn < crossed && args->opt.trace_max_vectors > 0)  // a cut the user did not ask for by name
+    fprintf(stderr, "tsp-emu: note: the trace draws the first %llu of the %llu vectors that crossed a link as arrows "
+                    "(--trace-max-vectors; 0: none)\n", (unsigned long long)drawn, (unsigned long long)crossed);
   emu_free(e);
   if (!ok) return 1;
   r.model_checked = in->graph != NULL;
