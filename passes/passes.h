@@ -113,6 +113,7 @@ typedef struct Compilation {
   const char *choice_log;         // after choose: what algo=auto tried (--stats)
   bool partition_none;            // --partition=none: place, split nothing, no pipeline
   int batches;                    // --batches: inferences in flight (0 or 1: one)
+  Progress *progress;             // the progress line on a terminal (NULL: none)
   const char *partition_log;      // after partition: what it split and cut, and why
   Program *program;               // after codegen
   int64_t *pitch;                 // layout.c, made on first use: by tensor id, vectors per row

@@ -72,12 +72,14 @@ static void verify_after(const Compilation *c, const Pass *p) {
 bool pass_run_pipeline(Compilation *c, const char *dump_after, const char *stop_after) {
   for (int i = 0; i < pass_count; i++) {
     const Pass *p = &pass_pipeline[i];
+    if (c->progress) progress_update(c->progress, p->name, (double)i / pass_count);
     double start = now_seconds();
     bool ok = p->run(c);
     c->pass_seconds[i] = now_seconds() - start;
     if (!ok) return false;
     if (c->verify_each) verify_after(c, p);
     if (dump_after && (!strcmp(dump_after, "all") || !strcmp(dump_after, p->name))) {
+      if (c->progress) progress_done(c->progress);
       fprintf(stderr, "*** IR Dump After %s ***\n", p->name);
       p->dump(c, stderr);
     }

@@ -318,6 +318,9 @@ static void scheduler_free(Scheduler *s) {
 // SCHEDULE_ABANDONED as soon as the makespan passes bound (when bound >= 0).
 // pace (optional, by node): the makespan after each node, recorded when
 // mode is minimal; under auto the schedule is abandoned once it runs
+// Nodes between two looks at the clock for the progress line.
+#define SCHEDULE_PROGRESS_NODES 256
+
 // SCHEDULE_AUTO_LAG_PERCENT behind it.
 static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound, int64_t *pace) {
   Scheduler s;
@@ -327,6 +330,8 @@ static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound, int64
   Arena scratch = {0};
   for (int i = 0; i < c->dag->nodes.len; i++) {
     DagNode *n = c->dag->nodes.data[i];
+    if (c->progress && i % SCHEDULE_PROGRESS_NODES == 0)
+      progress_update(c->progress, "schedule", (double)i / c->dag->nodes.len);
     int64_t ready = 0;
     for (int d = 0; d < n->ndeps; d++) {
       const DagNode *dep = c->dag->nodes.data[n->deps[d]];

@@ -1035,6 +1035,14 @@ static void dispatch(Emu *e, const Event *ev) {
   }
 }
 
+// The progress line: simulated cycles against the prediction (or against
+// --max-cycles when there is none).
+static void show_progress(Emu *e, Tick now) {
+  int64_t predicted = e->in->prog->predicted_cycles, cycles = (now - e->first_start) / EMU_TICKS_PER_CYCLE;
+  double of = (double)(predicted > 0 ? predicted : e->opt.max_cycles);
+  progress_update(e->opt.progress, "emulating", (double)cycles / of);
+}
+
 void emu_run(Emu *e, EmuResult *r) {
   *r = (EmuResult){.predicted = e->in->prog->predicted_cycles};
   bool drifts = e->opt.drift_ppm != 0;
@@ -1057,8 +1065,10 @@ void emu_run(Emu *e, EmuResult *r) {
     for (int u = 0; u < d->nunits; u++) emu_resume(e, d, u, 0);
   }
   Tick limit = e->first_start + e->opt.max_cycles * EMU_TICKS_PER_CYCLE;
+  uint64_t events = 0;
   while (queued(e) > 0 && !e->stop) {
     Event ev = pop(e);
+    if (e->opt.progress && ++events % EMU_PROGRESS_EVENTS == 0) show_progress(e, ev.t);
     if (ev.t > limit) {
       emu_violate(e, VIOL_HANG, -1, NULL, -1, e->opt.max_cycles,
                   "still running after %lld cycles (--max-cycles)", (long long)e->opt.max_cycles);

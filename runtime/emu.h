@@ -75,6 +75,8 @@ bool emu_read_manifest(Arena *a, Diag *d, const SrcFile *src, EmuInput *in);
 #define EMU_DEFAULT_MAX_CYCLES ((int64_t)1 << 40)
 #define EMU_DEFAULT_MAX_LISTED 50
 #define EMU_DEFAULT_TRACE_MAX_VECTORS 100000
+// Events between two looks at the clock for the progress line.
+#define EMU_PROGRESS_EVENTS 65536
 // Cycles from an instruction reading its sources to its result landing:
 // part of the ISA contract (ir/ir.h), which the schedulers plan with.
 #define EMU_VXM_LATENCY ISA_VXM_LATENCY
@@ -106,6 +108,7 @@ typedef struct EmuOptions {
   const char *trace_path;  // NULL: no trace
   int64_t trace_max_vectors;
   Faults *faults;          // link errors, dead cables and devices (NULL: none); kept across replays
+  Progress *progress;      // the progress line on a terminal (NULL: none)
 } EmuOptions;
 
 // kind           spelling        what went wrong

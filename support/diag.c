@@ -106,6 +106,7 @@ static void print_message(Diag *d, SrcLoc loc, const char *kind, const char *fmt
   fputc('\n', out);
   print_caret(out, loc);
   fclose(out);
+  if (d->progress) progress_done(d->progress);
   fwrite(text, 1, len, d->out);
   fflush(d->out);
   free(text);
@@ -116,6 +117,7 @@ void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap) {
   if (d->suppressed) return;
   if (d->max_errors > 0 && d->nerrors > d->max_errors) {
     d->suppressed = true;
+    if (d->progress) progress_done(d->progress);
     fprintf(d->out, "note: stopping after %d error%s (--max-errors)\n", d->max_errors,
             d->max_errors == 1 ? "" : "s");
     return;
@@ -141,6 +143,7 @@ void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) {
 void diag_tool_error(Diag *d, const char *tool, const char *fmt, ...) {
   va_list ap;
   d->nerrors++;
+  if (d->progress) progress_done(d->progress);
   fprintf(d->out, "%s: error: ", tool);
   va_start(ap, fmt);
   vfprintf(d->out, fmt, ap);

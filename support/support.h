@@ -133,8 +133,10 @@ const char *src_line(const SrcFile *f, int line, int *len);
 //   FILE:LINE:COL: error: MESSAGE
 //     <the source line>
 //     ^~~~
+typedef struct Progress Progress;
 typedef struct Diag {
   FILE *out;        // where diagnostics go (stderr by default)
+  Progress *progress;  // a progress line to erase before a message (NULL: none)
   int nerrors;      // errors reported so far
   int max_errors;   // stop reporting after this many (DIAG_DEFAULT_MAX_ERRORS)
   bool suppressed;  // set once max_errors was reached
@@ -203,5 +205,27 @@ void str_human_bytes(char *dst, size_t n, double bytes);
 // not start one.  s is read up to a NUL (no continuation byte), so it must
 // be NUL-terminated somewhere after.
 int str_utf8_sequence_len(const unsigned char *s);
+
+// ---- progress.c: a progress line on a terminal -------------------------------
+// Seconds a run lasts before its progress line appears, and between redraws.
+#define PROGRESS_AFTER_SECONDS 2.0
+#define PROGRESS_REDRAW_SECONDS 0.25
+
+struct Progress {
+  FILE *out;
+  const char *tool;        // "tspc", "tsp-emu"
+  bool enabled;            // out is a terminal and not --quiet
+  bool shown;              // a line is on screen
+  double start, drawn_at;  // seconds: when the run began, the last redraw (-1: none)
+  double (*now)(void);     // the clock (tests set their own)
+};
+
+// Enabled only when out is a terminal and not quiet.
+void progress_init(Progress *p, FILE *out, const char *tool, bool quiet);
+// "tspc: schedule  40%, 3.2 s": shown once the run has lasted
+// PROGRESS_AFTER_SECONDS, redrawn at most every PROGRESS_REDRAW_SECONDS.
+void progress_update(Progress *p, const char *stage, double fraction);
+// Erases the line, if one is shown (before other output, and at the end).
+void progress_done(Progress *p);
 
 #endif

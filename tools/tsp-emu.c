@@ -28,6 +28,7 @@ typedef struct Args {
   const char *inputs[MAX_TENSOR_ARGS], *dumps[MAX_TENSOR_ARGS];
   int ninputs, ndumps;
   bool drift_given;
+  bool quiet;  // --quiet: no progress line
   EmuOptions opt;
   double ber;                        // --ber
   FaultSpec faults[FAULT_MAX_SPECS];  // --inject, --fail-link, --fail-device
@@ -75,6 +76,7 @@ static void usage(FILE *out) {
           "  --fail-device N@CYCLE   device N dies at CYCLE: it stops, its cables die\n"
           "  --replay N           replay a run the hardware flags up to N times (default %d)\n"
           "\n"
+          "  --quiet              no progress line (shown on a terminal after 2 s)\n"
           "exit status: 0 clean, 2 violations, 1 unusable input\n",
           EMU_DEFAULT_TRACE_MAX_VECTORS, EMU_DEFAULT_MAX_LISTED, FAULT_MBE_BITS, FAULT_DEFAULT_REPLAYS);
 }
@@ -87,7 +89,7 @@ static bool number(const char *opt, const char *arg, int64_t lo, int64_t hi, int
 }
 
 enum { O_SEED = 256, O_DATA_SEED, O_JITTER, O_DRIFT, O_SKEW, O_TRACE, O_TRACE_MAX, O_REPORT, O_INPUT, O_DUMP, O_MAX_CYCLES, O_MAX_LISTED,
-       O_BER, O_INJECT, O_FAIL_LINK, O_FAIL_DEVICE, O_REPLAY, O_VERSION, O_HELP };
+       O_BER, O_INJECT, O_FAIL_LINK, O_FAIL_DEVICE, O_REPLAY, O_QUIET, O_VERSION, O_HELP };
 
 // --inject, --fail-link, --fail-device: the syntax here, the devices and
 // cables once the topology is loaded (fault_new).
@@ -147,6 +149,7 @@ static bool parse_option(int ch, const char *arg, Args *a) {
   case O_INJECT: return fault_option(FAULT_INJECT_SBE, arg, a);
   case O_FAIL_LINK: return fault_option(FAULT_FAIL_LINK, arg, a);
   case O_FAIL_DEVICE: return fault_option(FAULT_FAIL_DEVICE, arg, a);
+  case O_QUIET: a->quiet = true; return true;
   case O_REPLAY:
     if (!number("--replay", arg, 0, FAULT_MAX_REPLAYS, &v)) return false;
     a->replays = (int)v;
@@ -177,7 +180,7 @@ static bool parse_args(int argc, char **argv, Args *a) {
       {"max-listed", required_argument, 0, O_MAX_LISTED}, {"ber", required_argument, 0, O_BER},
       {"inject", required_argument, 0, O_INJECT},     {"fail-link", required_argument, 0, O_FAIL_LINK},
       {"fail-device", required_argument, 0, O_FAIL_DEVICE}, {"replay", required_argument, 0, O_REPLAY},
-      {"version", no_argument, 0, O_VERSION},
+      {"quiet", no_argument, 0, O_QUIET},             {"version", no_argument, 0, O_VERSION},
       {"help", no_argument, 0, O_HELP},               {0, 0, 0, 0}};
   a->opt = (EmuOptions){.seed = 1, .data_seed = 1, .max_cycles = EMU_DEFAULT_MAX_CYCLES, .max_listed = EMU_DEFAULT_MAX_LISTED,
                         .trace_max_vectors = EMU_DEFAULT_TRACE_MAX_VECTORS};
@@ -614,6 +617,7 @@ static int run_loaded(Arena *a, Args *args, EmuInput *in) {
     emu_free(e);
     e = run_once(a, args, in, &r);
   }
+  progress_done(args->opt.progress);  // before any line of the results
   if (!e) {
     if (report) fclose(report), remove(args->report);  // the run never happened
     return 1;
@@ -652,6 +656,9 @@ static bool make_faults(const EmuInput *in, Args *args) {
 static int run(Arena *a, Args *args) {
   Diag d;
   diag_init(&d, stderr);
+  Progress progress;
+  progress_init(&progress, stderr, "tsp-emu", args->quiet);
+  d.progress = args->opt.progress = &progress;
   EmuInput in;
   if (!emu_load_dir(a, &d, args->dir, &in)) return 1;
   if (!args->drift_given) {  // the topology's: a bound, or each device's exact drift

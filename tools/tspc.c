@@ -33,6 +33,7 @@ typedef struct Options {
   RouteMode route;  // --route
   bool partition_none;  // --partition=none
   int batches;          // --batches (0: not given, one inference)
+  bool quiet;           // --quiet: no progress line
   int tree_chunks;  // --tree-chunks (0: chosen by the compiler)
   bool algo_given;
   bool describe, ports, stats, verify_each;
@@ -68,6 +69,7 @@ static void usage(FILE *out) {
           "      --stats            print compile figures on stderr, and each collective's\n"
           "                         cycles against its lower bounds (docs/collectives.md)\n"
           "      --verify-each      check the IR's invariants after every pass\n"
+          "      --quiet            no progress line (shown on a terminal after 2 s)\n"
           "      --version, --help\n"
           "\n"
           "passes:\n",
@@ -77,7 +79,7 @@ static void usage(FILE *out) {
 }
 
 enum {
-  OPT_DESCRIBE = 256, OPT_ALGO, OPT_ROUTE, OPT_PARTITION, OPT_BATCHES, OPT_TREE_CHUNKS, OPT_PORTS, OPT_DUMP_AFTER, OPT_STOP_AFTER, OPT_MAX_ERRORS, OPT_STATS,
+  OPT_DESCRIBE = 256, OPT_ALGO, OPT_ROUTE, OPT_PARTITION, OPT_BATCHES, OPT_QUIET, OPT_TREE_CHUNKS, OPT_PORTS, OPT_DUMP_AFTER, OPT_STOP_AFTER, OPT_MAX_ERRORS, OPT_STATS,
   OPT_VERIFY, OPT_EMIT, OPT_DRIFT, OPT_LAUNCH, OPT_VERSION, OPT_HELP
 };
 
@@ -155,6 +157,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       {"route", required_argument, 0, OPT_ROUTE},
       {"partition", required_argument, 0, OPT_PARTITION},
       {"batches", required_argument, 0, OPT_BATCHES},
+      {"quiet", no_argument, 0, OPT_QUIET},
       {"tree-chunks", required_argument, 0, OPT_TREE_CHUNKS},
       {"max-errors", required_argument, 0, OPT_MAX_ERRORS},
       {"stats", no_argument, 0, OPT_STATS},       {"version", no_argument, 0, OPT_VERSION},
@@ -219,6 +222,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
         return false;
       }
       break;
+    case OPT_QUIET: o->quiet = true; break;
     case OPT_BATCHES:
       if (!str_to_i64(optarg, &n) || n < 1 || n > PASS_MAX_BATCHES) {
         diag_tool_error(d, "tspc", "--batches needs a count from 1 to %d, got '%s'", PASS_MAX_BATCHES, optarg);
@@ -346,7 +350,9 @@ static int compile(Compilation *c, const Options *o) {
     return 1;
   }
   if (o->out && !outdir_check(o->out, &c->diag, "tspc")) return 1;  // before any work
-  if (!pass_run_pipeline(c, o->dump_after, o->stop_after)) return 1;
+  bool ok = pass_run_pipeline(c, o->dump_after, o->stop_after);
+  progress_done(c->progress);
+  if (!ok) return 1;
   if (o->out && !write_outputs(c, o)) return 1;
   if (o->stats) print_stats(c);
   if (!o->out && !o->stop_after && !o->dump_after && !o->stats)  // a compile that shows and writes nothing: say so
@@ -371,6 +377,9 @@ int main(int argc, char **argv) {
   c.drift_ppm = o.drift_ppm;
   c.launch_window = o.launch_window;
   int status = 1;
+  Progress progress;
+  progress_init(&progress, stderr, "tspc", o.quiet);
+  c.progress = c.diag.progress = &progress;
   c.topo = fe_load_topology(&c.arena, &c.diag, "tspc", o.topology);
   if (c.topo && o.describe) {
     ir_topo_describe(c.topo, stdout, o.ports);
@@ -379,6 +388,7 @@ int main(int argc, char **argv) {
   } else if (c.topo) {
     status = compile(&c, &o);
   }
+  progress_done(&progress);
   arena_free(&c.arena);
   return status;
 }

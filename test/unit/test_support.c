@@ -224,6 +224,46 @@ static void outdir_abort_leaves_nothing_and_foreign_dirs_are_refused(void **stat
   free(base);
 }
 
+// A clock the test moves by hand.
+static double fake_seconds;
+static double fake_clock(void) { return fake_seconds; }
+
+// The line appears only after PROGRESS_AFTER_SECONDS, is redrawn at most
+// every PROGRESS_REDRAW_SECONDS, erases itself before a diagnostic and at
+// the end, and never shows when disabled (not a terminal, or --quiet).
+static void progress_waits_redraws_and_erases(void **state) {
+  (void)state;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  Progress p;
+  fake_seconds = 100;
+  progress_init(&p, out, "tspc", false);  // a memory stream is no terminal: off
+  p.now = fake_clock;
+  p.start = fake_seconds;
+  progress_update(&p, "schedule", 0.5);
+  fake_seconds += 3;
+  progress_update(&p, "schedule", 0.5);
+  fflush(out);
+  assert_int_equal(len, 0);
+  p.enabled = true;  // as on a terminal
+  fake_seconds = 101;
+  progress_update(&p, "dag", 0.1);  // 1 s in: too early
+  fake_seconds = 102.5;
+  progress_update(&p, "schedule", 0.4);
+  fake_seconds = 102.6;
+  progress_update(&p, "schedule", 0.41);  // within the redraw interval: skipped
+  Diag d;
+  diag_init(&d, out);
+  d.progress = &p;
+  diag_tool_error(&d, "tspc", "boom");
+  progress_done(&p);  // nothing left to erase
+  fflush(out);
+  assert_string_equal(text, "\rtspc: schedule  40%, 2.5 s\033[K\r\033[Ktspc: error: boom\n");
+  fclose(out);
+  free(text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(arena_allocations_are_zeroed_and_aligned),
@@ -238,6 +278,7 @@ int main(void) {
       cmocka_unit_test(diag_stops_printing_after_max_errors),
       cmocka_unit_test(outdir_commit_puts_files_in_place),
       cmocka_unit_test(outdir_abort_leaves_nothing_and_foreign_dirs_are_refused),
+      cmocka_unit_test(progress_waits_redraws_and_erases),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
