@@ -462,6 +462,10 @@ typedef struct Instr {
   uint16_t port;
   uint32_t a, b, c, d;
   SrcLoc loc;  // where the assembler read it (not encoded)
+  // What the compiler made it for (not encoded; --emit=asm prints it as a
+  // comment): the node or step it serves, and its schedule cycle.
+  const char *note;  // NULL: no comment
+  int64_t at;
 } Instr;
 
 // A compute node's instruction, placed by the scheduler (passes/compute.c)
@@ -724,6 +728,8 @@ typedef struct Program {
 } Program;
 
 // ---- isa.c ----
+// The column where a listing's annotations start (instructions padded to it).
+#define ISA_LISTING_COLUMN 34
 extern const OpcodeInfo isa_opcodes[OPC_COUNT];
 extern const char *const isa_unit_kind_names[UNIT_KIND_COUNT];
 

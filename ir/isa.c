@@ -382,8 +382,14 @@ void isa_print_device(const DeviceProgram *dp, int ndevices, FILE *out) {
     isa_unit_format(name, sizeof name, up->kind, up->port);
     fprintf(out, ".unit %s\n", name);
     for (int i = 0; i < up->code.len; i++) {
-      isa_format(text, sizeof text, &up->code.data[i]);
-      fprintf(out, "  %s\n", text);
+      const Instr *in = &up->code.data[i];
+      isa_format(text, sizeof text, in);
+      if (in->note && in->at >= 0)  // the compiler's annotation: schedule cycle, then what it serves
+        fprintf(out, "  %-*s ; @%lld %s\n", ISA_LISTING_COLUMN, text, (long long)in->at, in->note);
+      else if (in->note)
+        fprintf(out, "  %-*s ; %s\n", ISA_LISTING_COLUMN, text, in->note);
+      else
+        fprintf(out, "  %s\n", text);
     }
   }
 }

@@ -158,7 +158,8 @@ static UnitProgram *unit_of(Arena *a, DeviceProgram *dp, UnitKind kind, int port
 }
 
 static void emit(Arena *a, UnitProgram *u, Opcode op, int port, uint32_t operand) {
-  Instr in = {.op = (uint8_t)op, .port = (uint16_t)port, .a = operand};
+  Instr in = {.op = (uint8_t)op, .port = (uint16_t)port, .a = operand, .at = -1,
+              .note = op == OPC_WAIT ? NULL : "alignment preamble (seed 002 s3.3)"};
   VEC_PUSH(a, &u->code, in);
 }
 

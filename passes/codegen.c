@@ -82,6 +82,7 @@ typedef struct Codegen {
   VEC(const Op *) refused;  // the ops refused, one per source position
   bool failed;
   int64_t **live;     // [tensor id][device]: [from, until) a compute value lives (NULL row: for good)
+  const char *note;   // what the instructions being made serve (Instr.note)
 } Codegen;
 
 
@@ -208,6 +209,7 @@ static int64_t work(Codegen *g, const Op *op, int device) {
 // ---- instructions -------------------------------------------------------------
 
 static void put(Codegen *g, UnitCode *u, int64_t at, Instr in) {
+  in.note = g->note, in.at = at;
   Timed t = {at, in};
   VEC_PUSH(&g->c->arena, &u->code, t);
 }
@@ -507,6 +509,7 @@ static void add_resyncs(Codegen *g, DeviceCode *d, int nports) {
     for (int j = 0; j < units[i]->code.len; j++) last[i] = MAX(last[i], units[i]->code.data[j].at);
     busy = MAX(busy, last[i]);
   }
+  g->note = "resync (RUNTIME_DESKEW against drift)";
   for (int64_t k = 1; k * s->interval < busy; k++) {
     int64_t at = k * s->interval;
     for (int i = 0; i < nu; i++)
@@ -618,6 +621,29 @@ static void record_homes(Codegen *g) {
   }
 }
 
+// What node n's instructions serve, for the listing: "n12 matmul(x, w1 ->
+// h) line 7", "n30 allreduce s: ring 2, 0 -> 1 (reduce) line 5".
+static const char *node_note(Codegen *g, const DagNode *n) {
+  const Op *op = n->op;
+  Buf b = {0};
+  buf_printf(&b, "n%d %s(", n->id, ir_op_info[op->kind].name);
+  for (int a = 0; a < op->nargs; a++) buf_printf(&b, "%s%s", a ? ", " : "", op->args[a]->name);
+  buf_printf(&b, " -> %s)", op->result->name);
+  if (n->kind == NODE_TRANSFER) {
+    if (ir_op_is_collective(op->kind))
+      buf_printf(&b, ": %s lane %d, %d -> %d%s", ir_algo_names[g->c->algos ? g->c->algos[op->id] : op->algo], n->lane,
+                 n->src, n->dst, n->reduce ? " (reduce)" : "");
+    else
+      buf_printf(&b, ": %s %d -> %d", n->tensor->name, n->src, n->dst);
+  } else if (n->kind == NODE_STAGE) {
+    buf_printf(&b, ": staged");
+  }
+  buf_printf(&b, " line %d", op->loc.line);
+  const char *note = arena_strdup(&g->c->arena, b.data);
+  buf_free(&b);
+  return note;
+}
+
 bool pass_codegen(Compilation *c) {
   const Topology *t = c->topo;
   Codegen g = {.c = c, .t = t, .vb = t->link.vector_bytes};
@@ -638,6 +664,7 @@ bool pass_codegen(Compilation *c) {
   place_interface(&g);
   for (int i = 0; i < c->dag->nodes.len && !g.failed; i++) {
     const DagNode *n = c->dag->nodes.data[i];
+    g.note = node_note(&g, n);
     switch (n->kind) {
     case NODE_TRANSFER: gen_transfer(&g, n); break;
     case NODE_STAGE: gen_stage(&g, n); break;
