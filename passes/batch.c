@@ -46,7 +46,8 @@ static void add_batch(Batcher *b, int batch, int ntensors, int nops, int noutput
     VEC_PUSH(a, &g->tensors, o->result);
     VEC_PUSH(a, &g->ops, o);
   }
-  for (int i = 0; i < noutputs; i++) VEC_PUSH(a, &g->outputs, b->copy[g->outputs.data[i]->id]);
+  for (int i = 0; i < noutputs; i++)  // a param output is shared: listed once, by batch 0
+    if (g->outputs.data[i]->kind != TENSOR_PARAM) VEC_PUSH(a, &g->outputs, b->copy[g->outputs.data[i]->id]);
 }
 
 bool pass_batch(Compilation *c) {

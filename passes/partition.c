@@ -6,18 +6,16 @@
 // the compiler or manually by the programmer".  In order:
 //
 //  1. stage(K) is device(K).
-//  2. Tensor parallelism (002 s5.2, column-wise split): a matmul whose
-//     weight is an unplaced param only it reads, and whose unplaced result
-//     is an output nothing else reads, is split over the D devices nearest
-//     its activation: device j holds columns [c_j, c_j+1) of the weight and
-//     computes the same columns of the result, both *shards* of the model's
-//     tensors (Tensor.shard_of; the manifest's `start:`).  D is the count
-//     of least estimated cycles (the activation sent to D - 1 devices, then
-//     the widest shard's product) among those whose shards fit in SRAM.
+//  2. Tensor parallelism (002 s5.2; split_matmul.c): a matmul whose weight
+//     is an unplaced param only it reads, and whose result is an output
+//     nothing else reads, may be cut into a grid of R row-wise by C
+//     column-wise weight splits, the pieces *shards* of the model's
+//     tensors (Tensor.shard_of; the manifest's `start:`), chosen by
+//     estimated cycles among the grids whose devices fit in SRAM.
 //  3. Placement: every other unplaced tensor lives with its first consumer
 //     (a tensor nothing consumes, with its producer, or on device 0).
-//  4. Pipeline (002 s4.1): if that leaves some device's SRAM over-full, the
-//     unplaced ops are cut, in definition order, into as few consecutive
+//  4. Pipeline (002 s4.1): if that leaves some device's SRAM over-full, or
+//     several inferences are in flight (--batches), the unplaced ops are cut, in definition order, into as few consecutive
 //     stages as fit, balanced by estimated cycles, stage k on the k-th
 //     device of a path that steps to the nearest unused device; then step
 //     3 again for the params and inputs.
@@ -224,17 +222,22 @@ typedef struct Span {
 // Bytes device d holds at its fullest, estimated in definition order, as
 // code generation allocates: params at home for the whole run, inputs and
 // outputs too, once per inference in flight; a value at home from its
-// producer to its last reader anywhere (it is sent until then), a
-// received one from its first reader on d to its last, these once for
-// each of PARTITION_LIVE_BATCHES inferences that may be in flight on d at
-// once; plus the largest scratch an op of d holds (one op runs at a time).
-// *largest: the biggest tensor d holds.
+// producer to its last reader anywhere (it is sent until then), a received
+// one from its first reader on d to its last.  A value only d's ops read
+// counts once for each of PARTITION_LIVE_BATCHES inferences that may be
+// in flight on d at once (d computes them in order, dag.c); one that
+// crosses to or from another device, once per inference (it may wait there
+// for any of them).  Plus the largest scratch an op of d holds (one op
+// runs at a time).  *largest: the biggest tensor d holds.
 static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) {
   const Graph *g = p->g;
   int nt = g->tensors.len, nops = g->ops.len;
   Span *on_d = xmalloc(sizeof(Span) * (size_t)(nt + 1)), *anywhere = xmalloc(sizeof(Span) * (size_t)(nt + 1));
   for (int i = 0; i < nt; i++) on_d[i] = anywhere[i] = (Span){-1, -1};
-  int64_t *delta = xcalloc((size_t)nops + 2, sizeof(int64_t)), base = 0, scratch = 0;
+  // delta[0]: values only d's ops read; delta[1]: values that cross to or
+  // from another device, which may wait there for any inference
+  int64_t *delta[2] = {xcalloc((size_t)nops + 2, sizeof(int64_t)), xcalloc((size_t)nops + 2, sizeof(int64_t))};
+  int64_t base = 0, scratch = 0;
   for (int i = 0; i < nops; i++) {
     const Op *op = g->ops.data[i];
     bool here = placed_on(&op->result->place, d);
@@ -258,12 +261,16 @@ static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) 
     }
     Span s = on_d[i];  // received: from its first reader here to its last
     if (home) s = (Span){t->def->id, MAX(MAX(on_d[i].to, anywhere[i].to), t->def->id)};  // sent until read
-    delta[s.from] += bytes, delta[s.to + 1] -= bytes;
+    int crosses = !home || anywhere[i].from >= 0;
+    delta[crosses][s.from] += bytes, delta[crosses][s.to + 1] -= bytes;
   }
-  int64_t live = 0, peak = 0;
-  for (int i = 0; i < nops; i++) live += delta[i], peak = MAX(peak, live);
-  free(delta), free(on_d), free(anywhere);
-  return base + peak * MIN(p->batches, PARTITION_LIVE_BATCHES) + scratch;
+  int64_t local = 0, cross = 0, peak = 0, in_flight = MIN(p->batches, PARTITION_LIVE_BATCHES);
+  for (int i = 0; i < nops; i++) {
+    local += delta[0][i], cross += delta[1][i];
+    peak = MAX(peak, local * in_flight + cross * p->batches);
+  }
+  free(delta[0]), free(delta[1]), free(on_d), free(anywhere);
+  return base + peak + scratch;
 }
 
 // The first device whose estimate exceeds `limit` bytes, or -1; *peak and

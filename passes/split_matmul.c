@@ -99,10 +99,11 @@ static SplitCost grid_cost(const Partitioner *p, const Op *op, Grid g, int src) 
     reduce = vectors_of(p, y->dtype, &yr.shape) + part_send_cycles(p, src, pieces / (g.R - 1), g.R - 1) +
              (g.R - 1) * pv;
   }
-  return (SplitCost){
-      .cycles = xdist + compute_estimate_cycles(&part, p->vb) + reduce,
-      .bytes = part_tensor_bytes(p, &xr) + part_tensor_bytes(p, &wr) + part_tensor_bytes(p, &yr) +
-               part_scratch_bytes(p, &part) + 2 * pieces};
+  int64_t share = part_tensor_bytes(p, &wr) + part_tensor_bytes(p, &yr) + part_scratch_bytes(p, &part) + 2 * pieces;
+  int64_t bytes = part_tensor_bytes(p, &xr) + share;
+  if (!host_loaded(p->g, x))  // x's home, in the grid, holds all of x and, with R > 1, its R slices too
+    bytes = MAX(bytes, part_tensor_bytes(p, x) * (g.R > 1 ? 2 : 1) + share);
+  return (SplitCost){.cycles = xdist + compute_estimate_cycles(&part, p->vb) + reduce, .bytes = bytes};
 }
 
 // The most row-wise splits a column group may take.
@@ -129,7 +130,7 @@ static Grid best_grid(const Partitioner *p, const Op *op, int src, SplitCost *be
     for (int R = 1; R <= rmax && R <= D; R++) {
       if (D % R) continue;
       Grid g = {R, D / R};
-      if (g.C > n || part_ceil_div(n, g.C) < R) continue;  // every piece at least one column
+      if (n / g.C < R) continue;  // every piece of every column group at least one column
       SplitCost sc = grid_cost(p, op, g, src);
       if (sc.bytes > p->capacity || !grid_fits_nodes(p, g)) continue;
       if (!bg.R || sc.cycles * 100 < best->cycles * (100 - PARTITION_MIN_GAIN_PERCENT)) bg = g, *best = sc;
@@ -188,6 +189,7 @@ static Op *new_op(Rewrite *rw, OpKind kind, Tensor *result, Tensor *a, Tensor *b
   *o = (Op){.kind = kind, .result = result, .nargs = b ? 2 : 1, .args = {a, b}, .loc = rw->op->loc};
   result->def = o;
   result->kind = TENSOR_VALUE;
+  result->place_written = true;  // the split's placement: the pipeline step keeps it
   VEC_PUSH(&rw->p->c->arena, &rw->values, result);
   VEC_PUSH(&rw->p->c->arena, &rw->ops, o);
   return o;
@@ -341,6 +343,7 @@ void partition_split_matmuls(Partitioner *p) {
     Grid g = best_grid(p, op, src, &best);
     if (g.R * g.C <= 1) continue;  // whole is best, or nothing fits: the capacity check says so
     int *devs = grid_devices(p, g, src);
+    if (!devs) continue;  // best_grid checked the nodes hold the groups; kept whole if not
     log_split(p, op, g, devs, best, whole);
     int before = p->g->ops.len;
     split_grid(p, op, g, devs);
