@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """cycles_close.py TOLERANCE LABEL=RUN.txt LABEL=RUN.txt: reads the
-deterministic cycle count of two run.sh outputs ("exact: ok: N devices,
-C cycles (predicted C), ..."), prints both and their ratio, and fails
-unless the second is within TOLERANCE (a fraction, 0.05 = 5 %) of the
-first."""
+deterministic cycle count of two runs (tsp-emu's "ok: N devices, C cycles
+(predicted C), ...", or run.sh's "exact: ok: ..."), prints both and their
+ratio, and fails unless the second is within TOLERANCE (a fraction, 0.05
+= 5 %) of the first."""
 import re
 import sys
 
@@ -11,7 +11,7 @@ import sys
 def exact_cycles(path):
     with open(path) as f:
         for line in f:
-            m = re.match(r"exact: ok: \d+ devices, (\d+) cycles \(predicted (\d+)\)", line)
+            m = re.match(r"(?:exact: )?ok: \d+ devices, (\d+) cycles \(predicted (\d+)\)", line)
             if m and m.group(1) == m.group(2):
                 return int(m.group(1))
     sys.exit(f"{path}: no deterministic run with emulated == predicted")
