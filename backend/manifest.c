@@ -142,6 +142,12 @@ void be_write_manifest(const ManifestInfo *m, FILE *out) {
   fprintf(out, ", ");
   write_digest(t->src, out);
   fprintf(out, "devices: %d\n", t->ndevices);
+  if (t->nroles) {  // the spares standing in for failed units; absent: none failed
+    Buf roles = {0};
+    ir_roles_format(t, &roles);
+    fprintf(out, "roles: %s\n", roles.data);
+    buf_free(&roles);
+  }
   if (m->graph) {
     fprintf(out, "model: model.tg\n");
     write_graph(m->graph, out);

@@ -204,6 +204,11 @@ static void directive_device(AsmReader *r) {
                r->topo->ndevices - 1);
     return;
   }
+  if (ir_device_failed(r->topo, (int)id)) {  // assembly names physical devices: no role mapping
+    diag_error(r->d, here(r, col, len), "device %u has failed (the topology's failed_nodes or failed_devices) and runs "
+               "nothing", id);
+    return;
+  }
   if (r->device_line[id]) {
     diag_error(r->d, here(r, 0, 7), "device %u already has a section (line %d)", id, r->device_line[id]);
     return;

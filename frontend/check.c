@@ -186,6 +186,53 @@ static int compare_ints(const void *a, const void *b) {
   return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
 
+// device(N) and stage(N) name a logical device (docs/topology.md, the hot
+// spare): *out is the device playing it; a spare's id, or a failed one
+// no spare stands in for, is refused with the reason.
+static bool resolve_role(Checker *c, int64_t index, SrcLoc loc, const char *what, int *out) {
+  if (!check_device_index(c, index, loc, what)) return false;
+  *out = ir_role_device(c->topo, (int)index);
+  if (*out >= 0) return true;
+  diag_error(c->d, loc, "%s(%lld) %s", what, (long long)index, ir_role_refusal(c->a, c->topo, (int)index));
+  return false;
+}
+
+// The devices out of service, ascending: every @ each excludes them.
+static void out_of_service(Checker *c, int *except, int *n) {
+  for (int d = 0; d < c->topo->ndevices; d++)
+    if (!ir_device_in_service(c->topo, d)) except[(*n)++] = d;
+}
+
+// @ each except ...: the listed logical devices, each once, mapped to the
+// devices playing them (a dropped role has nothing to exclude), then every
+// device out of service.
+static bool resolve_each(Checker *c, const AstPlace *ap, Placement *out) {
+  int n = 0;
+  for (const AstExcept *e = ap->except; e; e = e->next) n++;
+  int *listed = ARENA_ARRAY(c->a, int, n + 1);
+  out->except = ARENA_ARRAY(c->a, int, n + c->topo->ndevices - c->topo->nin_service + 1);
+  int nlisted = 0;
+  for (const AstExcept *e = ap->except; e; e = e->next) {
+    if (!check_device_index(c, e->device, e->loc, "device")) return false;
+    for (int i = 0; i < nlisted; i++)
+      if (listed[i] == e->device) {
+        diag_error(c->d, e->loc, "device(%lld) is excluded twice", (long long)e->device);
+        return false;
+      }
+    listed[nlisted++] = (int)e->device;
+    if (ir_role_dropped(c->topo, (int)e->device)) continue;
+    if (!resolve_role(c, e->device, e->loc, "device", &out->except[out->nexcept])) return false;
+    out->nexcept++;
+  }
+  if (out->nexcept >= c->topo->nin_service) {
+    diag_error(c->d, ap->loc, "this placement excludes every device of the topology");
+    return false;
+  }
+  out_of_service(c, out->except, &out->nexcept);
+  qsort(out->except, (size_t)out->nexcept, sizeof(int), compare_ints);
+  return true;
+}
+
 static bool resolve_place(Checker *c, const AstPlace *ap, Placement *out) {
   *out = (Placement){.kind = ap->kind};
   switch (ap->kind) {
@@ -193,28 +240,10 @@ static bool resolve_place(Checker *c, const AstPlace *ap, Placement *out) {
   case PLACE_DEVICE:
   case PLACE_STAGE:
     out->index = (int)MIN(ap->index, (int64_t)INT32_MAX);
-    return check_device_index(c, ap->index, ap->index_loc,
-                              ap->kind == PLACE_DEVICE ? "device" : "stage");
-  case PLACE_EACH: break;
+    return resolve_role(c, ap->index, ap->index_loc, ap->kind == PLACE_DEVICE ? "device" : "stage", &out->index);
+  case PLACE_EACH: return resolve_each(c, ap, out);
   }
-  int n = 0;
-  for (const AstExcept *e = ap->except; e; e = e->next) n++;
-  out->except = ARENA_ARRAY(c->a, int, n + 1);
-  for (const AstExcept *e = ap->except; e; e = e->next) {
-    if (!check_device_index(c, e->device, e->loc, "device")) return false;
-    for (int i = 0; i < out->nexcept; i++)
-      if (out->except[i] == e->device) {
-        diag_error(c->d, e->loc, "device(%lld) is excluded twice", (long long)e->device);
-        return false;
-      }
-    out->except[out->nexcept++] = (int)e->device;
-  }
-  qsort(out->except, (size_t)out->nexcept, sizeof(int), compare_ints);
-  if (out->nexcept >= c->topo->ndevices) {
-    diag_error(c->d, ap->loc, "this placement excludes every device of the topology");
-    return false;
-  }
-  return true;
+  unreachable();
 }
 
 // Devices holding a copy of an EACH tensor: the group of a collective.

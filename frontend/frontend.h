@@ -143,6 +143,12 @@ Program *fe_assemble(Arena *a, Diag *d, const SrcFile *src, const Topology *topo
 Topology *fe_load_topology(Arena *a, Diag *d, const char *tool, const char *path);
 // The same from text in memory (tests, fuzzing).
 Topology *fe_load_topology_text(Arena *a, Diag *d, const char *path, const char *text);
+// Warns, at its entry in failed_nodes or failed_devices, of every failed
+// unit no spare stands in for: the model runs on the smaller system
+// (tspc says so when it compiles; --describe shows the roles instead).
+// Past FE_MAX_DROPPED_WARNINGS of them, one more warning counts the rest.
+#define FE_MAX_DROPPED_WARNINGS 16
+void fe_warn_dropped_roles(Diag *d, const Topology *t);
 // Whether a loaded YAML document (libyaml's yaml_document_t) holds a scalar
 // with a NUL byte (a "\0" escape), which C strings would cut silently;
 // if so, reports it at that scalar and returns true.  For every YAML the

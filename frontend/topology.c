@@ -386,12 +386,12 @@ static bool read_link_params(Loader *L, yaml_node_t *n, LinkParams *p) {
 
 enum {
   K_NAME, K_TOPOLOGY, K_DIMS, K_DEVICES, K_LINKS, K_DRAGONFLY, K_LINK,
-  K_FAILED_LINKS, K_SPARE_NODES, K_DRIFT_PPM, K_CLOCK_MHZ,
+  K_FAILED_LINKS, K_SPARE_NODES, K_FAILED_NODES, K_FAILED_DEVICES, K_DRIFT_PPM, K_CLOCK_MHZ,
   K_EPOCH, K_SRAM, K_RX_BUFFER, K_BYPASS, K_COUNT
 };
 static const char *const top_keys[K_COUNT] = {
     "name", "topology", "dims", "devices", "links", "dragonfly", "link",
-    "failed_links", "spare_nodes", "drift_ppm", "clock_mhz",
+    "failed_links", "spare_nodes", "failed_nodes", "failed_devices", "drift_ppm", "clock_mhz",
     "epoch_cycles", "sram_vectors", "rx_buffer_vectors", "bypass"};
 
 #define FAM(f) (1u << FAMILY_##f)
@@ -403,6 +403,7 @@ static const unsigned key_families[K_COUNT] = {
     [K_DEVICES] = FAM(RING) | FAM(FULLY_CONNECTED) | FAM(EXPLICIT),
     [K_LINKS] = FAM(EXPLICIT), [K_DRAGONFLY] = FAM(DRAGONFLY),
     [K_LINK] = ALL_FAMILIES, [K_FAILED_LINKS] = ALL_FAMILIES, [K_SPARE_NODES] = ALL_FAMILIES,
+    [K_FAILED_NODES] = FAM(DRAGONFLY), [K_FAILED_DEVICES] = ALL_FAMILIES,
     [K_DRIFT_PPM] = ALL_FAMILIES, [K_CLOCK_MHZ] = ALL_FAMILIES, [K_EPOCH] = ALL_FAMILIES,
     [K_SRAM] = ALL_FAMILIES, [K_RX_BUFFER] = ALL_FAMILIES, [K_BYPASS] = FAM(MESH)};
 static const unsigned key_required_by[K_COUNT] = {
@@ -435,8 +436,8 @@ static bool check_family_keys(Loader *L, yaml_node_t *root, Entry *e, TopoFamily
   bool ok = true;
   for (int k = 0; k < K_COUNT; k++) {
     if (e[k].key && !(key_families[k] & (1u << f))) {
-      error_at(L, e[k].key, "key '%s' does not apply to a %s topology", top_keys[k],
-               ir_family_names[f]);
+      error_at(L, e[k].key, "key '%s' does not apply to a %s topology%s", top_keys[k], ir_family_names[f],
+               k == K_FAILED_NODES ? " (it has no nodes): list failed devices in failed_devices" : "");
       ok = false;
     }
     if (!e[k].key && (key_required_by[k] & (1u << f))) {
@@ -657,6 +658,87 @@ static bool read_spares(Loader *L, yaml_node_t *n) {
   return true;
 }
 
+// A bitmap of `limit` entries with list[0..n) set (a long list costs its length).
+static bool *bitmap_of(Loader *L, const int *list, int n, int limit) {
+  bool *set = ARENA_ARRAY(L->a, bool, limit);
+  for (int i = 0; i < n; i++) set[list[i]] = true;
+  return set;
+}
+
+static const char *const spare_that_fails = "a spare that fails is dropped from spare_nodes, not listed as failed";
+
+// failed_nodes: [N, ...] (dragonfly): nodes out of service, none a spare.
+static bool read_failed_nodes(Loader *L, yaml_node_t *n) {
+  Topology *t = L->t;
+  int nodes = t->df.racks * t->df.nodes_per_rack;
+  if (n->type != YAML_SEQUENCE_NODE) {
+    error_at(L, n, "failed_nodes must be a sequence of node numbers, not %s", node_kind_name(n));
+    return false;
+  }
+  long count = n->data.sequence.items.top - n->data.sequence.items.start;
+  t->failed_nodes = ARENA_ARRAY(L->a, int, count + 1);
+  bool *listed = bitmap_of(L, NULL, 0, nodes), *spare = bitmap_of(L, t->spare_nodes, t->nspares, nodes);
+  for (long i = 0; i < count; i++) {
+    yaml_node_t *item = node_of(L, n->data.sequence.items.start[i]);
+    int v;
+    if (!read_int32(L, item, "a failed node", 0, nodes - 1, &v)) return false;
+    if (listed[v]) {
+      error_at(L, item, "node %d is listed as failed twice", v);
+      return false;
+    }
+    if (spare[v]) {
+      error_at(L, item, "node %d is a spare: %s", v, spare_that_fails);
+      return false;
+    }
+    listed[v] = true;
+    t->failed_nodes[t->nfailed_nodes++] = v;
+  }
+  return true;
+}
+
+// One entry of failed_devices: not listed before, not a spare, not on a
+// node failed_nodes lists (dragonfly).
+static bool failed_device_ok(Loader *L, yaml_node_t *item, int v, const bool *listed, const bool *spare,
+                             const bool *failed_node) {
+  bool df = L->t->family == FAMILY_DRAGONFLY;
+  int unit = ir_device_unit(L->t, v);
+  if (listed[v])
+    error_at(L, item, "device %d is listed as failed twice", v);
+  else if (spare[unit] && df)
+    error_at(L, item, "device %d is on spare node %d: %s", v, unit, spare_that_fails);
+  else if (spare[unit])
+    error_at(L, item, "device %d is a spare: %s", v, spare_that_fails);
+  else if (failed_node[unit])
+    error_at(L, item, "device %d is on node %d, which failed_nodes lists already", v, unit);
+  else
+    return true;
+  return false;
+}
+
+// failed_devices: [D, ...]: devices out of service (on a dragonfly, their
+// nodes: a spare node stands in for a whole node).
+static bool read_failed_devices(Loader *L, yaml_node_t *n) {
+  Topology *t = L->t;
+  if (n->type != YAML_SEQUENCE_NODE) {
+    error_at(L, n, "failed_devices must be a sequence of device ids, not %s", node_kind_name(n));
+    return false;
+  }
+  int units = t->family == FAMILY_DRAGONFLY ? t->df.racks * t->df.nodes_per_rack : t->ndevices;
+  long count = n->data.sequence.items.top - n->data.sequence.items.start;
+  t->failed_devices = ARENA_ARRAY(L->a, int, count + 1);
+  bool *listed = bitmap_of(L, NULL, 0, t->ndevices), *spare = bitmap_of(L, t->spare_nodes, t->nspares, units);
+  bool *failed_node = bitmap_of(L, t->failed_nodes, t->nfailed_nodes, units);
+  for (long i = 0; i < count; i++) {
+    yaml_node_t *item = node_of(L, n->data.sequence.items.start[i]);
+    int v;
+    if (!read_device_id(L, item, "failed device", &v) || !failed_device_ok(L, item, v, listed, spare, failed_node))
+      return false;
+    listed[v] = true;
+    t->failed_devices[t->nfailed_devices++] = v;
+  }
+  return true;
+}
+
 // drift_ppm: [d0, d1, ...]: each device's exact clock error, signed.
 static bool read_device_drifts(Loader *L, yaml_node_t *n) {
   Topology *t = L->t;
@@ -724,6 +806,55 @@ static bool read_settings(Loader *L, yaml_node_t *root, Entry *e) {
   (void)root;
 }
 
+// Where the first FE_MAX_DROPPED_WARNINGS + 1 dropped roles (failed units
+// no spare stands in for) are listed: the unit's first entry in
+// failed_nodes, else in failed_devices, for fe_warn_dropped_roles.  Only
+// those few are located: a location costs the length of its line.
+static void locate_dropped_roles(Loader *L, const Entry *e) {
+  Topology *t = L->t;
+  bool *wanted = ARENA_ARRAY(L->a, bool, t->nroles + 1);
+  for (int i = 0, n = 0; i < t->nroles && n <= FE_MAX_DROPPED_WARNINGS; i++)
+    if (t->roles[i].spare < 0) wanted[i] = true, n++;
+  const int keys[] = {K_FAILED_NODES, K_FAILED_DEVICES};
+  for (size_t k = 0; k < ARRAY_LEN(keys); k++) {
+    yaml_node_t *list = e[keys[k]].value;
+    if (!list) continue;
+    for (yaml_node_item_t *i = list->data.sequence.items.start; i < list->data.sequence.items.top; i++) {
+      yaml_node_t *item = node_of(L, *i);
+      int64_t v;
+      if (!str_to_i64(scalar(item), &v)) continue;
+      const Role *r = ir_failed_role(t, keys[k] == K_FAILED_NODES ? (int)v : ir_device_unit(t, (int)v));
+      long at = r ? r - t->roles : -1;
+      if (at >= 0 && wanted[at]) t->roles[at].loc = node_loc(L, item), wanted[at] = false;
+    }
+  }
+}
+
+// The service table (ir/topology_roles.c): spares stand in for failed
+// units; something must be left to run, and the failed devices must not
+// cut the working ones apart.
+static bool assign_service(Loader *L, yaml_node_t *root, const Entry *e) {
+  Topology *t = L->t;
+  ir_topo_assign_roles(t, L->a);
+  locate_dropped_roles(L, e);
+  yaml_node_t *at = e[K_FAILED_DEVICES].key ? entry_at(&e[K_FAILED_DEVICES])
+                    : e[K_FAILED_NODES].key ? entry_at(&e[K_FAILED_NODES])
+                    : e[K_SPARE_NODES].key  ? entry_at(&e[K_SPARE_NODES])
+                                            : root;
+  if (t->nin_service == 0) {
+    error_at(L, at, "no device is left in service: every %s is a spare or has failed",
+             t->family == FAMILY_DRAGONFLY ? "node" : "device");
+    return false;
+  }
+  int unreached;
+  if (!ir_topo_connected(t, &unreached)) {
+    error_at(L, at, "the failed devices cut the network: device %d cannot reach device %d", unreached,
+             ir_topo_first_working(t));
+    return false;
+  }
+  return true;
+}
+
 static bool wire(Loader *L, yaml_node_t *root, Entry *e) {
   Topology *t = L->t;
   char err[256];
@@ -744,6 +875,8 @@ static bool wire(Loader *L, yaml_node_t *root, Entry *e) {
   }
   if (e[K_FAILED_LINKS].key && !read_failed_links(L, e[K_FAILED_LINKS].value)) return false;
   if (e[K_SPARE_NODES].key && !read_spares(L, e[K_SPARE_NODES].value)) return false;
+  if (e[K_FAILED_NODES].key && !read_failed_nodes(L, e[K_FAILED_NODES].value)) return false;
+  if (e[K_FAILED_DEVICES].key && !read_failed_devices(L, e[K_FAILED_DEVICES].value)) return false;
   if (e[K_DRIFT_PPM].key && e[K_DRIFT_PPM].value->type == YAML_SEQUENCE_NODE &&
       !read_device_drifts(L, e[K_DRIFT_PPM].value))
     return false;
@@ -755,7 +888,7 @@ static bool wire(Loader *L, yaml_node_t *root, Entry *e) {
     error_at(L, at, "the network is not connected: device %d cannot reach device 0", unreached);
     return false;
   }
-  return true;
+  return assign_service(L, root, e);
 }
 
 static Topology *load_document(Loader *L) {
@@ -886,6 +1019,28 @@ bool fe_yaml_flow_depth_ok(Diag *d, const SrcFile *src) {
     }
   }
   return true;
+}
+
+void fe_warn_dropped_roles(Diag *d, const Topology *t) {
+  const char *unit = t->family == FAMILY_DRAGONFLY ? "node" : "device";
+  int dropped = 0, warned = 0;
+  for (int i = 0; i < t->nroles; i++) dropped += t->roles[i].spare < 0;
+  for (int i = 0; i < t->nroles && warned < dropped; i++) {
+    const Role *r = &t->roles[i];
+    if (r->spare >= 0) continue;
+    if (warned == FE_MAX_DROPPED_WARNINGS && dropped > warned + 1) {
+      diag_warning(d, r->loc, "%d more failed %ss have no spare left to stand in: the model runs without them, on %d "
+                   "devices", dropped - warned, unit, t->nin_service);
+      return;
+    }
+    warned++;
+    if (t->family == FAMILY_DRAGONFLY)
+      diag_warning(d, r->loc, "node %d has failed and rack %d has no spare node left to stand in: the model runs "
+                   "without it, on %d devices", r->failed, r->failed / t->df.nodes_per_rack, t->nin_service);
+    else
+      diag_warning(d, r->loc, "device %d has failed and no spare device is left to stand in: the model runs "
+                   "without it, on %d devices", r->failed, t->nin_service);
+  }
 }
 
 Topology *fe_load_topology_text(Arena *a, Diag *d, const char *path, const char *text) {

@@ -36,9 +36,13 @@ int ir_place_devices(const Placement *p, int ndevices, int *out) {
 
 bool ir_place_has(const Placement *p, int device) {
   if (p->kind == PLACE_DEVICE) return p->index == device;
-  for (int i = 0; i < p->nexcept; i++)
-    if (p->except[i] == device) return false;
-  return true;
+  int lo = 0, hi = p->nexcept;  // except is ascending: a binary search
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (p->except[mid] < device) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo == p->nexcept || p->except[lo] != device;
 }
 
 static const char *const node_kind_names[] = {"compute", "transfer", "collective", "stage"};
@@ -248,8 +252,32 @@ static bool schedule_ok(const Dag *d, const Topology *t, char *err, size_t errle
   return ok;
 }
 
+// The devices a node keeps data or runs on: a compute or stage node's
+// device, a transfer's ends, a collective's group.  Only devices in service
+// may (ir_device_in_service: no spare standing by, no failed unit); vectors
+// may cross any working device on their way.
+static bool service_ok(const DagNode *n, const Topology *t, char *err, size_t errlen) {
+  int one[2] = {n->device, -1};
+  const int *devs = one;
+  int count = 1;
+  if (n->kind == NODE_TRANSFER) one[0] = n->src, one[1] = n->dst, count = 2;
+  if (n->kind == NODE_COLLECTIVE) devs = n->group, count = n->ngroup;
+  for (int i = 0; i < count; i++)
+    if (!ir_device_in_service(t, devs[i]))
+      return fail(err, errlen, "node n%d uses device %d, which is out of service (a spare standing by, or failed)",
+                  n->id, devs[i]);
+  for (int r = 0; r < n->nroutes; r++)
+    for (int h = 0; h < n->routes[r].path.nhops; h++)
+      if (t->links.data[n->routes[r].path.hops[h].link].failed)
+        return fail(err, errlen, "transfer n%d crosses link %d, which has failed", n->id,
+                    n->routes[r].path.hops[h].link);
+  return true;
+}
+
 bool ir_dag_verify(const Dag *d, const Topology *t, char *err, size_t errlen) {
   for (int i = 0; i < d->nodes.len; i++)
-    if (!node_ok(d->nodes.data[i], i, t->ndevices, t->link.vector_bytes, err, errlen)) return false;
+    if (!node_ok(d->nodes.data[i], i, t->ndevices, t->link.vector_bytes, err, errlen) ||
+        !service_ok(d->nodes.data[i], t, err, errlen))
+      return false;
   return !d->scheduled || schedule_ok(d, t, err, errlen);
 }

@@ -337,6 +337,17 @@ typedef struct Dragonfly {
 #define IR_DEFAULT_SRAM_VECTORS (2 * 44 * 2 * 4096)
 #define IR_DEFAULT_RX_BUFFER_VECTORS 4
 
+// A failed unit (a dragonfly's node, another family's device) and the
+// spare of its rack that takes its role (seed 002 s4.5: N+1), or -1 when
+// its rack has no spare left: the role is dropped and the model runs on
+// the smaller system.  A node of a dragonfly fails when failed_nodes
+// lists it or failed_devices lists one of its TSPs.
+typedef struct Role {
+  int failed;  // node number (dragonfly) or device id
+  int spare;   // node number or device id; -1: none
+  SrcLoc loc;  // where the failure is listed (the warning about a dropped role)
+} Role;
+
 typedef struct Topology {
   const char *name;
   TopoFamily family;
@@ -355,10 +366,24 @@ typedef struct Topology {
   int rx_buffer_vectors;       // vectors a port can hold that arrived and are not yet taken
   int nspares;
   int *spare_nodes;            // dragonfly: node indices; other families: device ids
+  int nfailed_nodes;
+  int *failed_nodes;           // dragonfly: failed_nodes as listed
+  int nfailed_devices;
+  int *failed_devices;         // failed_devices as listed
   int ndevices;
   Device *devices;
   VEC(Link) links;
-  int nfailed;
+  int nfailed;                 // failed cables: listed, or touching a failed device
+  // The service table (topology_roles.c), which the loader builds once the
+  // keys are read.  Device ids in a .tg are *logical*: the role a device
+  // plays.  Every pass after the checker sees physical ids only.
+  bool *device_failed;         // [device] its cables are failed (failed_devices, failed_nodes)
+  bool *in_service;            // [device] it plays some logical device (runs the model)
+  int *role_device;            // [logical id] the device playing it; -1: none does (a
+                               //   spare's id, or a failed one no spare stands in for)
+  int nroles;
+  Role *roles;                 // every failed unit, ascending, with its stand-in
+  int nin_service;             // devices in service
 } Topology;
 
 // ---- topology.c ----
@@ -390,6 +415,38 @@ typedef enum {
 // and on failure returns the problem with a message in err.
 TopoBuildError ir_topo_build(Topology *t, Arena *a, char *err, size_t errlen);
 
+// ---- topology_roles.c ----
+// The unit a device belongs to: its node number (dragonfly: rack *
+// nodes_per_rack + node), its own id in every other family.
+int ir_device_unit(const Topology *t, int device);
+// The role of failed unit `unit` (Topology.roles), or NULL when it has not failed.
+const Role *ir_failed_role(const Topology *t, int unit);
+// Builds the service table from spare_nodes, failed_nodes and
+// failed_devices (already checked): fails every cable of a failed device,
+// gives each failed unit, ascending, the first spare of its rack (in
+// spare_nodes order) no other took, and maps logical ids to devices.
+void ir_topo_assign_roles(Topology *t, Arena *a);
+// Whether device (a physical id) runs the model: not a spare standing by,
+// not on a failed unit.  Placements, groups and the partitioner use only
+// devices in service.  True for every device of a topology without spares.
+bool ir_device_in_service(const Topology *t, int device);
+// Whether device has failed (failed_devices, or on a node in failed_nodes):
+// all of its cables are failed and it runs nothing.
+bool ir_device_failed(const Topology *t, int device);
+// The device playing logical id `logical`, or -1 (ir_role_refusal says why).
+int ir_role_device(const Topology *t, int logical);
+// Why logical id `logical` has no device (ir_role_device -1), completing
+// "device(64) ": "is on spare node 8: a spare runs only in place of a
+// failed node", allocated in a.
+const char *ir_role_refusal(Arena *a, const Topology *t, int logical);
+// Whether logical id `logical` is a failed unit's role that no spare
+// took (the smaller system: nothing to exclude, nothing to place there).
+bool ir_role_dropped(const Topology *t, int logical);
+// The roles as YAML, "[{node: 3, spare: 8}]" ("device:" outside a
+// dragonfly; "spare: null" for a dropped role): --describe and the
+// manifest write it, tsp-emu compares it.
+void ir_roles_format(const Topology *t, Buf *out);
+
 // ---- topology_metrics.c ----
 // Hops of the longest shortest path over working links; -1 if disconnected
 // (then *unreached, if given, is a device device 0 cannot reach).  Closed
@@ -402,9 +459,13 @@ int ir_topo_diameter_search(const Topology *t, int *unreached);
 // The iFUB search alone, whatever the diameter (tests check it on small
 // graphs too); -1 if disconnected.
 int ir_topo_diameter_ifub(const Topology *t);
-// One BFS from device 0 over working links: false (and *unreached set) if some
-// device cannot be reached.
+// One BFS from the first working device over working links: false (and
+// *unreached set) if some working device cannot be reached.  A device is
+// working unless it has failed (Topology.device_failed); the diameter too
+// is over working devices only.
 bool ir_topo_connected(const Topology *t, int *unreached);
+// The lowest working device (the alignment tree's root), or -1.
+int ir_topo_first_working(const Topology *t);
 // --describe: YAML summary; with ports, every device's numbered ports.
 void ir_topo_describe(const Topology *t, FILE *out, bool ports);
 

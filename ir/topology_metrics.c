@@ -17,32 +17,55 @@
 #define BFS_WORDS 4  // sources per batch = 64 * BFS_WORDS
 
 typedef struct Adjacency {
+  int n;       // working devices (not failed): the graph's vertices 0..n-1
+  int *id;     // vertex -> device id
   int *start;  // neighbours of v: nbr[start[v] .. start[v+1])
   int *nbr;
 } Adjacency;
 
-// Compressed neighbour lists over working (not failed) links.
+// Compressed neighbour lists over working links, between working devices
+// (a failed device's cables are all failed: it is left out, renumbered round).
 static Adjacency adjacency_build(const Topology *t) {
   Adjacency g;
-  g.start = xcalloc((size_t)t->ndevices + 1, sizeof(int));
+  int *vertex = xmalloc(sizeof(int) * (size_t)(t->ndevices + 1));
+  g.id = xmalloc(sizeof(int) * (size_t)(t->ndevices + 1));
+  g.n = 0;
+  for (int v = 0; v < t->ndevices; v++) {
+    vertex[v] = !ir_device_failed(t, v) ? g.n : -1;
+    if (vertex[v] >= 0) g.id[g.n++] = v;
+  }
+  g.start = xcalloc((size_t)g.n + 1, sizeof(int));
   g.nbr = xmalloc(sizeof(int) * (size_t)(2 * t->links.len + 1));
   for (int i = 0; i < t->links.len; i++) {
     const Link *l = &t->links.data[i];
     if (l->failed) continue;
-    g.start[l->a + 1]++;
-    g.start[l->b + 1]++;
+    g.start[vertex[l->a] + 1]++;
+    g.start[vertex[l->b] + 1]++;
   }
-  for (int v = 0; v < t->ndevices; v++) g.start[v + 1] += g.start[v];
-  int *fill = xmalloc(sizeof(int) * (size_t)(t->ndevices + 1));
-  memcpy(fill, g.start, sizeof(int) * (size_t)t->ndevices);
+  for (int v = 0; v < g.n; v++) g.start[v + 1] += g.start[v];
+  int *fill = xmalloc(sizeof(int) * (size_t)(g.n + 1));
+  memcpy(fill, g.start, sizeof(int) * (size_t)g.n);
   for (int i = 0; i < t->links.len; i++) {
     const Link *l = &t->links.data[i];
     if (l->failed) continue;
-    g.nbr[fill[l->a]++] = l->b;
-    g.nbr[fill[l->b]++] = l->a;
+    g.nbr[fill[vertex[l->a]]++] = vertex[l->b];
+    g.nbr[fill[vertex[l->b]]++] = vertex[l->a];
   }
   free(fill);
+  free(vertex);
   return g;
+}
+
+static void adjacency_free(Adjacency *g) {
+  free(g->id);
+  free(g->start);
+  free(g->nbr);
+}
+
+int ir_topo_first_working(const Topology *t) {
+  for (int v = 0; v < t->ndevices; v++)
+    if (!ir_device_failed(t, v)) return v;
+  return -1;
 }
 
 // Rounds until the batch of sources [first, first + 64*BFS_WORDS) reaches
@@ -71,7 +94,7 @@ static int bfs_batch(const Adjacency *g, int n, int first, uint64_t *cur, uint64
     for (int s = 0; s < nsrc; s++)
       if (!(cur[(size_t)v * BFS_WORDS + s / 64] & (1ull << (s % 64)))) {
         *complete = false;
-        if (unreached) *unreached = v;
+        if (unreached) *unreached = g->id[v];
         break;
       }
   return rounds;
@@ -95,7 +118,7 @@ static int bfs_eccentricity(const Adjacency *g, int n, int src, int *queue, int 
   if (tail < n) {
     for (int v = 0; v < n; v++)
       if (dist[v] < 0 && unreached) {
-        *unreached = v;
+        *unreached = g->id[v];
         break;
       }
     return -1;
@@ -148,39 +171,27 @@ static int diameter_by_ifub(const Adjacency *g, int n, int *queue, int *dist) {
 }
 
 int ir_topo_diameter_ifub(const Topology *t) {
-  int n = t->ndevices;
-  if (n <= 1) return 0;
   Adjacency g = adjacency_build(t);
-  int *queue = xmalloc(sizeof(int) * (size_t)n), *dist = xmalloc(sizeof(int) * (size_t)n);
-  int d = bfs_eccentricity(&g, n, 0, queue, dist, NULL) < 0 ? -1 : diameter_by_ifub(&g, n, queue, dist);
-  free(queue);
-  free(dist);
-  free(g.start);
-  free(g.nbr);
+  int n = g.n, d = 0;
+  if (n > 1) {
+    int *queue = xmalloc(sizeof(int) * (size_t)n), *dist = xmalloc(sizeof(int) * (size_t)n);
+    d = bfs_eccentricity(&g, n, 0, queue, dist, NULL) < 0 ? -1 : diameter_by_ifub(&g, n, queue, dist);
+    free(queue);
+    free(dist);
+  }
+  adjacency_free(&g);
   return d;
 }
 
-int ir_topo_diameter_search(const Topology *t, int *unreached) {
-  int n = t->ndevices;
-  if (n <= 1) return 0;
-  Adjacency g = adjacency_build(t);
-  int *queue = xmalloc(sizeof(int) * (size_t)n), *dist = xmalloc(sizeof(int) * (size_t)n);
-  int ecc0 = bfs_eccentricity(&g, n, 0, queue, dist, unreached);
-  bool thin = ecc0 >= 0 && 2 * ecc0 > 64 * BFS_WORDS;
-  int plain = thin ? diameter_by_ifub(&g, n, queue, dist) : 0;
-  free(queue);
-  free(dist);
-  if (ecc0 < 0 || thin) {
-    free(g.start);
-    free(g.nbr);
-    return ecc0 < 0 ? -1 : plain;
-  }
+// The largest eccentricity over every source, 256 at a time; -1 (and
+// *unreached) if some source misses a device.
+static int diameter_by_batches(const Adjacency *g, int *unreached) {
+  int n = g->n, diameter = 0;
   uint64_t *cur = xmalloc(sizeof(uint64_t) * BFS_WORDS * (size_t)n);
   uint64_t *next = xmalloc(sizeof(uint64_t) * BFS_WORDS * (size_t)n);
-  int diameter = 0;
   for (int first = 0; first < n; first += 64 * BFS_WORDS) {
     bool complete;
-    int rounds = bfs_batch(&g, n, first, cur, next, &complete, unreached);
+    int rounds = bfs_batch(g, n, first, cur, next, &complete, unreached);
     if (!complete) {
       diameter = -1;
       break;
@@ -189,8 +200,21 @@ int ir_topo_diameter_search(const Topology *t, int *unreached) {
   }
   free(cur);
   free(next);
-  free(g.start);
-  free(g.nbr);
+  return diameter;
+}
+
+int ir_topo_diameter_search(const Topology *t, int *unreached) {
+  Adjacency g = adjacency_build(t);
+  int n = g.n, diameter = 0;
+  if (n > 1) {
+    int *queue = xmalloc(sizeof(int) * (size_t)n), *dist = xmalloc(sizeof(int) * (size_t)n);
+    int ecc0 = bfs_eccentricity(&g, n, 0, queue, dist, unreached);
+    bool thin = ecc0 >= 0 && 2 * ecc0 > 64 * BFS_WORDS;
+    diameter = ecc0 < 0 ? -1 : thin ? diameter_by_ifub(&g, n, queue, dist) : diameter_by_batches(&g, unreached);
+    free(queue);
+    free(dist);
+  }
+  adjacency_free(&g);
   return diameter;
 }
 
@@ -215,13 +239,12 @@ int ir_topo_diameter(const Topology *t, int *unreached) {
 }
 
 bool ir_topo_connected(const Topology *t, int *unreached) {
-  int n = t->ndevices;
   Adjacency g = adjacency_build(t);
-  int *queue = xmalloc(sizeof(int) * (size_t)n);
-  bool *seen = xcalloc((size_t)n, sizeof(bool));
+  int n = g.n;
+  int *queue = xmalloc(sizeof(int) * (size_t)(n + 1));
+  bool *seen = xcalloc((size_t)n + 1, sizeof(bool));
   int head = 0, tail = 0;
-  queue[tail++] = 0;
-  seen[0] = true;
+  if (n > 0) queue[tail++] = 0, seen[0] = true;
   while (head < tail) {
     int v = queue[head++];
     for (int e = g.start[v]; e < g.start[v + 1]; e++)
@@ -233,13 +256,12 @@ bool ir_topo_connected(const Topology *t, int *unreached) {
   bool connected = tail == n;
   for (int v = 0; v < n && !connected; v++)
     if (!seen[v]) {
-      if (unreached) *unreached = v;
+      if (unreached) *unreached = g.id[v];
       break;
     }
   free(queue);
   free(seen);
-  free(g.start);
-  free(g.nbr);
+  adjacency_free(&g);
   return connected;
 }
 
@@ -337,6 +359,27 @@ static void describe_ports(const Topology *t, FILE *out) {
   }
 }
 
+static void describe_list(FILE *out, const char *key, const int *v, int n) {
+  if (!n) return;
+  fprintf(out, "%s: [", key);
+  for (int i = 0; i < n; i++) fprintf(out, "%s%d", i ? ", " : "", v[i]);
+  fprintf(out, "]\n");
+}
+
+// Spares, failures, the roles the spares took and what is left in service.
+static void describe_service(const Topology *t, FILE *out) {
+  describe_list(out, "spare_nodes", t->spare_nodes, t->nspares);
+  describe_list(out, "failed_nodes", t->failed_nodes, t->nfailed_nodes);
+  describe_list(out, "failed_devices", t->failed_devices, t->nfailed_devices);
+  if (t->nroles) {
+    Buf b = {0};
+    ir_roles_format(t, &b);
+    fprintf(out, "roles: %s\n", b.data);
+    buf_free(&b);
+  }
+  if (t->nspares || t->nroles) fprintf(out, "devices_in_service: %d\n", t->nin_service);
+}
+
 void ir_topo_describe(const Topology *t, FILE *out, bool ports) {
   int kinds[LINK_KIND_COUNT] = {0};
   int max_ports = 0;
@@ -372,10 +415,6 @@ void ir_topo_describe(const Topology *t, FILE *out, bool ports) {
     print_number(out, t->drift_ppm);
     fputc('\n', out);
   }
-  if (t->nspares) {
-    fprintf(out, "spare_nodes: [");
-    for (int i = 0; i < t->nspares; i++) fprintf(out, "%s%d", i ? ", " : "", t->spare_nodes[i]);
-    fprintf(out, "]\n");
-  }
+  describe_service(t, out);
   if (ports) describe_ports(t, out);
 }

@@ -22,7 +22,9 @@
 // port order one a cycle, and every device NOTIFYs at B + h k E.  Only a
 // link whose own range is E - 1 cycles or more is refused: no send time
 // brings it inside one epoch.  Units other than ctl park in SYNC until the
-// NOTIFY.
+// NOTIFY.  The tree spans every working device (spares standing by run the
+// preamble too: they may carry other devices' vectors); a failed device
+// is left out and runs nothing.
 #include "passes.h"
 
 #include <stdlib.h>
@@ -131,14 +133,16 @@ bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, Al
     fanout = MAX(fanout, children);
   }
   plan->epochs_per_level = (latency + fanout) / t->epoch_cycles + 1;
-  bool ok = tail == n && ranges_fit(plan, t, err, errlen);
-  for (int v = 0; v < n && tail < n; v++)
-    if (plan->level[v] < 0) {
+  int working = 0;
+  for (int v = 0; v < n; v++) working += !ir_device_failed(t, v);
+  bool ok = tail == working && ranges_fit(plan, t, err, errlen);
+  for (int v = 0; v < n && tail < working; v++)
+    if (plan->level[v] < 0 && !ir_device_failed(t, v)) {
       snprintf(err, errlen, "device %d cannot be reached from %d", v, root);
       break;
     }
   Child *kids = xmalloc(sizeof *kids * (size_t)(fanout + 1));
-  for (int i = 0; i < n && ok; i++) {  // parents before children: BFS order
+  for (int i = 0; i < tail && ok; i++) {  // parents before children: BFS order
     int v = queue[i];
     int64_t sends = plan_sends(plan, t, v, kids);
     // Its first DESKEW after the sends goes to the boundary after them.
@@ -185,6 +189,7 @@ int64_t align_emit(Arena *a, const AlignPlan *plan, const Topology *t, Program *
   Child *kids = xmalloc(sizeof *kids * (size_t)most);
   for (int v = 0; v < t->ndevices; v++) {
     DeviceProgram *dp = &p->devices[v];
+    if (!!ir_device_failed(t, v)) continue;
     for (int i = 0; i < dp->units.len; i++)  // every unit but ctl waits for the NOTIFY
       if (dp->units.data[i].kind != UNIT_CTL) emit(a, &dp->units.data[i], OPC_SYNC, 0, 0);
     UnitProgram *ctl = unit_of(a, dp, UNIT_CTL, -1);

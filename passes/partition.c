@@ -87,19 +87,33 @@ static int *hops_from(const Topology *t, int from) {
   return dist;
 }
 
-// Devices by hops from `from`, then by id: the order shards and stages take.
-int *part_devices_nearest(const Topology *t, int from) {
-  int *dist = hops_from(t, from), *order = xmalloc(sizeof(int) * (size_t)t->ndevices), n = 0;
-  for (int h = 0; n < t->ndevices; h++) {
+// The devices in service (ir_device_in_service: not failed, not a spare
+// standing by) by hops from `from`, then by id: the order shards and stages
+// take; *n gets how many (unreachable ones last).
+int *part_devices_nearest(const Topology *t, int from, int *n) {
+  int *dist = hops_from(t, from), *order = xmalloc(sizeof(int) * (size_t)t->ndevices);
+  *n = 0;
+  for (int h = 0;; h++) {
     bool any = false;
     for (int d = 0; d < t->ndevices; d++)
-      if (dist[d] == h) order[n++] = d, any = true;
+      if (dist[d] == h) {
+        any = true;
+        if (ir_device_in_service(t, d)) order[(*n)++] = d;
+      }
     if (!any) break;  // the rest are unreachable
   }
   for (int d = 0; d < t->ndevices; d++)
-    if (dist[d] < 0) order[n++] = d;
+    if (dist[d] < 0 && ir_device_in_service(t, d)) order[(*n)++] = d;
   free(dist);
   return order;
+}
+
+// The device the model's device(0) names (the first in service if none).
+int part_first_device(const Topology *t) {
+  int d = ir_role_device(t, 0);
+  for (int k = 0; d < 0 && k < t->ndevices; k++)
+    if (ir_device_in_service(t, k)) d = k;
+  return d < 0 ? 0 : d;
 }
 
 // Ports of device d with a working cable.
@@ -207,7 +221,7 @@ static void place_with_consumers(Partitioner *p) {
     Tensor *t = g->tensors.data[i];
     if (!part_is_free(t)) continue;
     const Op *user = first_use[t->id];
-    t->place = user ? user->result->place : (Placement){.kind = PLACE_DEVICE, .index = 0};
+    t->place = user ? user->result->place : (Placement){.kind = PLACE_DEVICE, .index = part_first_device(p->t)};
   }
   free(first_use);
 }
@@ -299,7 +313,7 @@ typedef struct Pipeline {
 static int next_on_path(const Partitioner *p, Pipeline *pl) {
   int *dist = hops_from(p->t, pl->path[pl->npath - 1]), best = -1;
   for (int d = 0; d < p->t->ndevices; d++)
-    if (!pl->used[d] && dist[d] > 0 && (best < 0 || dist[d] < dist[best])) best = d;
+    if (!pl->used[d] && dist[d] > 0 && ir_device_in_service(p->t, d) && (best < 0 || dist[d] < dist[best])) best = d;
   free(dist);
   return best;
 }
@@ -449,12 +463,12 @@ static bool pipeline(Partitioner *p, Pipeline *pl, const Op **stuck) {
 }
 
 // The device the first stage takes: where the first free op's placed
-// operand lives, else 0.
-static int pipeline_start(Pipeline *pl) {
+// operand lives, else the one device(0) names.
+static int pipeline_start(const Partitioner *p, Pipeline *pl) {
   for (int i = 0; i < pl->nfree; i++)
     for (int a = 0; a < pl->ops[i]->nargs; a++)
       if (pl->ops[i]->args[a]->place.kind == PLACE_DEVICE) return pl->ops[i]->args[a]->place.index;
-  return 0;
+  return part_first_device(p->t);
 }
 
 // ---- the pass ----------------------------------------------------------------------------
@@ -502,7 +516,7 @@ bool pass_partition(Compilation *c) {
     pl.first_use = first_uses(p.g);
     pl.path = xmalloc(sizeof(int) * (size_t)c->topo->ndevices);
     pl.used = xcalloc((size_t)c->topo->ndevices, sizeof(bool));
-    pl.path[0] = pipeline_start(&pl), pl.used[pl.path[0]] = true, pl.npath = 1;
+    pl.path[0] = pipeline_start(&p, &pl), pl.used[pl.path[0]] = true, pl.npath = 1;
     const Op *stuck = NULL;
     if (pipeline(&p, &pl, &stuck)) {
       place_with_consumers(&p);

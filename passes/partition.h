@@ -42,9 +42,12 @@ bool part_is_free(const Tensor *t);  // the model left it unplaced (auto)
 // Whether the partitioner may move op's result: the .tg did not place it
 // and it is not one copy of a group (@ each).
 bool part_movable(const Op *op);
-// Every device, by hops from `from` over working links, then by id (the
-// order shards and stages take); the caller frees it.
-int *part_devices_nearest(const Topology *t, int from);
+// The devices in service, by hops from `from` over working links, then by
+// id (the order shards and stages take); *n gets how many; the caller
+// frees it.
+int *part_devices_nearest(const Topology *t, int from, int *n);
+// The device the model's device(0) names: where unplaced leftovers go.
+int part_first_device(const Topology *t);
 // Estimated cycles to send `bytes` from device src to `copies` devices.
 int64_t part_send_cycles(const Partitioner *p, int src, int64_t bytes, int copies);
 // A shard of `of` on `device`: the box [start, start + shape), named after

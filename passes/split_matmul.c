@@ -115,8 +115,8 @@ static int max_rows(const Partitioner *p, const Op *op) {
 
 // Whether the system has C groups of R devices that share a node.
 static bool grid_fits_nodes(const Partitioner *p, Grid g) {
-  if (p->t->family != FAMILY_DRAGONFLY) return g.R * g.C <= p->t->ndevices;
-  int nodes = p->t->ndevices / p->t->df.tsps_per_node;
+  if (p->t->family != FAMILY_DRAGONFLY) return g.R * g.C <= p->t->nin_service;
+  int nodes = p->t->nin_service / p->t->df.tsps_per_node;  // whole nodes serve or stand by
   return (p->t->df.tsps_per_node / g.R) * nodes >= g.C;
 }
 
@@ -124,7 +124,7 @@ static bool grid_fits_nodes(const Partitioner *p, Grid g) {
 // rows); {0, 0} when none fits.
 static Grid best_grid(const Partitioner *p, const Op *op, int src, SplitCost *best) {
   Grid bg = {0, 0};
-  int nd = p->t->ndevices, rmax = max_rows(p, op);
+  int nd = p->t->nin_service, rmax = max_rows(p, op);
   int64_t n = op->args[1]->shape.dim[1];
   for (int D = 1; D <= nd; D++)
     for (int R = 1; R <= rmax && R <= D; R++) {
@@ -149,16 +149,16 @@ static bool same_node(const Topology *t, int a, int b) {
 // dragonfly: a group never spans nodes), and takes the R - 1 of them
 // nearest to it.  NULL when the system has too few.
 static int *grid_devices(const Partitioner *p, Grid g, int src) {
-  int nd = p->t->ndevices, *devs = xmalloc(sizeof(int) * (size_t)(g.R * g.C));
+  int nd = p->t->ndevices, *devs = xmalloc(sizeof(int) * (size_t)(g.R * g.C)), n, m;
   bool *used = xcalloc((size_t)nd, sizeof(bool));
-  int *order = part_devices_nearest(p->t, src);
+  int *order = part_devices_nearest(p->t, src, &n);
   for (int c = 0; c < g.C; c++) {
     bool placed = false;
-    for (int i = 0; i < nd && !placed; i++) {
+    for (int i = 0; i < n && !placed; i++) {
       int lead = order[i], found = 0;
       if (used[lead]) continue;
-      int *near = part_devices_nearest(p->t, lead);
-      for (int j = 0; j < nd && found < g.R; j++)
+      int *near = part_devices_nearest(p->t, lead, &m);
+      for (int j = 0; j < m && found < g.R; j++)
         if (!used[near[j]] && same_node(p->t, lead, near[j])) devs[c * g.R + found++] = near[j];
       free(near);
       if (found < g.R) continue;
@@ -322,8 +322,10 @@ static void split_grid(Partitioner *p, Op *op, Grid g, const int *devs) {
   part_renumber(gr);
 }
 
-// The device x lives on, or will (an unplaced one: device 0's neighbourhood).
-static int activation_home(const Tensor *x) { return x->place.kind == PLACE_DEVICE ? x->place.index : 0; }
+// The device x lives on, or will (an unplaced one: device(0)'s neighbourhood).
+static int activation_home(const Partitioner *p, const Tensor *x) {
+  return x->place.kind == PLACE_DEVICE ? x->place.index : part_first_device(p->t);
+}
 
 static void log_split(Partitioner *p, const Op *op, Grid g, const int *devs, SplitCost best, SplitCost whole) {
   buf_printf(&p->log, "// %s = matmul(%s, %s), line %d: split %d x %d (row-wise x column-wise) over %d devices (",
@@ -338,7 +340,7 @@ void partition_split_matmuls(Partitioner *p) {
   for (int i = 0; i < p->g->ops.len; i++) {
     Op *op = p->g->ops.data[i];
     if (!splittable(p->g, op)) continue;
-    int src = activation_home(op->args[0]);
+    int src = activation_home(p, op->args[0]);
     SplitCost best = {0}, whole = grid_cost(p, op, (Grid){1, 1}, src);
     Grid g = best_grid(p, op, src, &best);
     if (g.R * g.C <= 1) continue;  // whole is best, or nothing fits: the capacity check says so

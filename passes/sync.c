@@ -65,7 +65,7 @@ bool pass_sync(Compilation *c) {
     return false;
   }
   char err[256];
-  if (!align_plan(&c->arena, t, 0, s->launch_window, &s->align, err, sizeof err)) {
+  if (!align_plan(&c->arena, t, ir_topo_first_working(t), s->launch_window, &s->align, err, sizeof err)) {
     diag_tool_error(&c->diag, "tspc", "cannot align the devices: %s", err);
     return false;
   }

@@ -170,7 +170,11 @@ static int find_cable(const Topology *t, const FaultSpec *s, char *err, size_t e
       found = id;
   }
   if (found >= 0) return found;
-  if (failed)
+  int dead = ir_device_failed(t, s->a) ? s->a : ir_device_failed(t, s->b) ? s->b : -1;
+  if (failed && dead >= 0)
+    snprintf(err, errlen, "%s %s: the cable between devices %d and %d has failed already: device %d has failed (the "
+             "topology's failed_nodes or failed_devices)", kind_option[s->kind], s->arg, s->a, s->b, dead);
+  else if (failed)
     snprintf(err, errlen, "%s %s: the cable between devices %d and %d has failed already (the topology's failed_links)",
              kind_option[s->kind], s->arg, s->a, s->b);
   else
@@ -215,6 +219,12 @@ Faults *fault_new(const Topology *t, double ber, const FaultSpec *specs, int nsp
     if (bad >= 0) {
       snprintf(err, errlen, "%s %s: device %d does not exist (the topology has %d)", kind_option[s->kind], s->arg, bad,
                t->ndevices);
+      fault_free(f);
+      return NULL;
+    }
+    if (s->kind == FAULT_FAIL_DEVICE && ir_device_failed(t, s->a)) {
+      snprintf(err, errlen, "%s %s: device %d has failed already (the topology's failed_nodes or failed_devices)",
+               kind_option[s->kind], s->arg, s->a);
       fault_free(f);
       return NULL;
     }

@@ -503,6 +503,49 @@ static bool read_tensors(ManifestReader *m, yaml_node_t *root, EmuInput *in) {
   return true;
 }
 
+// Whether roles item n says role r: {node: F, spare: S} ("device:"
+// outside a dragonfly; "spare: null" for a dropped role), nothing else.
+static bool role_matches(ManifestReader *m, yaml_node_t *n, const Topology *t, const Role *r) {
+  const char *unit = t->family == FAMILY_DRAGONFLY ? "node" : "device";
+  yaml_node_t *failed = map_get(m, n, unit), *spare = map_get(m, n, "spare");
+  int64_t v;
+  if (!failed || !spare || n->data.mapping.pairs.top - n->data.mapping.pairs.start != 2) return false;
+  if (failed->type != YAML_SCALAR_NODE || !str_to_i64((char *)failed->data.scalar.value, &v) || v != r->failed)
+    return false;
+  if (spare->type != YAML_SCALAR_NODE) return false;
+  if (r->spare < 0) return !strcmp((char *)spare->data.scalar.value, "null");
+  return str_to_i64((char *)spare->data.scalar.value, &v) && v == r->spare;
+}
+
+static bool roles_match(ManifestReader *m, yaml_node_t *n, const Topology *t) {
+  if (n->type != YAML_SEQUENCE_NODE || n->data.sequence.items.top - n->data.sequence.items.start != t->nroles)
+    return false;
+  for (int i = 0; i < t->nroles; i++)
+    if (!role_matches(m, yaml_document_get_node(m->doc, n->data.sequence.items.start[i]), t, &t->roles[i]))
+      return false;
+  return true;
+}
+
+// `roles:` (written exactly when some unit has failed): the spares standing
+// in, which must be the ones topology.yaml's spares and failures give
+// (ir/topology_roles.c), or the binaries were compiled for another system.
+static bool read_roles(ManifestReader *m, yaml_node_t *root, const Topology *t) {
+  yaml_node_t *n = map_get(m, root, "roles");
+  if (!n && !t->nroles) return true;
+  if (n && roles_match(m, n, t)) return true;
+  Buf want = {0};
+  ir_roles_format(t, &want);
+  if (!n)
+    diag_error(m->d, mloc(m, root), "the manifest has no 'roles', but topology.yaml's spares and failures give %s",
+               want.data);
+  else if (!t->nroles)
+    diag_error(m->d, mloc(m, n), "the manifest has roles, but topology.yaml lists no failure for a spare to stand in for");
+  else
+    diag_error(m->d, mloc(m, n), "roles must be %s, as topology.yaml's spares and failures give them", want.data);
+  buf_free(&want);
+  return false;
+}
+
 static bool read_manifest_fields(ManifestReader *m, yaml_node_t *root, EmuInput *in) {
   int64_t v;
   if (!root || root->type != YAML_MAPPING_NODE) {
@@ -510,6 +553,7 @@ static bool read_manifest_fields(ManifestReader *m, yaml_node_t *root, EmuInput 
     return false;
   }
   if (!scalar_int(m, required(m, root, "format_version"), "format_version", 1, 1, &v)) return false;
+  if (!read_roles(m, root, in->topo)) return false;
   yaml_node_t *binaries = map_get(m, root, "binaries");
   if (!binaries) {
     diag_tool_error(m->d, "tsp-emu", "%s holds no device binaries: its manifest lists none (tspc "
@@ -569,6 +613,12 @@ static bool load_binaries(Arena *a, Diag *d, EmuInput *in) {
     free(data);
     if (!ok) {
       diag_tool_error(d, "tsp-emu", "%s: %s", path, err);
+      return false;
+    }
+    int units = p->devices[i].units.len;
+    if (units && ir_device_failed(in->topo, i)) {
+      diag_tool_error(d, "tsp-emu", "%s: device %d has failed (topology.yaml) and runs nothing, but its binary holds "
+                      "%d unit%s", path, i, units, units == 1 ? "" : "s");
       return false;
     }
   }

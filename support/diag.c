@@ -140,6 +140,14 @@ void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) {
   va_end(ap);
 }
 
+void diag_warning(Diag *d, SrcLoc loc, const char *fmt, ...) {
+  if (d->suppressed) return;
+  va_list ap;
+  va_start(ap, fmt);
+  print_message(d, loc, "warning", fmt, ap);
+  va_end(ap);
+}
+
 void diag_tool_error(Diag *d, const char *tool, const char *fmt, ...) {
   va_list ap;
   d->nerrors++;

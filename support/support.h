@@ -156,6 +156,9 @@ void diag_init(Diag *d, FILE *out);
 void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) PRINTF_LIKE(3, 4);
 void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap);
 void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) PRINTF_LIKE(3, 4);
+// "FILE:LINE:COL: warning: MESSAGE": something the user should know that
+// is not an error (not counted; the run goes on and may succeed).
+void diag_warning(Diag *d, SrcLoc loc, const char *fmt, ...) PRINTF_LIKE(3, 4);
 // An error with no source position: "tspc: error: MESSAGE".
 void diag_tool_error(Diag *d, const char *tool, const char *fmt, ...) PRINTF_LIKE(3, 4);
 

@@ -386,6 +386,7 @@ int main(int argc, char **argv) {
     status = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
     if (status) diag_tool_error(&c.diag, "tspc", "cannot write the description: %s", strerror(errno));
   } else if (c.topo) {
+    fe_warn_dropped_roles(&c.diag, c.topo);
     status = compile(&c, &o);
   }
   progress_done(&progress);

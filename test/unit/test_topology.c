@@ -8,10 +8,13 @@
 
 // ---- a reference diameter: one queue BFS per source ------------------------------
 
+// Failed devices (whose cables have all failed) are neither sources nor
+// destinations: the diameter is over working devices.
 static int reference_diameter(const Topology *t) {
   int n = t->ndevices, best = 0;
   int *dist = malloc(sizeof(int) * (size_t)n), *queue = malloc(sizeof(int) * (size_t)n);
-  for (int s = 0; s < n; s++) {
+  for (int s = 0; s < n && best >= 0; s++) {
+    if (ir_device_failed(t, s)) continue;
     for (int v = 0; v < n; v++) dist[v] = -1;
     int head = 0, tail = 0;
     dist[s] = 0;
@@ -25,8 +28,8 @@ static int reference_diameter(const Topology *t) {
         queue[tail++] = port->peer;
       }
     }
-    for (int v = 0; v < n; v++) best = dist[v] < 0 ? -1 : (best < 0 ? best : MAX(best, dist[v]));
-    if (best < 0) break;
+    for (int v = 0; v < n && best >= 0; v++)
+      if (!ir_device_failed(t, v)) best = dist[v] < 0 ? -1 : MAX(best, dist[v]);
   }
   free(dist);
   free(queue);
@@ -343,6 +346,44 @@ static void spares_and_drift_are_kept(void **state) {
   arena_free(&a);
 }
 
+// The service table (ir/topology_roles.c): spares stand by until a failed
+// unit of their rack needs one; logical ids map onto the device playing them.
+static void spares_stand_in_for_failed_units(void **state) {
+  (void)state;
+  Arena a = {0};
+  // rack72's shape with node 8 the spare and node 3 failed.
+  Topology *t = topo_ok(&a, "topology: dragonfly\ndragonfly: {nodes_per_rack: 9, racks: 1}\n"
+                            "spare_nodes: [8]\nfailed_nodes: [3]\n");
+  assert_int_equal(t->nroles, 1);
+  assert_int_equal(t->roles[0].failed, 3);
+  assert_int_equal(t->roles[0].spare, 8);
+  assert_int_equal(t->nin_service, 64);
+  for (int d = 0; d < 72; d++) {
+    int node = d / 8;
+    assert_int_equal(ir_device_in_service(t, d), node != 3);
+    assert_int_equal(ir_device_failed(t, d), node == 3);
+    assert_int_equal(ir_role_device(t, d), node == 3 ? 64 + d % 8 : node == 8 ? -1 : d);
+  }
+  assert_int_equal(ir_topo_first_working(t), 0);
+  assert_int_equal(ir_topo_diameter(t, NULL), reference_diameter(t));
+  // Failed device 0 of a ring of 6 with spare 5: device 5 plays device 0,
+  // and the line 1 - 2 - 3 - 4 - 5 aligns from device 1.
+  t = topo_ok(&a, "topology: ring\ndevices: 6\nspare_nodes: [5]\nfailed_devices: [0]\n");
+  assert_int_equal(ir_role_device(t, 0), 5);
+  assert_int_equal(ir_role_device(t, 5), -1);
+  assert_true(ir_device_in_service(t, 5) && !ir_device_in_service(t, 0));
+  assert_int_equal(ir_topo_first_working(t), 1);
+  assert_int_equal(ir_topo_diameter(t, NULL), 4);
+  assert_string_equal(ir_role_refusal(&a, t, 5), "is a spare standing in for failed device 0: name the role it plays, device(0)");
+  // No spare left: the role is dropped, the model runs on the rest.
+  t = topo_ok(&a, "topology: ring\ndevices: 6\nfailed_devices: [2]\n");
+  assert_int_equal(ir_role_device(t, 2), -1);
+  assert_true(ir_role_dropped(t, 2) && !ir_role_dropped(t, 3));
+  assert_int_equal(t->nin_service, 5);
+  assert_string_equal(ir_role_refusal(&a, t, 2), "has failed, and no spare device is left to stand in for it");
+  arena_free(&a);
+}
+
 static void port_budget_is_enforced(void **state) {
   (void)state;
   Arena a = {0};
@@ -375,6 +416,7 @@ int main(void) {
       cmocka_unit_test(cycles_per_vector_rounds_up),
       cmocka_unit_test(link_overrides_apply_to_one_link),
       cmocka_unit_test(spares_and_drift_are_kept),
+      cmocka_unit_test(spares_stand_in_for_failed_units),
       cmocka_unit_test(port_budget_is_enforced),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
