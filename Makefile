@@ -18,9 +18,12 @@
 
 # Build on every core unless the caller chose (-j N on the command line or
 # in MAKEFLAGS): make check's two builds are a minute each serially.
+# (Set at the top level only: sub-makes share its job server.)
 NPROC    := $(shell nproc 2>/dev/null || echo 1)
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
-  MAKEFLAGS += -j$(NPROC)
+ifeq ($(MAKELEVEL),0)
+  ifeq ($(filter -j%,$(MAKEFLAGS)),)
+    MAKEFLAGS += -j$(NPROC)
+  endif
 endif
 
 CC       ?= cc
@@ -71,7 +74,7 @@ TOOLS    := tspc tsp-as tsp-emu tsp-objdump
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:test/unit/%.c=$(OBJ)/test/%)
 
-.PHONY: all tools unit check demo deps install clean fuzz fuzzers
+.PHONY: all tools unit check demo deps install install-files clean fuzz fuzzers
 all: tools unit
 tools: $(TOOLS:%=$(BINDIR)/%)
 unit: $(UNIT_BINS)
@@ -156,6 +159,11 @@ demo: deps
 	bin/tsp-emu out/mlp1
 
 install: tools
+	$(MAKE) install-files
+
+# The copying alone, from what is built (cli/make-install.test runs it
+# while other tests use bin/, so it must never rebuild).
+install-files:
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(docdir) $(DESTDIR)$(datadir)/examples
 	install -m 755 $(TOOLS:%=$(BINDIR)/%) $(DESTDIR)$(bindir)
 	install -d $(DESTDIR)$(docdir)/img
