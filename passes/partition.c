@@ -511,13 +511,13 @@ bool pass_partition(Compilation *c) {
   const Tensor *largest;
   int d = overfull_device(&p, p.capacity, &peak, &largest);
   bool ok = true;
+  const Op *stuck = NULL;  // where a pipeline cut failed
   if ((d >= 0 || p.batches > 1) && !c->partition_none && pl.nfree > 1) {
     for (int i = 0; i < nwas_free; i++) was_free[i]->place = (Placement){.kind = PLACE_AUTO};
     pl.first_use = first_uses(p.g);
     pl.path = xmalloc(sizeof(int) * (size_t)c->topo->ndevices);
     pl.used = xcalloc((size_t)c->topo->ndevices, sizeof(bool));
     pl.path[0] = pipeline_start(&p, &pl), pl.used[pl.path[0]] = true, pl.npath = 1;
-    const Op *stuck = NULL;
     if (pipeline(&p, &pl, &stuck)) {
       place_with_consumers(&p);
     } else {  // back to step 3's placement, to refuse it or let code generation judge it exactly
@@ -530,10 +530,14 @@ bool pass_partition(Compilation *c) {
   // refused here; code generation's allocator has the last word.
   d = overfull_device(&p, p.sram, &peak, &largest);
   if (d >= 0) {
-    refuse(&p, d, peak, largest,
-           c->partition_none            ? "; --partition=none splits nothing"
-           : largest->place_written     ? "; the model places it there"
-                                        : "; no column split or pipeline the partitioner knows fits it");
+    const char *why = c->partition_none      ? "; --partition=none splits nothing"
+                      : largest->place_written ? "; the model places it there"
+                                               : "; no column split or pipeline the partitioner knows fits it";
+    if (stuck && !c->partition_none)  // say where the pipeline gave up
+      why = arena_printf(&c->arena, "; a pipeline runs out of devices or SRAM at '%s' (line %d)%s",
+                         stuck->result->name, stuck->loc.line,
+                         p.batches > 1 ? arena_printf(&c->arena, " with %d inferences in flight", p.batches) : "");
+    refuse(&p, d, peak, largest, why);
     ok = false;
   }
   free(pl.ops), free(was_free);
