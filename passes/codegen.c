@@ -509,7 +509,7 @@ static void add_resyncs(Codegen *g, DeviceCode *d, int nports) {
     for (int j = 0; j < units[i]->code.len; j++) last[i] = MAX(last[i], units[i]->code.data[j].at);
     busy = MAX(busy, last[i]);
   }
-  g->note = "resync (RUNTIME_DESKEW against drift)";
+  g->note = g->c->annotate ? "resync (RUNTIME_DESKEW against drift)" : NULL;
   for (int64_t k = 1; k * s->interval < busy; k++) {
     int64_t at = k * s->interval;
     for (int i = 0; i < nu; i++)
@@ -664,7 +664,7 @@ bool pass_codegen(Compilation *c) {
   place_interface(&g);
   for (int i = 0; i < c->dag->nodes.len && !g.failed; i++) {
     const DagNode *n = c->dag->nodes.data[i];
-    g.note = node_note(&g, n);
+    g.note = c->annotate ? node_note(&g, n) : NULL;
     switch (n->kind) {
     case NODE_TRANSFER: gen_transfer(&g, n); break;
     case NODE_STAGE: gen_stage(&g, n); break;

@@ -114,6 +114,7 @@ typedef struct Compilation {
   bool partition_none;            // --partition=none: place, split nothing, no pipeline
   int batches;                    // --batches: inferences in flight (0 or 1: one)
   Progress *progress;             // the progress line on a terminal (NULL: none)
+  bool annotate;                  // a listing is wanted: codegen notes what each instruction serves
   const char *partition_log;      // after partition: what it split and cut, and why
   Program *program;               // after codegen
   int64_t *pitch;                 // layout.c, made on first use: by tensor id, vectors per row

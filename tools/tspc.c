@@ -373,6 +373,7 @@ int main(int argc, char **argv) {
   c.route_mode = o.route;
   c.partition_none = o.partition_none;
   c.batches = o.batches;
+  c.annotate = o.emit_asm || (o.dump_after && (!strcmp(o.dump_after, "codegen") || !strcmp(o.dump_after, "all")));
   c.tree_chunks = o.tree_chunks;
   c.drift_ppm = o.drift_ppm;
   c.launch_window = o.launch_window;
