@@ -58,4 +58,4 @@ static void biring_lower(Lowering *l) {
   free(reversed);
 }
 
-const CollectiveAlgo algo_biring = {ALGO_BIRING, biring_applies, biring_lower, false};
+const CollectiveAlgo algo_biring = {ALGO_BIRING, biring_applies, biring_lower, NULL};

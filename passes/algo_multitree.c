@@ -25,38 +25,58 @@ typedef struct Grower {
   const int *roots, *cluster;
   TreeSet *ts;
   int *order, *count;  // by tree: its devices in the order they joined, and how many
+  int *any_from;       // by tree: where in its order this step's search for a free edge resumes
+  int *cluster_from;   // ... for a free edge into its root's cluster (clusters only)
   bool *used;          // link direction (link * 2 + (from == a ? 0 : 1)) taken in this step
 } Grower;
 
 static int dir_index(const Topology *t, int link, int from) { return link * 2 + (t->links.data[link].a == from ? 0 : 1); }
 
+// Device u's first port over which tree k may take an edge in this step: a
+// free link direction to a member the tree lacks (one in the root's cluster
+// if `in_cluster`), or -1.
+static int free_port(const Grower *g, int k, int u, bool in_cluster) {
+  const int *step = g->ts->step + (size_t)k * g->ts->ndevices;
+  const Device *d = &g->t->devices[u];
+  for (int p = 0; p < d->nports; p++) {
+    int v = d->ports[p].peer, link = d->ports[p].link;
+    if (link < 0 || g->t->links.data[link].failed || !g->member[v] || step[v] >= 0) continue;
+    if (g->used[dir_index(g->t, link, u)]) continue;
+    if (in_cluster && g->cluster[v] != g->cluster[g->roots[k]]) continue;
+    return p;
+  }
+  return -1;
+}
+
+// The earliest-joined device of tree k that joined before step s and has a
+// free port (*port), searching from *from on, or -1.  The search skips for
+// good, until the step ends, a device without one: within a step link
+// directions are only taken and the tree only grows, so it stays without.
+// This keeps the trees' construction near N^2 ports a step instead of N^3.
+static int first_with_port(Grower *g, int k, int s, int *from, bool in_cluster, int *port) {
+  int nd = g->ts->ndevices;
+  const int *order = g->order + (size_t)k * nd, *step = g->ts->step + (size_t)k * nd;
+  for (; *from < g->count[k]; ++*from) {
+    int u = order[*from];
+    if (step[u] >= s) break;  // joined in this step, and so did every later one
+    if ((*port = free_port(g, k, u, in_cluster)) >= 0) return u;
+  }
+  return -1;
+}
+
 // Tree k takes one edge in step s: from the earliest-joined device that
 // joined before s, over its first free link direction to a member the tree
 // lacks (one of its root's cluster first, if clusters are given).
 static bool grow_one(Grower *g, int k, int s) {
-  int nd = g->ts->ndevices, *step = g->ts->step + (size_t)k * nd, best_u = -1, best_p = -1;
-  for (int i = 0; i < g->count[k]; i++) {
-    int u = g->order[(size_t)k * nd + i];
-    if (step[u] >= s) continue;
-    const Device *d = &g->t->devices[u];
-    for (int p = 0; p < d->nports; p++) {
-      int v = d->ports[p].peer, link = d->ports[p].link;
-      if (link < 0 || g->t->links.data[link].failed || !g->member[v] || step[v] >= 0) continue;
-      if (g->used[dir_index(g->t, link, u)]) continue;
-      bool preferred = g->cluster && g->cluster[v] == g->cluster[g->roots[k]];
-      if (best_u < 0 || preferred) {
-        best_u = u;
-        best_p = p;
-      }
-      if (preferred) goto take;
-    }
-  }
-  if (best_u < 0) return false;
-take:;
-  const Port *port = &g->t->devices[best_u].ports[best_p];
-  g->ts->parent[(size_t)k * nd + port->peer] = best_u;
-  step[port->peer] = s;
-  g->used[dir_index(g->t, port->link, best_u)] = true;
+  int p = -1, u = -1;
+  if (g->cluster) u = first_with_port(g, k, s, &g->cluster_from[k], true, &p);
+  if (u < 0) u = first_with_port(g, k, s, &g->any_from[k], false, &p);
+  if (u < 0) return false;
+  int nd = g->ts->ndevices;
+  const Port *port = &g->t->devices[u].ports[p];
+  g->ts->parent[(size_t)k * nd + port->peer] = u;
+  g->ts->step[(size_t)k * nd + port->peer] = s;
+  g->used[dir_index(g->t, port->link, u)] = true;
   g->order[(size_t)k * nd + g->count[k]++] = port->peer;
   return true;
 }
@@ -67,6 +87,8 @@ static bool grow_step(Grower *g, int s, int members) {
   int n = g->ts->ntrees;
   bool any = false;
   memset(g->used, 0, sizeof(bool) * ((size_t)g->t->links.len * 2 + 1));
+  memset(g->any_from, 0, sizeof(int) * (size_t)n);
+  memset(g->cluster_from, 0, sizeof(int) * (size_t)n);
   for (bool grew = true; grew;) {
     grew = false;
     for (int i = 0; i < n; i++) {
@@ -84,6 +106,8 @@ int lower_multitree_build(const Topology *t, const bool *member, const int *root
   Grower g = {.t = t, .member = member, .roots = roots, .cluster = cluster, .ts = ts};
   g.order = xmalloc(sizeof(int) * (size_t)nroots * nd);
   g.count = xcalloc((size_t)nroots, sizeof(int));
+  g.any_from = xmalloc(sizeof(int) * (size_t)nroots);
+  g.cluster_from = xmalloc(sizeof(int) * (size_t)nroots);
   g.used = xmalloc(sizeof(bool) * ((size_t)t->links.len * 2 + 1));
   int finished = 0;
   for (int k = 0; k < nroots; k++) {
@@ -103,6 +127,8 @@ int lower_multitree_build(const Topology *t, const bool *member, const int *root
   }
   free(g.order);
   free(g.count);
+  free(g.any_from);
+  free(g.cluster_from);
   free(g.used);
   return s;
 }
@@ -136,4 +162,4 @@ static bool multitree_applies(const Lowering *l, char *why, size_t whylen) {
 
 static void multitree_lower(Lowering *l) { lower_trees_build(l, multitree_trees); }
 
-const CollectiveAlgo algo_multitree = {ALGO_MULTITREE, multitree_applies, multitree_lower, true};
+const CollectiveAlgo algo_multitree = {ALGO_MULTITREE, multitree_applies, multitree_lower, multitree_trees};

@@ -161,4 +161,4 @@ static void ring_lower(Lowering *l) {
   free(order);
 }
 
-const CollectiveAlgo algo_ring = {ALGO_RING, ring_applies, ring_lower, false};
+const CollectiveAlgo algo_ring = {ALGO_RING, ring_applies, ring_lower, NULL};

@@ -302,17 +302,64 @@ void lower_trees(Lowering *l, const TreeSet *ts) {
   free(w.deps);
 }
 
+// One builder's trees for one group and collective kind (what the builders
+// read of a Lowering), or why it has none.
+typedef struct TreeCache {
+  TreeBuilder *build;
+  OpKind kind;
+  int ngroup;
+  int *group;
+  TreeSet *ts;  // NULL: refused, for `why`
+  char why[256];
+  struct TreeCache *next;
+} TreeCache;
+
+static bool same_trees(const TreeCache *e, const Lowering *l, TreeBuilder *build) {
+  return e->build == build && e->kind == l->op->kind && e->ngroup == l->ngroup &&
+         !memcmp(e->group, l->group, sizeof(int) * (size_t)l->ngroup);
+}
+
+// The trees of `build` for l's group, built on the first request.  Tree
+// building grows as N^2 a step, and choose's trials and lower ask for the
+// same trees up to five times.
+static const TreeSet *cached_trees(const Lowering *l, TreeBuilder *build, char *why, size_t whylen) {
+  TreeCache **head = &l->c->trees, *e = *head;
+  while (e && !same_trees(e, l, build)) e = e->next;
+  if (!e) {
+    e = xcalloc(1, sizeof *e);
+    *e = (TreeCache){.build = build, .kind = l->op->kind, .ngroup = l->ngroup, .next = *head};
+    e->group = xmalloc(sizeof(int) * (size_t)(l->ngroup ? l->ngroup : 1));
+    memcpy(e->group, l->group, sizeof(int) * (size_t)l->ngroup);
+    e->ts = build(l, e->why, sizeof e->why);
+    *head = e;
+  }
+  if (!e->ts) snprintf(why, whylen, "%s", e->why);
+  return e->ts;
+}
+
+void lower_trees_forget(Compilation *c) {
+  for (TreeCache *e = c->trees, *next; e; e = next) {
+    next = e->next;
+    lower_trees_free(e->ts);
+    free(e->group);
+    free(e);
+  }
+  c->trees = NULL;
+}
+
 bool lower_trees_apply(const Lowering *l, TreeBuilder *build, char *why, size_t whylen) {
-  TreeSet *ts = build(l, why, whylen);
-  bool built = ts != NULL;
-  lower_trees_free(ts);
-  return built;
+  return cached_trees(l, build, why, whylen) != NULL;
+}
+
+int lower_trees_chunks(const Lowering *l, TreeBuilder *build) {
+  char why[256];
+  const TreeSet *ts = cached_trees(l, build, why, sizeof why);
+  return ts ? chunks_per_tree(l, ts) : 0;
 }
 
 void lower_trees_build(Lowering *l, TreeBuilder *build) {
   char why[256];
-  TreeSet *ts = build(l, why, sizeof why);
+  const TreeSet *ts = cached_trees(l, build, why, sizeof why);
   if (!ts) die("%s: %s", ir_algo_names[l->c->algos[l->op->id]], why);  // applies() said yes
   lower_trees(l, ts);
-  lower_trees_free(ts);
 }

@@ -243,7 +243,14 @@ static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoK
 // compile will, and the faster kept (under --route=auto a count that wins
 // minimally routed can lose once the load-aware router spreads: dbtree on
 // rack72 at 64 MiB, a half of the formula's count).  The formula's on a
-// tie.  Unless --tree-chunks gives the count.
+// tie.  A divisor that gives a count already tried is skipped.  Unless
+// --tree-chunks gives the count.
+static bool tried_count(const int *counts, size_t i) {
+  for (size_t j = 0; j < i; j++)
+    if (counts[j] == counts[i]) return true;
+  return false;
+}
+
 static void choose_tree_chunks(Chooser *ch, const DagNode *n) {
   static const int divisors[] = TREE_CHUNK_DIVISORS;
   Compilation *c = ch->c;
@@ -253,9 +260,14 @@ static void choose_tree_chunks(Chooser *ch, const DagNode *n) {
   fprintf(ch->log, "choose %s (line %d): %s's chunks, the formula's count divided by", n->op->result->name,
           n->op->loc.line, ir_algo_names[algo]);
   int64_t best = -1;
-  int pick = 1;
+  int pick = 1, counts[ARRAY_LEN(divisors)];
   for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
     c->tree_chunk_divisor[op] = divisors[i];
+    counts[i] = lower_tree_chunks(c, n, algo);
+    if (tried_count(counts, i)) {  // the count an earlier divisor gave: the same schedule
+      fprintf(ch->log, " %d: the same %d chunks", divisors[i], counts[i]);
+      continue;
+    }
     Cost k = isolated(ch, n, algo, best, false);
     if (k.cycles >= 0) fprintf(ch->log, " %d: %lld", divisors[i], (long long)k.cycles);
     else fprintf(ch->log, " %d: %s", divisors[i], k.cycles == ABANDONED ? ">best" : "refused");

@@ -318,7 +318,14 @@ bool lower_whole_blocks(const Lowering *l, int size, const char *what, char *why
 
 bool lower_uses_tree_chunks(AlgoKind kind) {
   const CollectiveAlgo *a = find_algo(kind);
-  return a && a->tree_chunks;
+  return a && a->trees;
+}
+
+int lower_tree_chunks(Compilation *c, const DagNode *n, AlgoKind kind) {
+  const CollectiveAlgo *a = find_algo(kind);
+  if (!a || !a->trees) return 0;
+  Lowering l = lowering_of(c, n, NULL);
+  return lower_trees_chunks(&l, a->trees);
 }
 
 bool pass_lower(Compilation *c) {

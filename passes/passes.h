@@ -118,6 +118,7 @@ typedef struct Compilation {
   const char *partition_log;      // after partition: what it split and cut, and why
   Program *program;               // after codegen
   int64_t *pitch;                 // layout.c, made on first use: by tensor id, vectors per row
+  struct TreeCache *trees;        // algo_tree.c: every group's trees built so far, by builder
 } Compilation;
 
 typedef struct Pass {
@@ -303,13 +304,19 @@ typedef struct Lowering {
 // dragonfly system) refuse groups past it in their applies().
 #define LOWER_MAX_TRANSFERS (1 << 23)
 
+// A tree algorithm's trees for a collective, or NULL and why it has none
+// (algo_tree.c lowers them).
+struct TreeSet;
+typedef struct TreeSet *TreeBuilder(const Lowering *l, char *why, size_t whylen);
+
 typedef struct CollectiveAlgo {
   AlgoKind kind;
   // Whether the algorithm can lower this collective; if not, why (for
   // --algo and algo=NAME errors).
   bool (*applies)(const Lowering *l, char *why, size_t whylen);
   void (*lower)(Lowering *l);
-  bool tree_chunks;  // it lowers through the tree engine, whose chunk count the choose pass picks
+  TreeBuilder *trees;  // a tree algorithm's builder: it lowers through the tree engine, whose chunk
+                       // count the choose pass picks (NULL: not a tree algorithm)
 } CollectiveAlgo;
 
 // The byte range [*offset, *offset + *bytes) of chunk k of n (whole
@@ -347,6 +354,9 @@ bool lower_whole_blocks(const Lowering *l, int size, const char *what, char *why
 // Whether algorithm kind lowers through the tree engine (its chunk count
 // is then the choose pass's to pick).
 bool lower_uses_tree_chunks(AlgoKind kind);
+// The chunks a tree algorithm would cut each tree's share of collective n
+// into under c's settings now (0: not a tree algorithm, or it refuses n).
+int lower_tree_chunks(Compilation *c, const DagNode *n, AlgoKind kind);
 bool lower_dag(Compilation *c, const Dag *old, Dag **out);
 
 // ---- algo_ring.c: rings, shared by the ring algorithms ----
@@ -430,12 +440,17 @@ bool lower_trees_fit(const Lowering *l, const TreeSet *ts, char *why, size_t why
 // share cut into chunks by the settings above.
 void lower_trees(Lowering *l, const TreeSet *ts);
 
-// An algorithm's trees for a collective, or NULL and why it has none.  A
-// tree algorithm's applies() and lower() are then lower_trees_apply and
-// lower_trees_build over its builder.
-typedef TreeSet *TreeBuilder(const Lowering *l, char *why, size_t whylen);
+// A tree algorithm's applies() and lower() are lower_trees_apply and
+// lower_trees_build over its builder (TreeBuilder, above).
 bool lower_trees_apply(const Lowering *l, TreeBuilder *build, char *why, size_t whylen);
 void lower_trees_build(Lowering *l, TreeBuilder *build);
+// The chunks each tree's share is cut into (the formula's count over the
+// choose pass's divisor, or --tree-chunks); 0 when the builder refuses.
+int lower_trees_chunks(const Lowering *l, TreeBuilder *build);
+// The trees built so far are kept for the compilation (choose's trials and
+// the final lowering ask for the same ones); the pipeline forgets them
+// when it ends.
+void lower_trees_forget(Compilation *c);
 
 // ---- algo_multitree.c: MultiTree's greedy construction (also ctree's) ----
 // One tree per root over the links between member devices, grown step by

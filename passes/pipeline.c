@@ -69,7 +69,7 @@ static void verify_after(const Compilation *c, const Pass *p) {
     die("the DAG after pass '%s' is broken: %s", p->name, err);
 }
 
-bool pass_run_pipeline(Compilation *c, const char *dump_after, const char *stop_after) {
+static bool run_passes(Compilation *c, const char *dump_after, const char *stop_after) {
   for (int i = 0; i < pass_count; i++) {
     const Pass *p = &pass_pipeline[i];
     if (c->progress) progress_update(c->progress, p->name, (double)i / pass_count);
@@ -86,4 +86,10 @@ bool pass_run_pipeline(Compilation *c, const char *dump_after, const char *stop_
     if (stop_after && !strcmp(stop_after, p->name)) break;
   }
   return true;
+}
+
+bool pass_run_pipeline(Compilation *c, const char *dump_after, const char *stop_after) {
+  bool ok = run_passes(c, dump_after, stop_after);
+  lower_trees_forget(c);
+  return ok;
 }
