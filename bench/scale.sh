@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scale.sh: compile time, peak memory and efficiency of the default
 # (algo=auto, --route=auto) allreduce against the device count: node8,
-# rack72, system264 and system10440, at 1 MiB a device and at a larger
+# rack72, system264, racks9 (nine rack72 racks, 648 TSPs, written here:
+# the tree algorithms still apply there, and their construction once grew
+# as N^3) and system10440, at 1 MiB a device and at a larger
 # size (64 MiB where it compiles in reasonable time).  Whole compiles with
 # code generation (-o); wall seconds, peak RSS (kB, /usr/bin/time), the
 # algorithm auto chose, the makespan and --stats' efficiency.
@@ -13,12 +15,16 @@ sizes=${*:-1 64}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 make -s VARIANT=release tools
+printf 'name: racks9\ntopology: dragonfly\ndragonfly: {tsps_per_node: 8, global_ports_per_tsp: 4, nodes_per_rack: 9, racks: 9}\n' \
+  > "$work/racks9.yaml"
 printf '%-12s %7s %5s %9s %10s %-10s %10s %6s\n' topology devices MiB seconds peak_kB algo cycles eff
 for mib in $sizes; do
   printf 'graph ar {\n  input g : f32[%d] @ each;\n  s = allreduce(g, op=sum);\n  output s;\n}\n' $((mib * 262144)) > "$work/ar.tg"
-  for topo in node8 rack72 system264 system10440; do
+  for topo in node8 rack72 system264 racks9 system10440; do
     start=$(date +%s.%N)
-    /usr/bin/time -f '%M' -o "$work/rss" bin/tspc "$work/ar.tg" -t "examples/$topo.yaml" -o "$work/out" --stats \
+    yaml=examples/$topo.yaml
+    [ -f "$yaml" ] || yaml=$work/$topo.yaml
+    /usr/bin/time -f '%M' -o "$work/rss" bin/tspc "$work/ar.tg" -t "$yaml" -o "$work/out" --stats \
       > "$work/stats" 2>&1 || { echo "$topo $mib MiB: refused or failed: $(grep -m1 error: "$work/stats")"; continue; }
     end=$(date +%s.%N)
     line=$(grep '^collective s:' "$work/stats")
