@@ -179,6 +179,75 @@ static void paths_found_in_pieces_are_the_same_sequence(void **state) {
   arena_free(&a);
 }
 
+// The plain greedy sequence, written here without the finder's pruning:
+// BFS over free link directions (ports in order, stop at dst), take the
+// path, mark it, again.  The finder's depth-bounded, pruned searches must
+// give exactly these paths (paths.c says why they do).
+static int plain_bfs_paths(Arena *a, const Topology *t, int src, int dst, int max, Path *out) {
+  int nd = t->ndevices, n = 0;
+  bool *used = xcalloc((size_t)t->links.len * 2 + 1, sizeof(bool));
+  int *prev = xmalloc(sizeof(int) * (size_t)nd), *port_of = xmalloc(sizeof(int) * (size_t)nd);
+  int *queue = xmalloc(sizeof(int) * (size_t)nd);
+  for (int i = 0; i < t->links.len; i++)
+    if (t->links.data[i].failed) used[2 * i] = used[2 * i + 1] = true;
+  while (n < max && src != dst) {
+    for (int v = 0; v < nd; v++) prev[v] = -1;
+    int head = 0, tail = 0;
+    queue[tail++] = src;
+    prev[src] = src;
+    while (head < tail && prev[dst] < 0) {
+      int v = queue[head++];
+      for (int p = 0; p < t->devices[v].nports; p++) {
+        const Port *port = &t->devices[v].ports[p];
+        if (port->link < 0 || prev[port->peer] >= 0) continue;
+        if (used[port->link * 2 + (t->links.data[port->link].a == v ? 0 : 1)]) continue;
+        prev[port->peer] = v, port_of[port->peer] = p, queue[tail++] = port->peer;
+      }
+    }
+    if (prev[dst] < 0) break;
+    int hops = 0;
+    for (int v = dst; v != src; v = prev[v]) hops++;
+    Path path = {.nhops = hops, .hops = ARENA_ARRAY(a, Hop, hops)};
+    for (int v = dst, i = hops - 1; v != src; v = prev[v], i--) {
+      const Port *port = &t->devices[prev[v]].ports[port_of[v]];
+      path.hops[i] = (Hop){.link = port->link, .from = prev[v], .to = v};
+      used[port->link * 2 + (t->links.data[port->link].a == prev[v] ? 0 : 1)] = true;
+    }
+    out[n++] = path;
+  }
+  free(used);
+  free(prev);
+  free(port_of);
+  free(queue);
+  return n;
+}
+
+static void pruned_searches_find_the_plain_bfs_paths(void **state) {
+  (void)state;
+  const char *yamls[] = {
+      "topology: dragonfly\ndragonfly: {tsps_per_node: 4, nodes_per_rack: 3, racks: 4}\n",
+      "topology: dragonfly\ndragonfly: {tsps_per_node: 8, global_ports_per_tsp: 4, nodes_per_rack: 9, racks: 3}\n"
+      "failed_links: [[0, 1], [72, 80]]\n",
+      "topology: mesh\ndims: [9, 9]\nfailed_links: [[40, 41]]\n",
+      "topology: torus\ndims: [5, 4]\n",
+  };
+  for (size_t y = 0; y < sizeof yamls / sizeof yamls[0]; y++) {
+    Arena a = {0};
+    Topology *t = topo_ok(&a, yamls[y]);
+    for (int i = 0; i < 40; i++) {
+      int src = (i * 37) % t->ndevices, dst = (i * 101 + 7) % t->ndevices;
+      Path want[16], got[16];
+      int n = plain_bfs_paths(&a, t, src, dst, 16, want);
+      assert_int_equal(route_disjoint_paths(&a, t, src, dst, 16, got), n);
+      for (int k = 0; k < n; k++) {
+        assert_int_equal(got[k].nhops, want[k].nhops);
+        for (int h = 0; h < want[k].nhops; h++) assert_int_equal(got[k].hops[h].link, want[k].hops[h].link);
+      }
+    }
+    arena_free(&a);
+  }
+}
+
 static void paths_follow_the_network(void **state) {
   (void)state;
   Arena a = {0};
@@ -493,6 +562,7 @@ int main(void) {
       cmocka_unit_test(a_node_offers_seven_paths),
       cmocka_unit_test(paths_follow_the_network),
       cmocka_unit_test(paths_found_in_pieces_are_the_same_sequence),
+      cmocka_unit_test(pruned_searches_find_the_plain_bfs_paths),
       cmocka_unit_test(alignment_brings_every_device_to_one_cycle),
       cmocka_unit_test(alignment_times_transmits_for_uneven_latencies),
       cmocka_unit_test(hamiltonian_cycles_where_they_exist),
