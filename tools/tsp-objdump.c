@@ -27,7 +27,7 @@ static void usage(FILE *out) {
           "                  algorithm step and the .tg line\n"
           "      --version, --help\n"
           "\n"
-          "A DIR (tspc -o or tsp-as -o) prints as one .tsa that tsp-as assembles back into a\n"
+          "An output DIR (of tspc or tsp-as) prints as one .tsa that tsp-as assembles back into a\n"
           "directory tsp-emu runs as the original: .cycles, .batches, the model (.model lines),\n"
           "every device with its tensor homes (.tensor).  The syntax is in docs/isa.md.\n");
 }
