@@ -552,6 +552,8 @@ static void directive(AsmReader *r) {
   else if (!strcmp(word, ".tensor")) directive_tensor(r, col);
   else if (!strcmp(word, ".cycles")) directive_cycles(r, col);
   else if (!strcmp(word, ".batches")) directive_batches(r, col);
+  else if (!strcmp(word, ".model"))  // model_line takes it at the start of a line only
+    diag_error(r->d, here(r, col, 6), ".model starts its line: the rest of the line is the model's, verbatim");
   else
     diag_error(r->d, here(r, col, (int)strlen(word)),
                "unknown directive '%s' (.device, .unit, .init, .expect, .tensor, .cycles, .batches, .model)", word);
