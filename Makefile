@@ -5,9 +5,10 @@
 #                     variants, run every unit and lit test on both
 #   make demo         install, build, describe rack72, compile and run an
 #                     allreduce on it, and an MLP on one TSP
-#   make install      the four tools, docs/ (docdir) and the example models
-#                     and topologies (datadir/examples); PREFIX/prefix,
-#                     bindir, docdir, datadir and DESTDIR are honoured
+#   make install      the four tools, their manual pages (mandir/man1),
+#                     docs/ (docdir) and the example models and topologies
+#                     (datadir/examples); PREFIX/prefix, bindir, mandir,
+#                     docdir, datadir and DESTDIR are honoured
 #   make VARIANT=asan the sanitizer build, into build/asan/bin
 #   make fuzz         libFuzzer (clang, ASan+UBSan) on the whole .tg pipeline,
 #                     the topology loader, the assembler, the binary loader,
@@ -33,6 +34,7 @@ prefix   ?= $(PREFIX)
 bindir   ?= $(prefix)/bin
 docdir   ?= $(prefix)/share/doc/tspc
 datadir  ?= $(prefix)/share/tspc
+mandir   ?= $(prefix)/share/man
 PKG_CONFIG ?= pkg-config
 
 ifeq ($(VARIANT),asan)
@@ -170,6 +172,8 @@ install-files:
 	install -m 644 README.md docs/*.md $(DESTDIR)$(docdir)
 	install -m 644 docs/img/* $(DESTDIR)$(docdir)/img
 	install -m 644 examples/*.tg examples/*.yaml $(DESTDIR)$(datadir)/examples
+	install -d $(DESTDIR)$(mandir)/man1
+	install -m 644 docs/man/*.1 $(DESTDIR)$(mandir)/man1
 
 clean:
 	rm -rf build bin out

@@ -28,6 +28,7 @@ typedef struct ManifestInfo {
   const SyncPlan *sync;     // its synchronisation plan (tspc only)
   const AlgoKind *algos;    // by op id: the algorithm each collective was lowered by
   bool emit_asm;            // also write devNNNN.tsa
+  bool debug;               // give every binary its debug section (tspc -g)
   bool emit_dot;            // also write coll-NAME.dot for every collective (dot.c)
 } ManifestInfo;
 
@@ -35,8 +36,9 @@ typedef struct ManifestInfo {
 void be_write_manifest(const ManifestInfo *m, FILE *out);
 
 // ---- binary.c ----
-// Appends the binary of one device program to out.
-void be_encode_device(const DeviceProgram *dp, int ndevices, Buf *out);
+// Appends the binary of one device program to out; with debug, its debug
+// section too (each instruction's Instr.at and .note; docs/isa.md).
+void be_encode_device(const DeviceProgram *dp, int ndevices, bool debug, Buf *out);
 
 // ---- report.c: how good each collective's schedule is ----
 //

@@ -1,8 +1,11 @@
-// binary.c: encodes a device program as a devNNNN.tsp binary.  Part of
+// binary.c: encodes a device program as a devNNNN.tsp binary, and with
+// tspc -g its debug section: per instruction the schedule cycle and what it
+// serves (Instr.at and .note, codegen's listing annotations).  Part of
 // backend/; runtime/loader.c decodes the same layout (ir.h draws it) and
 // trusts none of it.
 #include "backend.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -54,7 +57,72 @@ static void put_record(Buf *b, const DataRecord *r) {
   put_f64(b, r->b);
 }
 
-void be_encode_device(const DeviceProgram *dp, int ndevices, Buf *out) {
+// The debug section's strings: each distinct note once.  Notes are arena
+// strings shared by every instruction of a DAG node, so a note is found by
+// its pointer (open addressing over a power-of-two table).
+typedef struct NoteTable {
+  const char **keys;
+  uint32_t *offsets;
+  size_t slots, used;
+  Buf strings;
+} NoteTable;
+
+static void note_table_grow(NoteTable *t) {
+  NoteTable bigger = {.slots = t->slots ? 2 * t->slots : 64, .used = t->used, .strings = t->strings};
+  bigger.keys = xcalloc(bigger.slots, sizeof *bigger.keys);
+  bigger.offsets = xcalloc(bigger.slots, sizeof *bigger.offsets);
+  for (size_t i = 0; i < t->slots; i++) {
+    if (!t->keys[i]) continue;
+    size_t h = ((uintptr_t)t->keys[i] >> 3) & (bigger.slots - 1);
+    while (bigger.keys[h]) h = (h + 1) & (bigger.slots - 1);
+    bigger.keys[h] = t->keys[i], bigger.offsets[h] = t->offsets[i];
+  }
+  free(t->keys);
+  free(t->offsets);
+  *t = bigger;
+}
+
+// The offset of note in the strings, adding it on first sight.
+static uint32_t note_offset(NoteTable *t, const char *note) {
+  if (2 * (t->used + 1) > t->slots) note_table_grow(t);
+  size_t h = ((uintptr_t)note >> 3) & (t->slots - 1);
+  while (t->keys[h] && t->keys[h] != note) h = (h + 1) & (t->slots - 1);
+  if (!t->keys[h]) {
+    t->keys[h] = note, t->offsets[h] = (uint32_t)t->strings.len, t->used++;
+    buf_append(&t->strings, note, strlen(note) + 1);
+  }
+  return t->offsets[h];
+}
+
+// The debug section (ir.h draws it): one entry per instruction, in stream
+// order, then the strings.
+static void put_debug_section(Buf *b, const DeviceProgram *dp) {
+  NoteTable notes = {0};
+  Buf entries = {0};
+  uint32_t n = 0;
+  for (int u = 0; u < dp->units.len; u++)
+    for (int i = 0; i < dp->units.data[u].code.len; i++, n++) {
+      const Instr *in = &dp->units.data[u].code.data[i];
+      uint64_t cycle = in->note && in->at >= 0 ? (uint64_t)in->at : ISA_DEBUG_NONE_CYCLE;
+      put_u32(&entries, (uint32_t)cycle);
+      put_u32(&entries, (uint32_t)(cycle >> 32));
+      put_u32(&entries, in->note ? note_offset(&notes, in->note) : ISA_DEBUG_NONE_NOTE);
+      put_u32(&entries, in->note && in->loc.line > 0 ? (uint32_t)in->loc.line : 0);
+    }
+  buf_append(b, ISA_DEBUG_MAGIC, 4);
+  put_u16(b, ISA_DEBUG_VERSION);
+  put_u16(b, ISA_DEBUG_HEADER_BYTES);
+  put_u32(b, n);
+  put_u32(b, (uint32_t)notes.strings.len);
+  if (entries.len) buf_append(b, entries.data, entries.len);
+  if (notes.strings.len) buf_append(b, notes.strings.data, notes.strings.len);
+  buf_free(&entries);
+  buf_free(&notes.strings);
+  free(notes.keys);
+  free(notes.offsets);
+}
+
+void be_encode_device(const DeviceProgram *dp, int ndevices, bool debug, Buf *out) {
   size_t base = out->len;
   buf_append(out, ISA_BINARY_MAGIC, 4);
   put_u16(out, ISA_BINARY_VERSION);
@@ -79,6 +147,7 @@ void be_encode_device(const DeviceProgram *dp, int ndevices, Buf *out) {
   for (int i = 0; i < dp->records.len; i++) put_record(out, &dp->records.data[i]);
   for (int u = 0; u < dp->units.len; u++)
     for (int i = 0; i < dp->units.data[u].code.len; i++) put_instr(out, &dp->units.data[u].code.data[i]);
+  if (debug) put_debug_section(out, dp);
   uint32_t size = (uint32_t)(out->len - base);
   patch_u32(out, base + 24, size);
   uLong crc = crc32(0L, (const Bytef *)out->data + base, size);

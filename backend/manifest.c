@@ -148,10 +148,8 @@ void be_write_manifest(const ManifestInfo *m, FILE *out) {
     fprintf(out, "roles: %s\n", roles.data);
     buf_free(&roles);
   }
-  if (m->graph) {
-    fprintf(out, "model: model.tg\n");
-    write_graph(m->graph, out);
-  }
+  if (m->graph || (m->program && m->program->model_text)) fprintf(out, "model: model.tg\n");
+  if (m->graph) write_graph(m->graph, out);
   if (m->dag && m->sync) write_schedule(m, out);
   if (m->program) write_program(m->program, out);
 }

@@ -14,11 +14,11 @@ static bool write_bytes(OutDir *od, const char *name, const void *data, size_t n
   return ok;
 }
 
-static bool write_binaries(OutDir *od, const Program *p, Diag *d, const char *tool) {
+static bool write_binaries(OutDir *od, const Program *p, bool debug, Diag *d, const char *tool) {
   for (int i = 0; i < p->ndevices; i++) {
     Buf b = {0};
     char name[32];
-    be_encode_device(&p->devices[i], p->ndevices, &b);
+    be_encode_device(&p->devices[i], p->ndevices, debug, &b);
     snprintf(name, sizeof name, "dev%04d.tsp", i);
     bool ok = write_bytes(od, name, b.data, b.len, d, tool);
     buf_free(&b);
@@ -81,7 +81,9 @@ bool be_write_outdir(const ManifestInfo *m, const char *dir, Diag *d) {
   const SrcFile *topo = m->topo->src;
   bool ok = write_bytes(&od, "topology.yaml", topo->text, topo->len, d, m->tool) &&
             (!m->graph || write_bytes(&od, "model.tg", m->source->text, m->source->len, d, m->tool)) &&
-            (!m->program || write_binaries(&od, m->program, d, m->tool)) &&
+            (m->graph || !m->program || !m->program->model_text ||
+             write_bytes(&od, "model.tg", m->program->model_text, m->program->model_len, d, m->tool)) &&
+            (!m->program || write_binaries(&od, m->program, m->debug, d, m->tool)) &&
             (!m->program || !m->emit_asm || write_assembly(&od, m->program, d, m->tool)) &&
             (!m->emit_dot || !m->dag || write_pictures(&od, m, d)) &&
             write_manifest(&od, m, d);

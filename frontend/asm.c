@@ -7,6 +7,7 @@
 //   .unit c2c.1                       .batches 2          (inferences in flight)
 //     SEND 1, 0, 4                    ; port, address (vectors), count
 //     HALT                            .tensor y, 8, i32, [4, 80], batch 1
+//   .model graph g {                  (a line of the model, verbatim)
 //
 // One statement a line.  Every instruction is checked where it stands with
 // isa_check (the same check the loader applies to binaries), so an error
@@ -40,6 +41,8 @@ typedef struct AsmReader {
   int max_batch;         // the largest `batch B` of any accepted .tensor, checked against .batches at the end
   SrcLoc max_batch_loc;  // where it was given (line 0: no batch given)
   const char *max_batch_name;  // of which tensor
+  Buf model;             // the .model lines, each ending in '\n'
+  bool has_model;        // whether any .model line was given
 } AsmReader;
 
 static SrcLoc here(const AsmReader *r, int col0, int len) {
@@ -539,7 +542,7 @@ static void directive(AsmReader *r) {
     char found[64];
     r->pos = col;
     found_text(r, found, sizeof found);
-    diag_error(r->d, here(r, col, 1), "unknown directive %s (.device, .unit, .init, .expect, .tensor, .cycles, .batches)", found);
+    diag_error(r->d, here(r, col, 1), "unknown directive %s (.device, .unit, .init, .expect, .tensor, .cycles, .batches, .model)", found);
     return;
   }
   if (!strcmp(word, ".device")) directive_device(r);
@@ -549,9 +552,11 @@ static void directive(AsmReader *r) {
   else if (!strcmp(word, ".tensor")) directive_tensor(r, col);
   else if (!strcmp(word, ".cycles")) directive_cycles(r, col);
   else if (!strcmp(word, ".batches")) directive_batches(r, col);
+  else if (!strcmp(word, ".model"))  // model_line takes it at the start of a line only
+    diag_error(r->d, here(r, col, 6), ".model starts its line: the rest of the line is the model's, verbatim");
   else
     diag_error(r->d, here(r, col, (int)strlen(word)),
-               "unknown directive '%s' (.device, .unit, .init, .expect, .tensor, .cycles, .batches)", word);
+               "unknown directive '%s' (.device, .unit, .init, .expect, .tensor, .cycles, .batches, .model)", word);
 }
 
 // ---- instructions ----------------------------------------------------------------------
@@ -623,7 +628,22 @@ static void instruction(AsmReader *r) {
   VEC_PUSH(r->a, &r->unit->code, in);
 }
 
+// `.model TEXT` at the start of a line: one line of the model the programs
+// compute (the rest of the line after ".model ", verbatim, ';' and all).
+// False when the line is something else.
+static bool model_line(AsmReader *r) {
+  static const char keyword[] = ".model";
+  int k = (int)sizeof keyword - 1;
+  if (r->len < k || memcmp(r->text, keyword, (size_t)k) || (r->len > k && r->text[k] != ' ')) return false;
+  int from = MIN(k + 1, r->len);
+  buf_append(&r->model, r->text + from, (size_t)(r->len - from));
+  buf_append(&r->model, "\n", 1);
+  r->has_model = true;
+  return true;
+}
+
 static void read_line(AsmReader *r) {
+  if (model_line(r)) return;
   const char *semi = memchr(r->text, ';', (size_t)r->len);
   if (semi) r->len = (int)(semi - r->text);
   r->pos = 0;
@@ -659,6 +679,11 @@ Program *fe_assemble(Arena *a, Diag *d, const SrcFile *src, const Topology *topo
     at = nl + 1;
   }
   check_batches(&r);
+  if (r.has_model) {
+    p->model_text = arena_strdup(a, r.model.data);
+    p->model_len = r.model.len;
+  }
+  buf_free(&r.model);
   free(r.device_line);
   return d->nerrors == errors ? p : NULL;
 }

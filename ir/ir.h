@@ -522,7 +522,8 @@ typedef struct Instr {
   uint8_t op, dtype;
   uint16_t port;
   uint32_t a, b, c, d;
-  SrcLoc loc;  // where the assembler read it (not encoded)
+  SrcLoc loc;  // where the assembler read it, or the .tg op codegen made it for
+               // (not encoded; a debug section keeps the line)
   // What the compiler made it for (not encoded; --emit=asm prints it as a
   // comment): the node or step it serves, and its schedule cycle.
   const char *note;  // NULL: no comment
@@ -725,6 +726,15 @@ typedef struct OpcodeInfo {
 //      R records of 32 bytes: u8 kind, u8 dtype, u16 0, u32 addr, u32 nvec,
 //      u32 0, f64 a, f64 b
 //      the streams, in unit order, ISA_INSTR_BYTES each instruction
+//      optional, to the end of the file: the debug section (tspc -g)
+//   +0  "TSPD"                    +4  u16 debug version (1)
+//   +6  u16 section header bytes (16)
+//   +8  u32 entries N (one per instruction of every stream, in stream order)
+//  +12  u32 string bytes S
+//  +16  N entries of 16 bytes: u64 schedule cycle (all ones: none),
+//       u32 note (an offset into the strings; all ones: none),
+//       u32 the .tg line of the op it serves (0: none)
+//       S bytes of strings, each ending in a NUL
 #define ISA_BINARY_MAGIC "TSPB"
 #define ISA_BINARY_VERSION 1
 #define ISA_HEADER_BYTES 32
@@ -733,6 +743,12 @@ typedef struct OpcodeInfo {
 #define ISA_CRC_OFFSET 28
 // The largest binary a loader accepts (a named limit against hostile sizes).
 #define ISA_MAX_BINARY_BYTES (1u << 30)
+#define ISA_DEBUG_MAGIC "TSPD"
+#define ISA_DEBUG_VERSION 1
+#define ISA_DEBUG_HEADER_BYTES 16
+#define ISA_DEBUG_ENTRY_BYTES 16
+#define ISA_DEBUG_NONE_CYCLE UINT64_MAX
+#define ISA_DEBUG_NONE_NOTE UINT32_MAX
 
 
 typedef struct UnitProgram {
@@ -778,6 +794,7 @@ typedef struct DeviceProgram {
   int device;
   VEC(UnitProgram) units;
   VEC(DataRecord) records;
+  bool debug;  // the loader read a debug section (every Instr's at and note)
 } DeviceProgram;
 
 typedef struct Program {
@@ -786,6 +803,8 @@ typedef struct Program {
   int64_t predicted_cycles; // -1: no prediction
   int batches;              // inferences in flight (the manifest's `batches:`; 1: absent)
   VEC(TensorHome) tensors;
+  const char *model_text;   // tsp-as: the .model lines, the graph the programs compute (NULL: none)
+  size_t model_len;
 } Program;
 
 // ---- isa.c ----
@@ -859,5 +878,12 @@ bool isa_check_shard(const TensorHome *th, char *err, size_t errlen);
 void isa_format(char *dst, size_t n, const Instr *in);
 // Prints a device program as assembly that tsp-as reads back exactly.
 void isa_print_device(const DeviceProgram *dp, int ndevices, FILE *out);
+// The same, and where an annotated instruction serves another .tg line than
+// the one before it in its unit, that line of src quoted first ("; model.tg:11:
+// h = matmul(x, w1);"): tsp-objdump -S.  src NULL: as isa_print_device.
+void isa_print_device_source(const DeviceProgram *dp, int ndevices, const SrcFile *src, FILE *out);
+// ".tensor NAME, ADDR, DTYPE, [D0, ...][, pitch P][, start [...]][, batch B]":
+// a home as tsp-as reads it back.
+void isa_print_tensor(const TensorHome *th, FILE *out);
 
 #endif

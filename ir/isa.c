@@ -373,23 +373,53 @@ static void print_record(const DataRecord *r, FILE *out) {
           r->addr, ir_dtype_names[r->dtype], r->nvec, r->a, r->b);
 }
 
-void isa_print_device(const DeviceProgram *dp, int ndevices, FILE *out) {
+void isa_print_tensor(const TensorHome *th, FILE *out) {
+  char shape[IR_TYPE_STR_MAX];
+  ir_format_index(shape, sizeof shape, th->shape.dim, th->shape.rank);
+  fprintf(out, ".tensor %s, %u, %s, %s", th->name, th->addr, ir_dtype_names[th->dtype], shape);
+  if (th->pitch) fprintf(out, ", pitch %u", th->pitch);
+  if (th->is_shard) {
+    char start[IR_TYPE_STR_MAX];
+    ir_format_index(start, sizeof start, th->start, th->shape.rank);
+    fprintf(out, ", start %s", start);
+  }
+  if (th->batch) fprintf(out, ", batch %d", th->batch);
+  fputc('\n', out);
+}
+
+static void print_instr(const Instr *in, FILE *out) {
+  char text[128];
+  isa_format(text, sizeof text, in);
+  if (in->note && in->at >= 0)  // the compiler's annotation: schedule cycle, then what it serves
+    fprintf(out, "  %-*s ; @%lld %s\n", ISA_LISTING_COLUMN, text, (long long)in->at, in->note);
+  else if (in->note)
+    fprintf(out, "  %-*s ; %s\n", ISA_LISTING_COLUMN, text, in->note);
+  else
+    fprintf(out, "  %s\n", text);
+}
+
+void isa_print_device_source(const DeviceProgram *dp, int ndevices, const SrcFile *src, FILE *out) {
   fprintf(out, "; device %d of %d\n.device %d\n", dp->device, ndevices, dp->device);
   for (int i = 0; i < dp->records.len; i++) print_record(&dp->records.data[i], out);
   for (int u = 0; u < dp->units.len; u++) {
     const UnitProgram *up = &dp->units.data[u];
-    char name[32], text[128];
+    char name[32];
     isa_unit_format(name, sizeof name, up->kind, up->port);
     fprintf(out, ".unit %s\n", name);
+    int shown = 0;  // the .tg line quoted last in this unit
     for (int i = 0; i < up->code.len; i++) {
       const Instr *in = &up->code.data[i];
-      isa_format(text, sizeof text, in);
-      if (in->note && in->at >= 0)  // the compiler's annotation: schedule cycle, then what it serves
-        fprintf(out, "  %-*s ; @%lld %s\n", ISA_LISTING_COLUMN, text, (long long)in->at, in->note);
-      else if (in->note)
-        fprintf(out, "  %-*s ; %s\n", ISA_LISTING_COLUMN, text, in->note);
-      else
-        fprintf(out, "  %s\n", text);
+      if (src && in->note && in->loc.line > 0 && in->loc.line != shown) {
+        int len;
+        const char *text = src_line(src, in->loc.line, &len);
+        fprintf(out, "; %s:%d: %.*s\n", src->path, in->loc.line, len, text);
+        shown = in->loc.line;
+      }
+      print_instr(in, out);
     }
   }
+}
+
+void isa_print_device(const DeviceProgram *dp, int ndevices, FILE *out) {
+  isa_print_device_source(dp, ndevices, NULL, out);
 }

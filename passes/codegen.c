@@ -83,6 +83,7 @@ typedef struct Codegen {
   bool failed;
   int64_t **live;     // [tensor id][device]: [from, until) a compute value lives (NULL row: for good)
   const char *note;   // what the instructions being made serve (Instr.note)
+  SrcLoc loc;         // ... and the .tg op behind them (Instr.loc; line 0: none)
 } Codegen;
 
 
@@ -209,7 +210,7 @@ static int64_t work(Codegen *g, const Op *op, int device) {
 // ---- instructions -------------------------------------------------------------
 
 static void put(Codegen *g, UnitCode *u, int64_t at, Instr in) {
-  in.note = g->note, in.at = at;
+  in.note = g->note, in.at = at, in.loc = g->loc;
   Timed t = {at, in};
   VEC_PUSH(&g->c->arena, &u->code, t);
 }
@@ -510,6 +511,7 @@ static void add_resyncs(Codegen *g, DeviceCode *d, int nports) {
     busy = MAX(busy, last[i]);
   }
   g->note = g->c->annotate ? "resync (RUNTIME_DESKEW against drift)" : NULL;
+  g->loc = (SrcLoc){0};
   for (int64_t k = 1; k * s->interval < busy; k++) {
     int64_t at = k * s->interval;
     for (int i = 0; i < nu; i++)
@@ -665,6 +667,7 @@ bool pass_codegen(Compilation *c) {
   for (int i = 0; i < c->dag->nodes.len && !g.failed; i++) {
     const DagNode *n = c->dag->nodes.data[i];
     g.note = c->annotate ? node_note(&g, n) : NULL;
+    g.loc = c->annotate ? n->op->loc : (SrcLoc){0};
     switch (n->kind) {
     case NODE_TRANSFER: gen_transfer(&g, n); break;
     case NODE_STAGE: gen_stage(&g, n); break;

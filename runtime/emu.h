@@ -40,6 +40,7 @@ unsigned char *emu_read_file(const char *path, size_t *n, char *err, size_t errl
 
 // What an output directory holds, loaded and checked.
 typedef struct EmuInput {
+  const char *tool;  // names the tool in errors ("tsp-emu", "tsp-objdump")
   const char *dir;
   Topology *topo;    // DIR/topology.yaml
   Program *prog;     // every devNNNN.tsp, tensors and predicted_cycles from the manifest
@@ -55,8 +56,9 @@ typedef struct EmuInput {
 // dtype and rank, its box inside its shape), on a device that holds a
 // copy, a param in batch 0 (prog->batches, each home's batch: 1 and 0
 // without the manifest's `batches:` and `batch:`).  False after reporting
-// what is unusable, naming the file and the byte or line.
-bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in);
+// what is unusable, naming the file and the byte or line (errors that name
+// no line begin with `tool`).
+bool emu_load_dir(Arena *a, Diag *d, const char *tool, const char *dir, EmuInput *in);
 // The manifest alone, from its text (tests, fuzzing): for in->topo (set),
 // with the model read from in->dir; sets in->prog (its tensors and
 // predicted_cycles, no binaries decoded), binaries, model and graph.

@@ -8,7 +8,9 @@
 // CRC-32, device id and count, every unit entry (kind, port on this device,
 // where its stream starts), every record and every instruction (isa_check,
 // and unused fields zero, so that a binary and its disassembly say the same
-// thing).  Each refusal names the byte.  The layout is drawn in ir/ir.h.
+// thing), and the debug section tspc -g writes after the streams (its
+// version, sizes, entries and strings).  Each refusal names the byte.  The
+// layout is drawn in ir/ir.h.
 #include "emu.h"
 
 #include <errno.h>
@@ -71,6 +73,8 @@ typedef struct Decoder {
   const Topology *topo;
   IsaTarget target;
   DeviceProgram *out;
+  uint64_t streams_end;  // where the last stream ends (the debug section, if any, starts)
+  uint64_t ninstrs;      // instructions in all streams
 } Decoder;
 
 static bool decode_unit_entries(Decoder *dc, uint32_t nunits, uint64_t *stream_at, char *seen, size_t slots, char *err,
@@ -85,9 +89,8 @@ static bool decode_units(Decoder *dc, uint32_t nunits, uint32_t nrecords, char *
   char *seen = xcalloc((size_t)UNIT_KIND_COUNT * slots, 1);
   bool ok = decode_unit_entries(dc, nunits, &offset, seen, slots, err, errlen);
   free(seen);
-  if (!ok) return false;
-  if (offset != dc->n) FAIL("byte %llu: %llu bytes after the last stream", (unsigned long long)offset, (unsigned long long)(dc->n - offset));
-  return true;
+  dc->streams_end = offset;
+  return ok;
 }
 
 static bool decode_unit_entries(Decoder *dc, uint32_t nunits, uint64_t *stream_at, char *seen, size_t slots, char *err,
@@ -147,6 +150,7 @@ static bool decode_streams(Decoder *dc, char *err, size_t errlen) {
     size_t entry = ISA_HEADER_BYTES + (size_t)ISA_UNIT_ENTRY_BYTES * (size_t)u;
     uint32_t count = get_u32(dc->data + entry + 4), start = get_u32(dc->data + entry + 8);
     VEC_RESERVE(dc->a, &up->code, (int)count);  // once: decode_units checked it fits the file
+    dc->ninstrs += count;
     for (uint32_t i = 0; i < count; i++) {
       size_t at = start + (size_t)ISA_INSTR_BYTES * i;
       const unsigned char *p = dc->data + at;
@@ -162,6 +166,73 @@ static bool decode_streams(Decoder *dc, char *err, size_t errlen) {
   return true;
 }
 
+// ---- the debug section (tspc -g): per instruction its schedule cycle and note ----
+
+// The strings, S bytes from at: NUL-terminated printable ASCII.
+static bool check_debug_strings(const unsigned char *str, uint64_t at, uint32_t size, char *err, size_t errlen) {
+  if (size && str[size - 1]) FAIL("byte %llu: the debug strings do not end in a NUL", (unsigned long long)(at + size - 1));
+  for (uint32_t i = 0; i < size; i++)
+    if (str[i] && (str[i] < 0x20 || str[i] > 0x7e))
+      FAIL("byte %llu: debug string byte 0x%02x is not printable ASCII", (unsigned long long)(at + i), str[i]);
+  return true;
+}
+
+// Sets each instruction's at and note from its entry (ir.h draws them).
+static bool decode_debug_entries(Decoder *dc, uint64_t at, const char *str, uint32_t size, char *err, size_t errlen) {
+  for (int u = 0; u < dc->out->units.len; u++) {
+    UnitProgram *up = &dc->out->units.data[u];
+    for (int i = 0; i < up->code.len; i++, at += ISA_DEBUG_ENTRY_BYTES) {
+      const unsigned char *e = dc->data + at;
+      uint64_t cycle = (uint64_t)get_u32(e) | (uint64_t)get_u32(e + 4) << 32;
+      uint32_t note = get_u32(e + 8);
+      if (cycle != ISA_DEBUG_NONE_CYCLE && cycle > INT64_MAX)
+        FAIL("byte %llu: unit %d instruction %d's cycle %llu is past the largest (2^63 - 1)", (unsigned long long)at, u,
+             i, (unsigned long long)cycle);
+      if (note != ISA_DEBUG_NONE_NOTE && (note >= size || (note && str[note - 1])))
+        FAIL("byte %llu: unit %d instruction %d's note at %u is not the start of a debug string (of %u bytes)",
+             (unsigned long long)(at + 8), u, i, note, size);
+      up->code.data[i].at = cycle == ISA_DEBUG_NONE_CYCLE ? -1 : (int64_t)cycle;
+      up->code.data[i].note = note == ISA_DEBUG_NONE_NOTE ? NULL : str + note;
+      up->code.data[i].loc.line = (int)MIN(get_u32(e + 12), (uint32_t)INT32_MAX);
+    }
+  }
+  return true;
+}
+
+// What follows the streams: nothing, or a debug section that checks.
+static bool decode_debug(Decoder *dc, char *err, size_t errlen) {
+  uint64_t at = dc->streams_end, rest = dc->n - at;
+  const unsigned char *h = dc->data + at;
+  if (!rest) return true;
+  if (rest < 4 || memcmp(h, ISA_DEBUG_MAGIC, 4))
+    FAIL("byte %llu: %llu bytes after the last stream, and no debug section (magic %s)", (unsigned long long)at,
+         (unsigned long long)rest, ISA_DEBUG_MAGIC);
+  if (rest < ISA_DEBUG_HEADER_BYTES)
+    FAIL("byte %llu: a debug section of %llu bytes is shorter than its header (%d)", (unsigned long long)at,
+         (unsigned long long)rest, ISA_DEBUG_HEADER_BYTES);
+  if (get_u16(h + 4) != ISA_DEBUG_VERSION)
+    FAIL("byte %llu: debug section version %u; this tool reads version %d", (unsigned long long)(at + 4),
+         get_u16(h + 4), ISA_DEBUG_VERSION);
+  if (get_u16(h + 6) != ISA_DEBUG_HEADER_BYTES)
+    FAIL("byte %llu: debug section header size %u, expected %d", (unsigned long long)(at + 6), get_u16(h + 6),
+         ISA_DEBUG_HEADER_BYTES);
+  uint32_t entries = get_u32(h + 8), size = get_u32(h + 12);
+  if (entries != dc->ninstrs)
+    FAIL("byte %llu: the debug section has %u entries, but the streams hold %llu instructions",
+         (unsigned long long)(at + 8), entries, (unsigned long long)dc->ninstrs);
+  uint64_t need = ISA_DEBUG_HEADER_BYTES + (uint64_t)ISA_DEBUG_ENTRY_BYTES * entries + size;
+  if (need != rest)
+    FAIL("byte %llu: the debug section's %u entries and %u bytes of strings take %llu bytes, but %llu follow the "
+         "streams", (unsigned long long)(at + 12), entries, size, (unsigned long long)need, (unsigned long long)rest);
+  uint64_t str_at = at + need - size;
+  if (!check_debug_strings(dc->data + str_at, str_at, size, err, errlen)) return false;
+  char *str = arena_alloc(dc->a, (size_t)size + 1);
+  memcpy(str, dc->data + str_at, size);
+  str[size] = 0;
+  dc->out->debug = true;
+  return decode_debug_entries(dc, at + ISA_DEBUG_HEADER_BYTES, str, size, err, errlen);
+}
+
 bool emu_decode_binary(Arena *a, const unsigned char *data, size_t n, int expect_device,
                        const Topology *topo, DeviceProgram *out, int *ndevices, char *err,
                        size_t errlen) {
@@ -175,7 +246,8 @@ bool emu_decode_binary(Arena *a, const unsigned char *data, size_t n, int expect
                    : (IsaTarget){.nports = UINT16_MAX + 1, .sram = UINT32_MAX, .vector_bytes = IR_DEFAULT_VECTOR_BYTES};
   uint32_t nunits = get_u32(data + 16), nrecords = get_u32(data + 20);
   return decode_units(&dc, nunits, nrecords, err, errlen) &&
-         decode_records(&dc, nunits, nrecords, err, errlen) && decode_streams(&dc, err, errlen);
+         decode_records(&dc, nunits, nrecords, err, errlen) && decode_streams(&dc, err, errlen) &&
+         decode_debug(&dc, err, errlen);
 }
 
 unsigned char *emu_read_file(const char *path, size_t *n, char *err, size_t errlen) {
@@ -376,7 +448,7 @@ static bool read_model(ManifestReader *m, yaml_node_t *root, EmuInput *in) {
   const char *path = arena_printf(m->a, "%s/%s", in->dir, s), *err;
   SrcFile *src = src_read(m->a, path, &err);
   if (!src) {
-    diag_tool_error(m->d, "tsp-emu", "cannot read '%s': %s", path, err);
+    diag_tool_error(m->d, in->tool, "cannot read '%s': %s", path, err);
     return false;
   }
   Ast *ast = fe_parse(m->a, m->d, src);
@@ -556,7 +628,7 @@ static bool read_manifest_fields(ManifestReader *m, yaml_node_t *root, EmuInput 
   if (!read_roles(m, root, in->topo)) return false;
   yaml_node_t *binaries = map_get(m, root, "binaries");
   if (!binaries) {
-    diag_tool_error(m->d, "tsp-emu", "%s holds no device binaries: its manifest lists none (tspc "
+    diag_tool_error(m->d, in->tool, "%s holds no device binaries: its manifest lists none (tspc "
                     "writes them once it generates code)", in->dir);
     return false;
   }
@@ -587,10 +659,10 @@ static bool read_manifest_fields(ManifestReader *m, yaml_node_t *root, EmuInput 
 
 // An output directory's own files are read from it, never through a
 // symbolic link to a file elsewhere; false after saying so.
-static bool not_a_link(Diag *d, const char *path) {
+static bool not_a_link(Diag *d, const char *tool, const char *path) {
   struct stat st;
   if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-    diag_tool_error(d, "tsp-emu", "'%s' is a symbolic link: an output directory's files are read from the directory itself",
+    diag_tool_error(d, tool, "'%s' is a symbolic link: an output directory's files are read from the directory itself",
                     path);
     return false;
   }
@@ -601,23 +673,23 @@ static bool load_binaries(Arena *a, Diag *d, EmuInput *in) {
   Program *p = in->prog;
   for (int i = 0; i < p->ndevices; i++) {
     char *path = arena_printf(a, "%s/%s", in->dir, in->binaries[i]), err[256];
-    if (!not_a_link(d, path)) return false;
+    if (!not_a_link(d, in->tool, path)) return false;
     size_t n;
     unsigned char *data = emu_read_file(path, &n, err, sizeof err);
     int ndev;
     if (!data) {
-      diag_tool_error(d, "tsp-emu", "cannot read '%s': %s", path, err);
+      diag_tool_error(d, in->tool, "cannot read '%s': %s", path, err);
       return false;
     }
     bool ok = emu_decode_binary(a, data, n, i, in->topo, &p->devices[i], &ndev, err, sizeof err);
     free(data);
     if (!ok) {
-      diag_tool_error(d, "tsp-emu", "%s: %s", path, err);
+      diag_tool_error(d, in->tool, "%s: %s", path, err);
       return false;
     }
     int units = p->devices[i].units.len;
     if (units && ir_device_failed(in->topo, i)) {
-      diag_tool_error(d, "tsp-emu", "%s: device %d has failed (topology.yaml) and runs nothing, but its binary holds "
+      diag_tool_error(d, in->tool, "%s: device %d has failed (topology.yaml) and runs nothing, but its binary holds "
                       "%d unit%s", path, i, units, units == 1 ? "" : "s");
       return false;
     }
@@ -626,6 +698,7 @@ static bool load_binaries(Arena *a, Diag *d, EmuInput *in) {
 }
 
 bool emu_read_manifest(Arena *a, Diag *d, const SrcFile *src, EmuInput *in) {
+  if (!in->tool) in->tool = "tsp-emu";
   in->prog = ARENA_NEW(a, Program);
   in->prog->ndevices = in->topo->ndevices;
   in->prog->devices = ARENA_ARRAY(a, DeviceProgram, in->topo->ndevices);
@@ -647,16 +720,16 @@ bool emu_read_manifest(Arena *a, Diag *d, const SrcFile *src, EmuInput *in) {
   return ok;
 }
 
-bool emu_load_dir(Arena *a, Diag *d, const char *dir, EmuInput *in) {
-  *in = (EmuInput){.dir = dir};
+bool emu_load_dir(Arena *a, Diag *d, const char *tool, const char *dir, EmuInput *in) {
+  *in = (EmuInput){.dir = dir, .tool = tool};
   const char *err;
   char *mpath = arena_printf(a, "%s/manifest.yaml", dir), *tpath = arena_printf(a, "%s/topology.yaml", dir);
-  if (!not_a_link(d, mpath) || !not_a_link(d, tpath)) return false;
+  if (!not_a_link(d, tool, mpath) || !not_a_link(d, tool, tpath)) return false;
   SrcFile *src = src_read(a, mpath, &err);
   if (!src) {
-    diag_tool_error(d, "tsp-emu", "cannot read '%s': %s", mpath, err);
+    diag_tool_error(d, tool, "cannot read '%s': %s", mpath, err);
     return false;
   }
-  in->topo = fe_load_topology(a, d, "tsp-emu", tpath);
+  in->topo = fe_load_topology(a, d, tool, tpath);
   return in->topo && emu_read_manifest(a, d, src, in) && load_binaries(a, d, in);
 }

@@ -2,8 +2,38 @@
 blocks in DIR (a scratch mirror of the repository) and compares what it
 prints with what the document shows below it.  Ends with one line
 "N commands, M mismatches"; test/lit/docs/ runs it on docs/tutorial.md so
-the tutorial's outputs can never silently go stale."""
+the tutorial's outputs can never silently go stale.
+
+check-doc-commands.py --section "TITLE" DOC.md DIR: runs, in order, every
+line of the indented code blocks under DOC's `## TITLE` that starts with
+`bin/` (README.md's "Using it"), and checks its exit status: 0, or N when
+its comment says `status N`.  Ends with "N commands, M failures"."""
 import os, re, subprocess, sys, shutil
+
+
+def check_section(title, doc, root):
+    """The indented commands under `## title` run with the status they promise."""
+    inside, cmds = False, []
+    for ln in open(doc).read().split("\n"):
+        if ln.startswith("## "):
+            inside = ln[3:].strip() == title
+        elif inside and ln.startswith("    bin/"):
+            cmds.append(ln.strip())
+    bad = 0
+    for cmd in cmds:
+        m = re.search(r"#.*\bstatus (\d+)", cmd)
+        want = int(m.group(1)) if m else 0
+        r = subprocess.run(["bash", "-c", cmd], cwd=root, capture_output=True, text=True)
+        if r.returncode != want:
+            bad += 1
+            print(f"=== STATUS {r.returncode}, not {want}: {cmd}")
+            print((r.stdout + r.stderr).rstrip("\n")[-2000:])
+    print(f"{len(cmds)} commands, {bad} failures")
+
+
+if sys.argv[1] == "--section":
+    check_section(sys.argv[2], sys.argv[3], sys.argv[4])
+    sys.exit(0)
 doc, root = sys.argv[1], sys.argv[2]
 lines = open(doc).read().split("\n")
 blocks, cur, inblock = [], None, False

@@ -5,7 +5,7 @@
 # exact command and fails.  `make demo` and `make check` run it first.
 set -eu
 
-packages="gcc make flex bison pkg-config libyaml-dev zlib1g-dev libcmocka-dev llvm-14-tools python3 libopenblas-dev python3-numpy $*"
+packages="gcc make flex bison pkg-config libyaml-dev zlib1g-dev libcmocka-dev llvm-14-tools python3 libopenblas-dev python3-numpy man-db groff-base bsdextrautils $*"
 
 missing=""
 for p in $packages; do

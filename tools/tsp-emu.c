@@ -4,7 +4,7 @@
 // the model (runtime/reference.c) and reports.
 //
 //   tsp-emu DIR [--seed S] [--data-seed N] [--jitter on|off] [--drift-ppm P] [--start-skew C]
-//               [--trace FILE] [--report FILE] [--input NAME[#B][@DEV]=F.npy] [--dump NAME[#B][@DEV]=F.npy]
+//               [--trace FILE] [--report FILE] [--input NAME[#B][@DEV]=F.npy] [--dump NAME[#B][@DEV|@all]=F.npy]
 //               [--ber RATE] [--inject sbe|mbe:A-B@C] [--fail-link A-B@C] [--fail-device N@C] [--replay N]
 //
 // With faults (runtime/fault.c), a run the hardware flags (a detected link
@@ -58,7 +58,8 @@ static void usage(FILE *out) {
           "  --input NAME@DEV=F.npy  the same for device DEV's copy alone (of an @ each tensor)\n"
           "  --dump NAME=F.npy    write a tensor named in the manifest after the run (its\n"
           "                       first whole home, or its shards assembled; NAME@DEV=F.npy:\n"
-          "                       its home on device DEV)\n"
+          "                       its home on device DEV; NAME@all=F.npy: every home, device\n"
+          "                       N's into F.devNNNN.npy)\n"
           "  NAME#B               with several batches (the manifest's batches:), batch B's\n"
           "                       tensor (NAME#B@DEV=F.npy: its home on DEV); NAME alone is\n"
           "                       batch 0's (a param is every batch's)\n"
@@ -209,6 +210,9 @@ static bool parse_args(int argc, char **argv, Args *a) {
 
 // ---- --input and --dump ------------------------------------------------------------------
 
+// --dump NAME@all=F.npy: every copy, device NNNN's into F.devNNNN.npy.
+#define DUMP_EVERY_COPY "@all="
+
 // NAME[#BATCH][@DEV]=FILE split: the name (not NUL-terminated), the batch
 // (0: none given), the device (-1: none given) and the file.
 typedef struct TensorArg {
@@ -237,7 +241,8 @@ static bool split_arg(const char *opt, const char *arg, const Program *p, Tensor
   *ta = (TensorArg){.name = arg, .len = (size_t)((hash ? hash : at ? at : eq) - arg), .device = -1, .path = eq + 1};
   int64_t batch = 0, dev = -1;
   if ((hash && !arg_number(hash + 1, at ? at : eq, &batch)) || (at && !arg_number(at + 1, eq, &dev))) {
-    fprintf(stderr, "tsp-emu: error: %s takes NAME[#BATCH][@DEVICE]=FILE.npy, not '%s'\n", opt, arg);
+    fprintf(stderr, "tsp-emu: error: %s takes NAME[#BATCH][@DEVICE%s]=FILE.npy, not '%s'\n", opt,
+            strcmp(opt, "--dump") ? "" : "|@all", arg);
     return false;
   }
   if (batch >= p->batches) {
@@ -500,12 +505,12 @@ static uint8_t *read_named(Emu *e, const Named *nt, char *err, size_t errlen) {
   return NULL;
 }
 
-// --dump: the tensor named (Named), read after the run into a .npy of its
-// shape.
-static bool write_dump(Emu *e, const EmuInput *in, const char *arg) {
-  TensorArg ta;
+// --dump: the tensor ta names (Named), read after the run into a .npy of
+// its shape.
+static bool dump_tensor(Emu *e, const EmuInput *in, const TensorArg *ta) {
+  TensorArg copy = *ta;
   Named nt;
-  if (!split_arg("--dump", arg, in->prog, &ta) || !named_tensor(in, &ta, &nt)) return false;
+  if (!named_tensor(in, &copy, &nt)) return false;
   char err[256];
   uint8_t *raw = read_named(e, &nt, err, sizeof err);
   bool ok = raw != NULL;
@@ -513,15 +518,52 @@ static bool write_dump(Emu *e, const EmuInput *in, const char *arg) {
   if (ok && nt.dtype == DT_BF16) {
     float *f = xmalloc((size_t)n * sizeof *f);
     for (int64_t i = 0; i < n; i++) f[i] = (float)num_get(DT_BF16, raw, (int)i);
-    ok = npy_write(ta.path, "<f4", &nt.shape, f, err, sizeof err);
+    ok = npy_write(ta->path, "<f4", &nt.shape, f, err, sizeof err);
     free(f);
   } else if (ok) {
-    ok = npy_write(ta.path, npy_descr(nt.dtype), &nt.shape, raw, err, sizeof err);
+    ok = npy_write(ta->path, npy_descr(nt.dtype), &nt.shape, raw, err, sizeof err);
   }
   if (!ok) fprintf(stderr, "tsp-emu: error: %s\n", err);
   free(raw);
   free(nt.homes);
   return ok;
+}
+
+// F.npy -> F.devNNNN.npy (F -> F.devNNNN without the .npy): where
+// --dump NAME@all=F.npy writes device NNNN's copy (malloc'd).
+static char *copy_path(const char *path, int device) {
+  size_t n = strlen(path), stem = n >= 4 && !strcmp(path + n - 4, ".npy") ? n - 4 : n;
+  Buf b = {0};
+  buf_printf(&b, "%.*s.dev%04d%s", (int)stem, path, device, path + stem);
+  return b.data;
+}
+
+// --dump NAME[#B]@all=F.npy: every home of the tensor in its batch, each
+// into its own file (copy_path), in manifest order.
+static bool dump_every_copy(Emu *e, const EmuInput *in, const char *arg, const char *all) {
+  Buf plain = {0};  // the argument without "@all": NAME[#B]=F.npy
+  buf_printf(&plain, "%.*s%s", (int)(all - arg), arg, all + strlen(DUMP_EVERY_COPY) - 1);
+  TensorArg ta;
+  Named nt = {0};
+  bool found = split_arg("--dump", plain.data, in->prog, &ta) && collect_homes(in->prog, &ta, &nt), ok = found;
+  for (int i = 0; ok && i < nt.n; i++) {
+    TensorArg one = ta;
+    one.device = nt.homes[i]->device;
+    char *path = copy_path(ta.path, one.device);
+    one.path = path;
+    ok = dump_tensor(e, in, &one);
+    free(path);
+  }
+  if (found) free(nt.homes);  // collect_homes frees them when it finds none
+  buf_free(&plain);
+  return ok;
+}
+
+static bool write_dump(Emu *e, const EmuInput *in, const char *arg) {
+  const char *eq = strchr(arg, '='), *all = strstr(arg, DUMP_EVERY_COPY);
+  if (all && all < eq) return dump_every_copy(e, in, arg, all);
+  TensorArg ta;
+  return split_arg("--dump", arg, in->prog, &ta) && dump_tensor(e, in, &ta);
 }
 
 // The --report file, opened before the run so that a path that cannot be
@@ -660,7 +702,7 @@ static int run(Arena *a, Args *args) {
   progress_init(&progress, stderr, "tsp-emu", args->quiet);
   d.progress = args->opt.progress = &progress;
   EmuInput in;
-  if (!emu_load_dir(a, &d, args->dir, &in)) return 1;
+  if (!emu_load_dir(a, &d, "tsp-emu", args->dir, &in)) return 1;
   if (!args->drift_given) {  // the topology's: a bound, or each device's exact drift
     args->opt.drift_ppm = in.topo->drift_ppm;
     args->opt.device_drift_ppm = in.topo->device_drift_ppm;

@@ -2,7 +2,7 @@
 // runs the pass pipeline (passes/pipeline.c) over the model, and writes the
 // output directory atomically (support/outdir.c).
 //
-//   tspc MODEL.tg -t TOPOLOGY.yaml [-o OUT/] [--dump-after=PASS|all] [--stats] [--emit=asm,dot]
+//   tspc MODEL.tg -t TOPOLOGY.yaml [-o OUT/] [-g] [--dump-after=PASS|all] [--stats] [--emit=asm,dot]
 //   tspc -t TOPOLOGY.yaml --describe [--ports]
 //
 // Exit status: 0 on success, 1 on any error (the diagnostics say which).
@@ -29,6 +29,7 @@ typedef struct Options {
   int64_t launch_window;   // --launch-window (< 0: not given)
   bool emit_asm;           // --emit=asm
   bool emit_dot;           // --emit=dot
+  bool debug;              // -g: a debug section in every binary
   AlgoKind algo;    // --algo: forced on every collective
   RouteMode route;  // --route
   bool partition_none;  // --partition=none
@@ -50,6 +51,8 @@ static void usage(FILE *out) {
           "      --emit=asm         also write each device's assembly (devNNNN.tsa) to DIR\n"
           "      --emit=dot         also write each collective's rings or trees (coll-NAME.dot) to DIR\n"
           "                         (--emit=asm,dot: both)\n"
+          "  -g, --debug            give every binary a debug section: each instruction's schedule\n"
+          "                         cycle, the op or transfer it serves and its .tg line (tsp-objdump -S)\n"
           "      --describe         print the topology's devices, links and diameter as YAML\n"
           "      --ports            with --describe: every device's numbered ports\n"
           "      --algo=NAME        lower every collective by NAME, whatever the model says\n"
@@ -150,7 +153,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       {"describe", no_argument, 0, OPT_DESCRIBE}, {"ports", no_argument, 0, OPT_PORTS},
       {"dump-after", required_argument, 0, OPT_DUMP_AFTER},
       {"stop-after", required_argument, 0, OPT_STOP_AFTER},
-      {"emit", required_argument, 0, OPT_EMIT},
+      {"emit", required_argument, 0, OPT_EMIT},   {"debug", no_argument, 0, 'g'},
       {"drift-ppm", required_argument, 0, OPT_DRIFT},
       {"launch-window", required_argument, 0, OPT_LAUNCH},
       {"algo", required_argument, 0, OPT_ALGO},
@@ -168,9 +171,10 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
   opterr = 0;
   int ch;
   int64_t n;
-  while ((ch = getopt_long(argc, argv, ":t:o:h", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, ":t:o:gh", longopts, NULL)) != -1) {
     switch (ch) {
     case 't': o->topology = optarg; break;
+    case 'g': o->debug = true; break;
     case 'o': o->out = optarg; break;
     case OPT_DESCRIBE: o->describe = true; break;
     case OPT_PORTS: o->ports = true; break;
@@ -294,7 +298,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
 static bool write_outputs(Compilation *c, const Options *o) {
   ManifestInfo m = {.tool = "tspc", .source = c->src, .topo = c->topo, .graph = c->graph,
                     .program = c->program, .dag = c->dag, .sync = &c->sync, .algos = c->algos,
-                    .emit_asm = o->emit_asm, .emit_dot = o->emit_dot};
+                    .emit_asm = o->emit_asm, .emit_dot = o->emit_dot, .debug = o->debug};
   return be_write_outdir(&m, o->out, &c->diag);
 }
 
@@ -373,7 +377,7 @@ int main(int argc, char **argv) {
   c.route_mode = o.route;
   c.partition_none = o.partition_none;
   c.batches = o.batches;
-  c.annotate = o.emit_asm || (o.dump_after && (!strcmp(o.dump_after, "codegen") || !strcmp(o.dump_after, "all")));
+  c.annotate = o.emit_asm || o.debug || (o.dump_after && (!strcmp(o.dump_after, "codegen") || !strcmp(o.dump_after, "all")));
   c.tree_chunks = o.tree_chunks;
   c.drift_ppm = o.drift_ppm;
   c.launch_window = o.launch_window;

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   Program *p = t ? fe_assemble(&a, &d, src, t) : NULL;
   for (int i = 0; p && i < p->ndevices; i++) {
     Buf b = {0};
-    be_encode_device(&p->devices[i], p->ndevices, &b);
+    be_encode_device(&p->devices[i], p->ndevices, false, &b);
     DeviceProgram back;
     int ndevices;
     char err[256];
