@@ -44,7 +44,7 @@ typedef struct ManifestInfo {
   bool emit_trace;          // also write trace.json (trace.c; tspc only)
   bool emit_links;          // also write links.yaml and links.svg (links.c; tspc only)
   uint64_t trace_max_arrows;  // with emit_trace: the most flow arrows drawn
-  TraceCounts *trace_counts;  // with emit_trace: filled with what the trace holds
+  TraceCounts *trace_counts;  // with emit_trace: filled with what the trace holds (NULL: not wanted)
 } ManifestInfo;
 
 // ---- manifest.c ----

@@ -76,7 +76,8 @@ static bool close_file(OutDir *od, FILE *fp, const char *name, Diag *d, const ch
 static bool write_trace(OutDir *od, const ManifestInfo *m, Diag *d) {
   FILE *fp = outdir_create_file(od, "trace.json", d, m->tool);
   if (!fp) return false;
-  be_write_trace(m, m->trace_max_arrows, fp, m->trace_counts);
+  TraceCounts unused;
+  be_write_trace(m, m->trace_max_arrows, fp, m->trace_counts ? m->trace_counts : &unused);
   return close_file(od, fp, "trace.json", d, m->tool);
 }
 

@@ -15,9 +15,13 @@
 //   pid D                 device D ("dev0007")
 //   tid U                 unit U of its program ("c2c.3", "vxm", "ctl"): a
 //                         slice per instruction (WAITs and HALT left out),
-//                         named by its mnemonic and, as in the listing, the
-//                         node it serves; the alignment preamble (seed 002
-//                         s3.2) as one slice on ctl with its TRANSMITs
+//                         named by its mnemonic and what it serves: a
+//                         route's SEND or RECV, a reduction's or a stage's
+//                         vector run, by the transfer as its link slices
+//                         are named (found in the DAG by device, unit and
+//                         cycle); anything else as the listing says it;
+//                         the alignment preamble (seed 002 s3.2) as one
+//                         slice on ctl with its TRANSMITs
 //   tid SEND_TRACK + P    "port P -> devN": the link direction leaving port
 //                         P, a slice per route hop (a stream of vectors, one
 //                         every `every` cycles) named by the transfer's
@@ -127,6 +131,101 @@ static void name_tracks(TraceOut *t, const ManifestInfo *m, const char *used) {
   }
 }
 
+// ---- names -------------------------------------------------------------------
+
+// A transfer: "s step 2: 0 -> 5, allreduce by ring lane 1, reduce" or
+// "y: x 0 -> 5, copy"; a stage: "s: staged on 0, allreduce by multitree"; an
+// elementwise op: "h = relu(x)".
+static void node_name(Buf *b, const ManifestInfo *m, const DagNode *n, const int *steps) {
+  const Op *op = n->op;
+  const char *algo = ir_algo_names[m->algos ? m->algos[op->id] : op->algo];
+  b->len = 0;
+  if (n->kind == NODE_STAGE)
+    buf_printf(b, "%s: staged on %d, %s by %s", op->result->name, n->device, ir_op_info[op->kind].name, algo);
+  else if (n->kind != NODE_TRANSFER) {
+    buf_printf(b, "%s = %s(", op->result->name, ir_op_info[op->kind].name);
+    for (int i = 0; i < op->nargs; i++) buf_printf(b, "%s%s", i ? ", " : "", op->args[i]->name);
+    buf_printf(b, ")");
+  } else if (ir_op_is_collective(op->kind))
+    buf_printf(b, "%s step %d: %d -> %d, %s by %s lane %d%s", op->result->name, steps[n->id], n->src, n->dst,
+               ir_op_info[op->kind].name, algo, n->lane, n->reduce ? ", reduce" : "");
+  else
+    buf_printf(b, "%s: %s %d -> %d, %s", op->result->name, n->tensor->name, n->src, n->dst, ir_op_info[op->kind].name);
+}
+
+// When hop `hop` of route rt, leaving at `leave`, is taken at its far end:
+// latency_max + hop_slack later (codegen's gen_route puts the RECV, and at
+// an intermediate TSP the next hop's SEND, on that cycle).
+static int64_t hop_take(const ManifestInfo *m, const Route *rt, const Hop *hop, int64_t leave) {
+  return leave + m->topo->links.data[hop->link].p.latency_max + rt->hop_slack;
+}
+
+// ---- what an instruction serves ------------------------------------------------
+
+// Which DAG node put an instruction on a unit at a schedule cycle: a
+// route's SEND or RECV on a port, or a vector run.
+typedef struct Served {
+  int device;
+  int unit;     // 2 port + (RECV) on a port's unit; -1 the vector unit
+  int64_t at;
+  int node;
+} Served;
+
+typedef VEC(Served) ServedVec;
+
+static int served_cmp(const void *x, const void *y) {
+  const Served *a = x, *b = y;
+  if (a->device != b->device) return a->device < b->device ? -1 : 1;
+  if (a->unit != b->unit) return a->unit < b->unit ? -1 : 1;
+  return (a->at > b->at) - (a->at < b->at);
+}
+
+static void serve(ServedVec *v, int device, int unit, int64_t at, int node) {
+  if (v->len == v->cap) {
+    v->cap = v->cap ? 2 * v->cap : 1024;
+    v->data = xrealloc(v->data, sizeof(Served) * (size_t)v->cap);
+  }
+  v->data[v->len++] = (Served){device, unit, at, node};
+}
+
+// Every SEND and RECV of every route hop (the timing of write_route), and
+// every vector run of a reduction, a stage or an elementwise op, sorted.
+static ServedVec served_table(const ManifestInfo *m) {
+  ServedVec v = {0};
+  for (int i = 0; i < m->dag->nodes.len; i++) {
+    const DagNode *n = m->dag->nodes.data[i];
+    int vxm_device = n->kind == NODE_TRANSFER ? n->dst : n->device;
+    for (int r = 0; r < n->nruns; r++) serve(&v, vxm_device, -1, n->runs[r].start, n->id);
+    for (int r = 0; n->kind == NODE_TRANSFER && r < n->nroutes; r++) {
+      const Route *rt = &n->routes[r];
+      int64_t leave = rt->start;
+      for (int h = 0; h < rt->path.nhops; h++) {
+        const Hop *hop = &rt->path.hops[h];
+        int64_t take = hop_take(m, rt, hop, leave);
+        serve(&v, hop->from, 2 * hop->out_port, leave, n->id);
+        serve(&v, hop->to, 2 * hop->in_port + 1, take, n->id);
+        leave = take;
+      }
+    }
+  }
+  if (v.len) qsort(v.data, (size_t)v.len, sizeof(Served), served_cmp);
+  return v;
+}
+
+// The node instruction in serves on unit up of device, or -1.
+static int served_by(const ServedVec *v, int device, const UnitProgram *up, const Instr *in) {
+  int unit;
+  if (up->kind == UNIT_C2C && (in->op == OPC_SEND || in->op == OPC_RECV))
+    unit = 2 * up->port + (in->op == OPC_RECV);
+  else if (up->kind == UNIT_VXM)
+    unit = -1;
+  else
+    return -1;
+  Served key = {device, unit, in->at, 0};
+  const Served *hit = bsearch(&key, v->data, (size_t)v->len, sizeof(Served), served_cmp);
+  return hit ? hit->node : -1;
+}
+
 // ---- instructions ------------------------------------------------------------
 
 // Cycles an instruction holds its unit: a resync's SYNC the window (as
@@ -137,19 +236,25 @@ static int64_t held(const ManifestInfo *m, const Instr *in) {
 }
 
 // Every instruction codegen placed (the preamble's, at -1, are drawn from
-// the plan by write_preamble), named "MNEMONIC note".
-static void write_unit(TraceOut *t, const ManifestInfo *m, int d, int u) {
+// the plan by write_preamble), named "MNEMONIC what": the node it serves
+// as node_name says it, or the listing's note.
+static void write_unit(TraceOut *t, const ManifestInfo *m, const ServedVec *served, const int *steps, int d, int u) {
   const UnitProgram *up = &m->program->devices[d].units.data[u];
-  Buf name = {0};
+  Buf name = {0}, what = {0};
   for (int i = 0; i < up->code.len; i++) {
     const Instr *in = &up->code.data[i];
     if (in->at < 0 || in->op == OPC_WAIT || in->op == OPC_HALT) continue;
+    int node = served_by(served, d, up, in);
+    what.len = 0;
+    if (node >= 0) node_name(&what, m, m->dag->nodes.data[node], steps);
     name.len = 0;
-    buf_printf(&name, "%s%s%s", isa_opcodes[in->op].name, in->note ? " " : "", in->note ? in->note : "");
+    buf_printf(&name, "%s", isa_opcodes[in->op].name);
+    if (what.len || in->note) buf_printf(&name, " %s", what.len ? what.data : in->note);
     slice(t, d, u, name.data, t->base + in->at, held(m, in), NULL);
     t->counts->slices++;
   }
   buf_free(&name);
+  buf_free(&what);
 }
 
 // ---- the preamble ------------------------------------------------------------
@@ -191,27 +296,14 @@ static void write_preamble(TraceOut *t, const ManifestInfo *m) {
 
 // ---- transfers ---------------------------------------------------------------
 
-// "s step 2: 0 -> 5, allreduce by ring lane 1, reduce" or "y: x 0 -> 5, copy".
-static void transfer_name(Buf *b, const ManifestInfo *m, const DagNode *n, const int *steps) {
-  const Op *op = n->op;
-  b->len = 0;
-  if (ir_op_is_collective(op->kind))
-    buf_printf(b, "%s step %d: %d -> %d, %s by %s lane %d%s", op->result->name, steps[n->id], n->src, n->dst,
-               ir_op_info[op->kind].name, ir_algo_names[m->algos ? m->algos[op->id] : op->algo], n->lane,
-               n->reduce ? ", reduce" : "");
-  else
-    buf_printf(b, "%s: %s %d -> %d, %s", op->result->name, n->tensor->name, n->src, n->dst, ir_op_info[op->kind].name);
-}
-
-// Route r of transfer n: each hop a stream out of one port and into the
-// next, cut through at every intermediate TSP (the timing codegen's
-// gen_route gives the SENDs and RECVs: a hop is taken latency_max +
-// hop_slack after it leaves, and the next hop leaves then).
+// Route rt: each hop a stream out of one port and into the next, cut
+// through at every intermediate TSP (hop_take: the next hop leaves when
+// this one is taken).
 static void write_route(TraceOut *t, const ManifestInfo *m, const Route *rt, const char *name, const char *args) {
   int64_t leave = t->base + rt->start;
   for (int h = 0; h < rt->path.nhops; h++) {
     const Hop *hop = &rt->path.hops[h];
-    int64_t take = leave + m->topo->links.data[hop->link].p.latency_max + rt->hop_slack;
+    int64_t take = hop_take(m, rt, hop, leave);
     int64_t span = (rt->count - 1) * rt->every + rt->every;
     slice(t, hop->from, TRACE_SEND_TRACK + hop->out_port, name, leave, span, args);
     slice(t, hop->to, TRACE_RECEIVE_TRACK + hop->in_port, name, take, span, args);
@@ -228,13 +320,12 @@ static void write_route(TraceOut *t, const ManifestInfo *m, const Route *rt, con
   }
 }
 
-static void write_transfers(TraceOut *t, const ManifestInfo *m) {
-  int *steps = be_transfer_timesteps(m->dag);
+static void write_transfers(TraceOut *t, const ManifestInfo *m, const int *steps) {
   Buf name = {0}, args = {0};
   for (int i = 0; i < m->dag->nodes.len; i++) {
     const DagNode *n = m->dag->nodes.data[i];
     if (n->kind != NODE_TRANSFER) continue;
-    transfer_name(&name, m, n, steps);
+    node_name(&name, m, n, steps);
     for (int r = 0; r < n->nroutes; r++) {
       args.len = 0;
       buf_printf(&args, "{\"node\":%d,\"route\":%d,\"vectors\":%lld,\"hops\":%d,\"line\":%d}", n->id, r,
@@ -244,7 +335,6 @@ static void write_transfers(TraceOut *t, const ManifestInfo *m) {
   }
   buf_free(&name);
   buf_free(&args);
-  free(steps);
 }
 
 // By link direction (2 link + (from != a)): whether anything crosses it.
@@ -273,13 +363,17 @@ void be_write_trace(const ManifestInfo *m, uint64_t max_arrows, FILE *out, Trace
   TraceOut t = {.f = out, .clock_mhz = m->topo->clock_mhz, .base = m->sync->preamble_cycles,
                 .max_arrows = max_arrows, .counts = counts};
   char *used = directions_used(m);
+  int *steps = be_transfer_timesteps(m->dag);
+  ServedVec served = served_table(m);
   fputs("{\"traceEvents\": [", out);
   name_tracks(&t, m, used);
   write_preamble(&t, m);
   for (int d = 0; d < m->program->ndevices; d++)
-    for (int u = 0; u < m->program->devices[d].units.len; u++) write_unit(&t, m, d, u);
-  write_transfers(&t, m);
+    for (int u = 0; u < m->program->devices[d].units.len; u++) write_unit(&t, m, &served, steps, d, u);
+  write_transfers(&t, m, steps);
   fputs("\n], \"displayTimeUnit\": \"ns\"}\n", out);
   counts->arrows_drawn = t.arrows;
+  free(served.data);
+  free(steps);
   free(used);
 }
