@@ -7,6 +7,8 @@
 //   report.c     each collective's cycles against its lower bounds (--stats)
 //   dot.c        each collective's rings or trees as a Graphviz picture (--emit=dot)
 //   units.c      each device's busy cycles per unit, the matrix unit's utilisation (--stats)
+//   trace.c      the compiled schedule as a Chrome/Perfetto trace (--emit=trace)
+//   links.c      every link direction's load: links.yaml and links.svg (--emit=links)
 //
 // Instruction selection joins this layer with the schedule compiler.
 #ifndef TSPC_BACKEND_H
@@ -16,6 +18,16 @@
 
 // The manifest's format version; readers refuse versions they do not know.
 #define BE_MANIFEST_VERSION 1
+
+// What a compiled trace holds (trace.c): its slices, the vectors that
+// cross a link, and how many of those it draws as arrows.
+typedef struct TraceCounts {
+  uint64_t slices, arrows, arrows_drawn;
+} TraceCounts;
+
+// The flow arrows a trace draws unless told otherwise: tsp-emu's default
+// (--trace-max-vectors), one arrow a vector in both.
+#define BE_TRACE_DEFAULT_MAX_ARROWS 100000
 
 // What an output directory describes.
 typedef struct ManifestInfo {
@@ -30,6 +42,10 @@ typedef struct ManifestInfo {
   bool emit_asm;            // also write devNNNN.tsa
   bool debug;               // give every binary its debug section (tspc -g)
   bool emit_dot;            // also write coll-NAME.dot for every collective (dot.c)
+  bool emit_trace;          // also write trace.json (trace.c; tspc only)
+  bool emit_links;          // also write links.yaml and links.svg (links.c; tspc only)
+  uint64_t trace_max_arrows;  // with emit_trace: the most flow arrows drawn
+  TraceCounts *trace_counts;  // with emit_trace: filled with what the trace holds (NULL: not wanted)
 } ManifestInfo;
 
 // ---- manifest.c ----
@@ -101,11 +117,28 @@ void be_print_unit_report(const Graph *g, const Topology *t, const Program *p, F
 void be_write_collective_dot(const Topology *t, const Dag *d, const AlgoKind *algos, const Op *op,
                              const int *steps, FILE *out);
 
+// ---- trace.c ----
+// Writes the schedule of m (a tspc compile: program, DAG and sync plan) as
+// Chrome trace event JSON: a process per device, a track per unit and per
+// link direction, a slice per instruction and per route hop, and at most
+// max_arrows flow arrows, one a vector; counts says what it holds.
+void be_write_trace(const ManifestInfo *m, uint64_t max_arrows, FILE *out, TraceCounts *counts);
+
+// ---- links.c ----
+// Users listed per link direction in links.yaml (the rest are counted as
+// more_users), and the hottest directions links.svg numbers and names.
+#define BE_LINKS_MAX_USERS 8
+#define BE_LINKS_SVG_HOTTEST 5
+// links.yaml and links.svg of m (a tspc compile): every link direction's
+// vectors, busy cycles, utilisation and users; the picture of them.
+void be_write_links(const ManifestInfo *m, FILE *yaml, FILE *svg);
+
 // ---- outdir.c ----
 // Writes DIR atomically: topology.yaml (a copy of the topology file),
 // model.tg (a copy of the model, when there is a graph), devNNNN.tsp for
 // every device when there is a program (and devNNNN.tsa with emit_asm),
-// coll-NAME.dot for every collective with emit_dot, manifest.yaml.
+// coll-NAME.dot for every collective with emit_dot, trace.json with
+// emit_trace, links.yaml and links.svg with emit_links, manifest.yaml.
 bool be_write_outdir(const ManifestInfo *m, const char *dir, Diag *d);
 
 #endif

@@ -64,6 +64,37 @@ static bool write_pictures(OutDir *od, const ManifestInfo *m, Diag *d) {
   return ok;
 }
 
+// Closes fp, a file of DIR named name; false (with a message) if it failed.
+static bool close_file(OutDir *od, FILE *fp, const char *name, Diag *d, const char *tool) {
+  bool ok = !ferror(fp);
+  ok &= fclose(fp) == 0;
+  if (!ok) diag_tool_error(d, tool, "cannot write '%s/%s'", od->final_path, name);
+  return ok;
+}
+
+// trace.json: the schedule as a Chrome trace (trace.c).
+static bool write_trace(OutDir *od, const ManifestInfo *m, Diag *d) {
+  FILE *fp = outdir_create_file(od, "trace.json", d, m->tool);
+  if (!fp) return false;
+  TraceCounts unused;
+  be_write_trace(m, m->trace_max_arrows, fp, m->trace_counts ? m->trace_counts : &unused);
+  return close_file(od, fp, "trace.json", d, m->tool);
+}
+
+// links.yaml and links.svg: the link-utilisation atlas (links.c).
+static bool write_links(OutDir *od, const ManifestInfo *m, Diag *d) {
+  FILE *yaml = outdir_create_file(od, "links.yaml", d, m->tool);
+  if (!yaml) return false;
+  FILE *svg = outdir_create_file(od, "links.svg", d, m->tool);
+  if (!svg) {
+    fclose(yaml);
+    return false;
+  }
+  be_write_links(m, yaml, svg);
+  bool ok = close_file(od, yaml, "links.yaml", d, m->tool);
+  return close_file(od, svg, "links.svg", d, m->tool) && ok;
+}
+
 static bool write_manifest(OutDir *od, const ManifestInfo *m, Diag *d) {
   FILE *fp = outdir_create_file(od, "manifest.yaml", d, m->tool);
   if (!fp) return false;
@@ -86,6 +117,8 @@ bool be_write_outdir(const ManifestInfo *m, const char *dir, Diag *d) {
             (!m->program || write_binaries(&od, m->program, m->debug, d, m->tool)) &&
             (!m->program || !m->emit_asm || write_assembly(&od, m->program, d, m->tool)) &&
             (!m->emit_dot || !m->dag || write_pictures(&od, m, d)) &&
+            (!m->emit_trace || write_trace(&od, m, d)) &&
+            (!m->emit_links || write_links(&od, m, d)) &&
             write_manifest(&od, m, d);
   if (!ok) {
     outdir_abort(&od);

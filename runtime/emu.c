@@ -1043,6 +1043,18 @@ static void show_progress(Emu *e, Tick now) {
   progress_update(e->opt.progress, "emulating", (double)cycles / of);
 }
 
+// Each link direction's vectors, from the ports they left.
+static void count_link_vectors(const Emu *e, EmuResult *r) {
+  const Topology *t = e->topo;
+  r->topo = t;
+  r->link_vectors = ARENA_ARRAY(e->a, int64_t, 2 * t->links.len + 1);
+  for (int i = 0; i < e->ndevs; i++)
+    for (int p = 0; p < e->devs[i].nports; p++) {
+      const EPort *port = &e->devs[i].ports[p];
+      if (port->link >= 0) r->link_vectors[2 * port->link + (i != t->links.data[port->link].a)] += port->sent;
+    }
+}
+
 void emu_run(Emu *e, EmuResult *r) {
   *r = (EmuResult){.predicted = e->in->prog->predicted_cycles};
   bool drifts = e->opt.drift_ppm != 0;
@@ -1091,6 +1103,7 @@ void emu_run(Emu *e, EmuResult *r) {
   }
   drain_queue(e);
   r->cycles = (e->last_activity - e->first_start + EMU_TICKS_PER_CYCLE - 1) / EMU_TICKS_PER_CYCLE;
+  count_link_vectors(e, r);
   check_after_run(e);
 }
 

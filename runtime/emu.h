@@ -174,6 +174,8 @@ typedef struct EmuResult {
   int64_t *start;          // each device's program start, in global cycles
   int noutputs;            // the model's outputs, as checked (in the run's arena)
   OutputCheck *outputs;
+  const Topology *topo;    // the system run (the report's links:)
+  int64_t *link_vectors;   // by link direction, 2 l + (from != link l's a): vectors that left on it
 } EmuResult;
 
 typedef struct Emu Emu;
@@ -226,6 +228,10 @@ void emu_free(Emu *e);
 // The violations, the faults' lines (fault_print; opt->faults may be NULL),
 // the summary line and the data verdict.
 void emu_print_summary(const EmuResult *r, const EmuOptions *opt, int ndevices, FILE *out);
+// The report: status, cycles, the run's settings, clocks, violations, and
+// every link direction's measured load (links:, as tspc --emit=links
+// writes links.yaml: vectors, busy_cycles = vectors x the link's cycles per
+// vector, utilisation = busy_cycles / cycles).
 void emu_write_report(const EmuResult *r, const EmuOptions *opt, int ndevices, FILE *out);
 
 // ===== sram.c: sparse SRAM ===================================================

@@ -90,6 +90,7 @@ typedef struct EPort {
   Tick dies_at;           // fault.c: the cable carries nothing from this tick on (INT64_MAX: never)
   bool overflow_reported;
   RxQueue rx;
+  int64_t sent;           // vectors that left on this port, data and notifications (the report's links:)
 } EPort;
 
 typedef enum { UNIT_READY, UNIT_PARKED, UNIT_POLLING, UNIT_HALTED, UNIT_FELL_OFF } UnitState;

@@ -71,6 +71,7 @@ static void depart(Emu *e, EDev *d, int unit, int port, int64_t local, uint32_t 
   EPort *out = &d->ports[port];
   EPort *in = &e->devs[out->peer_dev].ports[out->peer_port];
   RxQueue *q = &in->rx;
+  out->sent++;  // it holds the link, whatever becomes of it
   Tick now = emu_global_at(d, local);
   int64_t latency = out->latency_max;
   if (e->opt.jitter)

@@ -47,6 +47,22 @@ void emu_print_summary(const EmuResult *r, const EmuOptions *opt, int ndevices, 
   print_data(r, out);
 }
 
+// Every link direction as measured: a -> b, then b -> a, in link order.
+static void write_links(const EmuResult *r, FILE *out) {
+  const Topology *t = r->topo;
+  fprintf(out, "links:%s\n", t && t->links.len ? "" : " []");
+  for (int i = 0; t && i < 2 * t->links.len; i++) {
+    const Link *l = &t->links.data[i / 2];
+    bool ab = i % 2 == 0;
+    int64_t vectors = r->link_vectors[i], busy = vectors * ir_cycles_per_vector(&l->p, t->clock_mhz);
+    fprintf(out, "  - {link: %d, kind: %s, from: %d, port: %d, to: %d, to_port: %d, vectors: %lld, busy_cycles: %lld, "
+                 "utilisation: %.6f}\n",
+            l->id, ir_link_kind_names[l->kind], ab ? l->a : l->b, ab ? l->a_port : l->b_port, ab ? l->b : l->a,
+            ab ? l->b_port : l->a_port, (long long)vectors, (long long)busy,
+            r->cycles > 0 ? (double)busy / (double)r->cycles : 0.0);
+  }
+}
+
 void emu_write_report(const EmuResult *r, const EmuOptions *opt, int ndevices, FILE *out) {
   fprintf(out, "status: %s\n", r->nviolations ? "failed" : "ok");
   fprintf(out, "devices: %d\n", ndevices);
@@ -73,4 +89,5 @@ void emu_write_report(const EmuResult *r, const EmuOptions *opt, int ndevices, F
     fprintf(out, "}\n");
   }
   fault_write_report(opt->faults, out);
+  write_links(r, out);
 }

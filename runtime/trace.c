@@ -53,49 +53,6 @@ Trace *trace_open(const char *path, double clock_mhz, char *err, size_t errlen) 
   return t;
 }
 
-// ---- JSON strings ---------------------------------------------------------------
-//
-// Names come from the program the emulator was given, so anything may be
-// in them.  RFC 8259 requires '"', '\\' and U+0000..U+001F escaped and the
-// text to be UTF-8: well-formed UTF-8 passes through, every byte that is
-// not part of a well-formed sequence becomes U+FFFD.
-
-#define JSON_FIRST_PRINTABLE 0x20  // below: control characters, escaped
-#define UTF8_REPLACEMENT "\\ufffd"
-
-// Writes one control character in its shortest JSON escape.
-static void write_control(FILE *f, unsigned char c) {
-  static const char short_escapes[][3] = {
-      ['\b'] = "\\b", ['\f'] = "\\f", ['\n'] = "\\n", ['\r'] = "\\r", ['\t'] = "\\t",
-  };
-  if (c < ARRAY_LEN(short_escapes) && short_escapes[c][0])
-    fputs(short_escapes[c], f);
-  else
-    fprintf(f, "\\u%04x", c);
-}
-
-// Writes s as a JSON string, quotes included (NULL as "").
-static void write_string(FILE *f, const char *s) {
-  const unsigned char *p = (const unsigned char *)(s ? s : "");
-  fputc('"', f);
-  while (*p) {
-    int n = str_utf8_sequence_len(p);
-    if (*p == '"' || *p == '\\') {
-      fputc('\\', f);
-      fputc(*p, f);
-    } else if (*p < JSON_FIRST_PRINTABLE) {
-      write_control(f, *p);
-    } else if (n == 0) {
-      fputs(UTF8_REPLACEMENT, f);
-      n = 1;
-    } else {
-      fwrite(p, 1, (size_t)n, f);
-    }
-    p += n ? n : 1;
-  }
-  fputc('"', f);
-}
-
 // ---- events ---------------------------------------------------------------------
 
 // Starts an event's line: the comma after the previous event, if any.
@@ -115,7 +72,7 @@ static void name_event(Trace *t, const char *what, int pid, const int *tid, cons
   fprintf(t->f, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d", what, pid);
   if (tid) fprintf(t->f, ",\"tid\":%d", *tid);
   fputs(",\"args\":{\"name\":", t->f);
-  write_string(t->f, name);
+  str_print_json(t->f, name);
   fputs("}}", t->f);
 }
 
@@ -130,7 +87,7 @@ void trace_name_thread(Trace *t, int pid, int tid, const char *name) {
 void trace_slice(Trace *t, int pid, int tid, const char *name, int64_t start, int64_t dur) {
   begin_event(t);
   fputs("{\"name\":", t->f);
-  write_string(t->f, name);
+  str_print_json(t->f, name);
   fprintf(t->f, ",\"ph\":\"X\",\"pid\":%d,\"tid\":%d", pid, tid);
   write_time(t, "ts", start);
   write_time(t, "dur", dur);

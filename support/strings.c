@@ -191,3 +191,45 @@ int str_utf8_sequence_len(const unsigned char *s) {
   }
   return 0;
 }
+
+// ---- JSON strings ---------------------------------------------------------------
+//
+// Names come from programs and models, so anything may be in them.  RFC
+// 8259 requires '"', '\\' and U+0000..U+001F escaped and the text to be
+// UTF-8: well-formed UTF-8 passes through, every byte that is not part of a
+// well-formed sequence becomes U+FFFD.
+
+#define JSON_FIRST_PRINTABLE 0x20  // below: control characters, escaped
+#define UTF8_REPLACEMENT "\\ufffd"
+
+// Writes one control character in its shortest JSON escape.
+static void write_json_control(FILE *f, unsigned char c) {
+  static const char short_escapes[][3] = {
+      ['\b'] = "\\b", ['\f'] = "\\f", ['\n'] = "\\n", ['\r'] = "\\r", ['\t'] = "\\t",
+  };
+  if (c < ARRAY_LEN(short_escapes) && short_escapes[c][0])
+    fputs(short_escapes[c], f);
+  else
+    fprintf(f, "\\u%04x", c);
+}
+
+void str_print_json(FILE *f, const char *s) {
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  fputc('"', f);
+  while (*p) {
+    int n = str_utf8_sequence_len(p);
+    if (*p == '"' || *p == '\\') {
+      fputc('\\', f);
+      fputc(*p, f);
+    } else if (*p < JSON_FIRST_PRINTABLE) {
+      write_json_control(f, *p);
+    } else if (n == 0) {
+      fputs(UTF8_REPLACEMENT, f);
+      n = 1;
+    } else {
+      fwrite(p, 1, (size_t)n, f);
+    }
+    p += n ? n : 1;
+  }
+  fputc('"', f);
+}

@@ -208,6 +208,10 @@ void str_human_bytes(char *dst, size_t n, double bytes);
 // not start one.  s is read up to a NUL (no continuation byte), so it must
 // be NUL-terminated somewhere after.
 int str_utf8_sequence_len(const unsigned char *s);
+// Writes s as a JSON string, quotes included (NULL as ""): '"', '\\' and
+// control characters escaped, bytes outside well-formed UTF-8 as U+FFFD
+// (RFC 8259).  Chrome traces (tsp-emu --trace, tspc --emit=trace) use it.
+void str_print_json(FILE *out, const char *s);
 
 // ---- progress.c: a progress line on a terminal -------------------------------
 // Seconds a run lasts before its progress line appears, and between redraws.

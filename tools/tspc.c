@@ -2,7 +2,7 @@
 // runs the pass pipeline (passes/pipeline.c) over the model, and writes the
 // output directory atomically (support/outdir.c).
 //
-//   tspc MODEL.tg -t TOPOLOGY.yaml [-o OUT/] [-g] [--dump-after=PASS|all] [--stats] [--emit=asm,dot]
+//   tspc MODEL.tg -t TOPOLOGY.yaml [-o OUT/] [-g] [--dump-after=PASS|all] [--stats] [--emit=asm,dot,trace,links]
 //   tspc -t TOPOLOGY.yaml --describe [--ports]
 //
 // Exit status: 0 on success, 1 on any error (the diagnostics say which).
@@ -30,6 +30,9 @@ typedef struct Options {
   bool emit_asm;           // --emit=asm
   bool emit_dot;           // --emit=dot
   bool debug;              // -g: a debug section in every binary
+  bool emit_trace;         // --emit=trace
+  bool emit_links;         // --emit=links
+  int64_t trace_max_vectors;  // --trace-max-vectors: flow arrows in trace.json
   AlgoKind algo;    // --algo: forced on every collective
   RouteMode route;  // --route
   bool partition_none;  // --partition=none
@@ -50,7 +53,10 @@ static void usage(FILE *out) {
           "  -o, --output DIR       write the device binaries and manifest.yaml to DIR\n"
           "      --emit=asm         also write each device's assembly (devNNNN.tsa) to DIR\n"
           "      --emit=dot         also write each collective's rings or trees (coll-NAME.dot) to DIR\n"
-          "                         (--emit=asm,dot: both)\n"
+          "      --emit=trace       also write the schedule as a Chrome/Perfetto trace (trace.json) to DIR\n"
+          "      --emit=links       also write every link direction's load (links.yaml, links.svg) to DIR\n"
+          "                         (a comma-separated list: --emit=asm,dot,trace,links)\n"
+          "      --trace-max-vectors=N  link arrows in trace.json, one a vector (default %d; 0: none)\n"
           "  -g, --debug            give every binary a debug section: each instruction's schedule\n"
           "                         cycle, the op or transfer it serves and its .tg line (tsp-objdump -S)\n"
           "      --describe         print the topology's devices, links and diameter as YAML\n"
@@ -76,14 +82,14 @@ static void usage(FILE *out) {
           "      --version, --help\n"
           "\n"
           "passes:\n",
-          SYNC_DEFAULT_DRIFT_PPM, SYNC_DEFAULT_LAUNCH_WINDOW, DIAG_DEFAULT_MAX_ERRORS);
+          BE_TRACE_DEFAULT_MAX_ARROWS, SYNC_DEFAULT_DRIFT_PPM, SYNC_DEFAULT_LAUNCH_WINDOW, DIAG_DEFAULT_MAX_ERRORS);
   for (int i = 0; i < pass_count; i++)
     fprintf(out, "  %-8s %s\n", pass_pipeline[i].name, pass_pipeline[i].summary);
 }
 
 enum {
   OPT_DESCRIBE = 256, OPT_ALGO, OPT_ROUTE, OPT_PARTITION, OPT_BATCHES, OPT_QUIET, OPT_TREE_CHUNKS, OPT_PORTS, OPT_DUMP_AFTER, OPT_STOP_AFTER, OPT_MAX_ERRORS, OPT_STATS,
-  OPT_VERIFY, OPT_EMIT, OPT_DRIFT, OPT_LAUNCH, OPT_VERSION, OPT_HELP
+  OPT_VERIFY, OPT_EMIT, OPT_TRACE_MAX, OPT_DRIFT, OPT_LAUNCH, OPT_VERSION, OPT_HELP
 };
 
 // The longest launch window --launch-window takes (cycles): a named limit,
@@ -127,20 +133,23 @@ static bool parse_route_mode(const char *name, RouteMode *out) {
   return false;
 }
 
-// --emit=LIST: a comma-separated list of asm and dot; false (with a
-// message) on anything else.
+// --emit=LIST: a comma-separated list of asm, dot, trace and links; false
+// (with a message) on anything else.
 static bool parse_emit(const char *list, Options *o, Diag *d) {
+  const struct {
+    const char *name;
+    bool *flag;
+  } outputs[] = {{"asm", &o->emit_asm}, {"dot", &o->emit_dot}, {"trace", &o->emit_trace}, {"links", &o->emit_links}};
   const char *p = list;
   for (;;) {
     size_t len = strcspn(p, ",");
-    if (len == 3 && !strncmp(p, "asm", 3))
-      o->emit_asm = true;
-    else if (len == 3 && !strncmp(p, "dot", 3))
-      o->emit_dot = true;
-    else {
-      diag_tool_error(d, "tspc", "unknown output '%.*s' for --emit (known: asm, dot)", (int)len, p);
+    size_t i = 0;
+    while (i < ARRAY_LEN(outputs) && !(strlen(outputs[i].name) == len && !strncmp(p, outputs[i].name, len))) i++;
+    if (i == ARRAY_LEN(outputs)) {
+      diag_tool_error(d, "tspc", "unknown output '%.*s' for --emit (known: asm, dot, trace, links)", (int)len, p);
       return false;
     }
+    *outputs[i].flag = true;
     if (!p[len]) return true;
     p += len + 1;
   }
@@ -154,6 +163,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       {"dump-after", required_argument, 0, OPT_DUMP_AFTER},
       {"stop-after", required_argument, 0, OPT_STOP_AFTER},
       {"emit", required_argument, 0, OPT_EMIT},   {"debug", no_argument, 0, 'g'},
+      {"trace-max-vectors", required_argument, 0, OPT_TRACE_MAX},
       {"drift-ppm", required_argument, 0, OPT_DRIFT},
       {"launch-window", required_argument, 0, OPT_LAUNCH},
       {"algo", required_argument, 0, OPT_ALGO},
@@ -166,7 +176,8 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       {"stats", no_argument, 0, OPT_STATS},       {"version", no_argument, 0, OPT_VERSION},
       {"verify-each", no_argument, 0, OPT_VERIFY},
       {"help", no_argument, 0, OPT_HELP},         {0, 0, 0, 0}};
-  *o = (Options){.max_errors = DIAG_DEFAULT_MAX_ERRORS, .drift_ppm = -1, .launch_window = -1};
+  *o = (Options){.max_errors = DIAG_DEFAULT_MAX_ERRORS, .drift_ppm = -1, .launch_window = -1,
+                 .trace_max_vectors = BE_TRACE_DEFAULT_MAX_ARROWS};
   double ppm;
   opterr = 0;
   int ch;
@@ -196,6 +207,13 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       break;
     case OPT_EMIT:
       if (!parse_emit(optarg, o, d)) return false;
+      break;
+    case OPT_TRACE_MAX:
+      if (!str_to_i64(optarg, &n) || n < 0) {
+        diag_tool_error(d, "tspc", "--trace-max-vectors needs a count from 0 on, got '%s'", optarg);
+        return false;
+      }
+      o->trace_max_vectors = n;
       break;
     case OPT_DRIFT:
       if (!str_to_double(optarg, &ppm) || !(ppm >= 0 && ppm <= FE_MAX_DRIFT_PPM)) {
@@ -275,8 +293,9 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
     diag_tool_error(d, "tspc", "no model: give a .tg file, or --describe the topology");
     return false;
   }
-  if ((o->emit_asm || o->emit_dot) && !o->out) {
-    diag_tool_error(d, "tspc", "--emit=%s writes beside the binaries: give -o DIR", o->emit_asm ? "asm" : "dot");
+  if ((o->emit_asm || o->emit_dot || o->emit_trace || o->emit_links) && !o->out) {
+    diag_tool_error(d, "tspc", "--emit=%s writes beside the binaries: give -o DIR",
+                    o->emit_asm ? "asm" : o->emit_dot ? "dot" : o->emit_trace ? "trace" : "links");
     return false;
   }
   if (o->stop_after && o->out) {
@@ -296,10 +315,18 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
 }
 
 static bool write_outputs(Compilation *c, const Options *o) {
+  TraceCounts counts = {0};
   ManifestInfo m = {.tool = "tspc", .source = c->src, .topo = c->topo, .graph = c->graph,
                     .program = c->program, .dag = c->dag, .sync = &c->sync, .algos = c->algos,
-                    .emit_asm = o->emit_asm, .emit_dot = o->emit_dot, .debug = o->debug};
-  return be_write_outdir(&m, o->out, &c->diag);
+                    .emit_asm = o->emit_asm, .emit_dot = o->emit_dot, .emit_trace = o->emit_trace,
+                    .emit_links = o->emit_links, .trace_max_arrows = (uint64_t)o->trace_max_vectors,
+                    .trace_counts = &counts, .debug = o->debug};
+  if (!be_write_outdir(&m, o->out, &c->diag)) return false;
+  if (counts.arrows_drawn < counts.arrows && o->trace_max_vectors > 0)  // a cut the user did not ask for by name
+    fprintf(stderr, "tspc: note: trace.json draws the first %llu of the %llu vectors that cross a link as arrows "
+                    "(--trace-max-vectors; 0: none)\n", (unsigned long long)counts.arrows_drawn,
+            (unsigned long long)counts.arrows);
+  return true;
 }
 
 // One line a collective: its cycles against its lower bounds (report.c).
@@ -377,7 +404,7 @@ int main(int argc, char **argv) {
   c.route_mode = o.route;
   c.partition_none = o.partition_none;
   c.batches = o.batches;
-  c.annotate = o.emit_asm || o.debug || (o.dump_after && (!strcmp(o.dump_after, "codegen") || !strcmp(o.dump_after, "all")));
+  c.annotate = o.emit_asm || o.emit_trace || o.debug || (o.dump_after && (!strcmp(o.dump_after, "codegen") || !strcmp(o.dump_after, "all")));
   c.tree_chunks = o.tree_chunks;
   c.drift_ppm = o.drift_ppm;
   c.launch_window = o.launch_window;
