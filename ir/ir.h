@@ -38,6 +38,10 @@ typedef enum {
 // layernorm's epsilon: (x - mean) / sqrt(var + IR_LAYERNORM_EPSILON)
 // (docs/dsl.md); the compiler's code and the reference both use it.
 #define IR_LAYERNORM_EPSILON 1e-5
+// The largest order p of cholesky's [p x p] operand: the factor's two
+// working copies and its instruction stream (about p^3 / 300,000 matrix-unit
+// instructions: passes/compute.c) stay a small share of a device.
+#define IR_CHOLESKY_MAX_ORDER 4096
 // The largest tensor, in bytes, one declaration may describe: 2^50 (1 PiB),
 // far above any real model, low enough that size arithmetic never overflows.
 #define IR_MAX_TENSOR_BYTES ((int64_t)1 << 50)
@@ -94,7 +98,8 @@ typedef enum {
   X(REDUCE_MAX, "reduce_max", ARITY(1), KW_AXIS)            /* max along axis (it goes)     */ \
   X(RESHAPE, "reshape", ARITY(1), KW_SHAPE)                 /* same elements, new shape     */ \
   X(SLICE, "slice", ARITY(1), KW_AXIS | KW_START | KW_END)  /* [start, end) along axis      */ \
-  X(CONCAT, "concat", ARITY(2) | ARITY(3) | ARITY(4), KW_AXIS) /* joined along axis         */
+  X(CONCAT, "concat", ARITY(2) | ARITY(3) | ARITY(4), KW_AXIS) /* joined along axis         */ \
+  X(CHOLESKY, "cholesky", ARITY(1), 0)                      /* L, L L^T = a (lower)         */
 
 typedef enum {
 #define X(e, name, arity, kws) OP_##e,

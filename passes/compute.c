@@ -782,6 +782,222 @@ static void emit_concat(Emitter *e, int64_t ready) {
     }
 }
 
+// ---- cholesky (seed 002 s5.5) ---------------------------------------------------------
+//
+// L with L L^T = a, left-looking, one column a step as the seed's
+// cholesky_vector_ops: the matrix unit forms the update vector
+// U = L[n, 0:i] . L[i, 0:i] for every row n >= i, and the vector unit
+// subtracts it from column i of a and scales the difference by the
+// reciprocal square root of its diagonal element:
+//
+//   I = a[i:p, i] - U;  splat = rsqrt(I[0]);  L[i:p, i] = I * splat
+//
+// (so L[i, i] = I[0] rsqrt(I[0]) = sqrt(I[0])).  Column i of L is a row of
+// the working copy T = L^T (T starts as a^T: one TRANS a tile, so row i of
+// T is column i of a, read from the lower triangle), and the update is one
+// activation row times the weight tiles of T's rows 0..i-1 ([1 x K] x
+// [K x 320] sub-operations, MXLW then MXM / MXMA).  The activation is row i
+// of L: its K tiles before the current group of `per` columns come from R,
+// a row-major copy of L that one TRANS a tile fills as each group of T's
+// rows completes; the current group's part is one TRANS of that group's
+// rows so far (its vector i mod per).  The loop-carried dependence (row i
+// of T is written by step i and read by step i + 1's partial TRANS and
+// install) is placed to the cycle by the same `place` as every op, so the
+// schedule is exact; the weight tiles of complete groups do not depend on
+// the previous step and are installed while it finishes.  At the end each
+// row of R goes to the result, zeros above the diagonal.
+//
+// The vector unit works in f32 (the matrix unit accumulates in f32); T
+// and R hold the operand's dtype.  VRSQRT is the vector unit's rsqrt: the
+// correctly rounded f32 of 1 / sqrt (docs/isa.md), so the approximation
+// error is half an f32 ulp, 6e-8 relative.
+
+typedef struct Chol {
+  DType dt;
+  int64_t p, per, pitch, ncv, f32v, njt, apitch;  // ncv: column vectors (= pitch); njt: 320-column tiles
+  int T, R, zero, zeros;                            // scratch: L^T, L row-major, a zero vector, a zero row
+  int C[ROW_SETS], U[ROW_SETS], S[ROW_SETS], P[ROW_SETS];  // a step's f32 column, update, splat, partial tile
+  int64_t set_free[ROW_SETS];  // when the last read of a step set ends
+  int64_t *t_land;             // by row of T: when its last write lands
+  int64_t *r_land;             // by group g: when column vector g of R has landed
+  int64_t buf_free[ISA_MXM_BUFFERS];
+  int64_t installs;
+} Chol;
+
+// When rows [from, to) of T have all landed.
+static int64_t chol_rows_landed(const Chol *k, int64_t from, int64_t to) {
+  int64_t t = 0;
+  for (int64_t r = from; r < to; r++) t = MAX(t, k->t_land[r]);
+  return t;
+}
+
+// T = a^T, a [per x per] tile at a time (every tile: installs read whole
+// column tiles of T's rows).
+static void chol_load(Emitter *e, Chol *k, int64_t ready) {
+  for (int64_t rb = 0; rb < k->ncv; rb++)
+    for (int64_t cv = 0; cv < k->ncv; cv++) {
+      int64_t n = MIN(k->per, k->p - rb * k->per);
+      Instr tr = make(OPC_TRANS, k->dt, (int)n, cv * k->per * k->pitch + rb, rb * k->per * k->apitch + cv, k->apitch,
+                      k->pitch);
+      int64_t land = landed(e, tr, place3(e, tr, scratch_ref(k->T), REF_ARG0, REF_NONE, ready));
+      for (int64_t j = 0; j < k->per; j++) k->t_land[cv * k->per + j] = MAX(k->t_land[cv * k->per + j], land);
+    }
+}
+
+// Step i's activation for K tile kt: row i of R, or the current group's
+// part from a TRANS of its rows into P (its vector i mod per); *act and
+// *ref out, returns when it has landed.
+static int64_t chol_activation(Emitter *e, Chol *k, int64_t i, int64_t kt, int set, int64_t *act, int *ref) {
+  int64_t g0 = kt * k->per;
+  if (g0 + k->per <= i) {
+    *act = i * k->pitch + kt, *ref = scratch_ref(k->R);
+    return k->r_land[kt];
+  }
+  int64_t n = i - g0, j = i % k->per;
+  Instr tr = make(OPC_TRANS, k->dt, (int)n, 0, g0 * k->pitch + i / k->per, k->pitch, 1);
+  int64_t at = place3(e, tr, scratch_ref(k->P[set]), scratch_ref(k->T), REF_NONE,
+                      MAX(chol_rows_landed(k, g0, i), k->set_free[set]));
+  *act = j, *ref = scratch_ref(k->P[set]);
+  return at + n + j + ISA_SXM_LATENCY;  // vector j lands then
+}
+
+// Installs K tile kt x column tile jt of T's rows 0..i-1 and multiplies
+// the activation by it into the step's update; returns when that lands.
+static int64_t chol_multiply(Emitter *e, Chol *k, int64_t i, int64_t kt, int64_t jt, int set, int64_t act_land,
+                             int64_t act, int act_ref, int64_t acc_land) {
+  int b = (int)(k->installs++ % ISA_MXM_BUFFERS);
+  int64_t kk = MIN(k->per, i - kt * k->per), nn = MIN(ISA_MXM_COLS, k->p - jt * ISA_MXM_COLS);
+  Instr inst = make(OPC_MXLW, k->dt, b, kt * k->per * k->pitch + jt * (ISA_MXM_COLS / k->per), k->pitch, kk, nn);
+  int8_t wref[4] = {(int8_t)scratch_ref(k->T), REF_NONE, REF_NONE, REF_NONE};
+  int64_t rows = chol_rows_landed(k, kt * k->per, kt * k->per + kk);
+  int64_t in_at = place(e, inst, wref, MAX(rows, k->buf_free[b]));
+  Instr mul = make(kt ? OPC_MXMA : OPC_MXM, k->dt, b, jt * isa_mxm_row_vectors(k->dt, e->vb), act, 1, 1);
+  int64_t ready = MAX(in_at + isa_mxm_install_cycles(&inst, e->vb), MAX(act_land, acc_land));
+  if (!kt) ready = MAX(ready, k->set_free[set]);
+  int64_t at = place3(e, mul, scratch_ref(k->U[set]), act_ref, REF_NONE, ready);
+  k->buf_free[b] = at + isa_mxm_cycles(k->dt, 1);
+  return at + ISA_MXM_LATENCY;
+}
+
+// The update U of step i for every column tile holding rows >= i; returns
+// when the last lands (ready when there is none: step 0).
+static int64_t chol_update(Emitter *e, Chol *k, int64_t i, int set, int64_t ready) {
+  int64_t nk = ceil_div(i, k->per), jt0 = i / ISA_MXM_COLS, done = ready;
+  int64_t *acc = ARENA_ARRAY(&e->c->arena, int64_t, k->njt);
+  for (int64_t jt = 0; jt < k->njt; jt++) acc[jt] = 0;
+  for (int64_t kt = 0; kt < nk; kt++) {
+    int64_t act;
+    int ref;
+    int64_t act_land = chol_activation(e, k, i, kt, set, &act, &ref);
+    for (int64_t jt = jt0; jt < k->njt; jt++) {
+      acc[jt] = chol_multiply(e, k, i, kt, jt, set, act_land, act, ref, acc[jt]);
+      done = MAX(done, acc[jt]);
+    }
+  }
+  return done;
+}
+
+// An f32 vector-unit instruction on the step's buffers; returns when its
+// last result lands.
+static int64_t chol_vop(Emitter *e, Instr in, int ra, int rb, int rc, int64_t ready) {
+  return landed(e, in, place3(e, in, ra, rb, rc, ready));
+}
+
+// Step i: column i of L into row i of T (see the top of this section).
+static void chol_step(Emitter *e, Chol *k, int64_t i) {
+  int set = (int)(i % ROW_SETS);
+  int64_t v0 = i / k->per, c0 = v0 * k->per / isa_elems_per_vector(DT_F32, e->vb), n = k->f32v - c0;
+  int64_t elems = k->p - v0 * k->per;
+  int C = scratch_ref(k->C[set]), S = scratch_ref(k->S[set]), T = scratch_ref(k->T);
+  Instr load = make(OPC_VCVT, DT_F32, k->dt, c0, i * k->pitch + v0, elems, 0);
+  int64_t col = chol_vop(e, load, C, T, REF_NONE, MAX(k->t_land[i], k->set_free[set]));
+  if (i > 0) {
+    int64_t u = chol_update(e, k, i, set, col);
+    col = chol_vop(e, make(OPC_VSUB, DT_F32, 0, c0, c0, c0, n), C, C, scratch_ref(k->U[set]), MAX(col, u));
+  }
+  int64_t s = chol_vop(e, make(OPC_SXMOV, DT_F32, 0, 0, 0, i, 1), S, C, REF_NONE, col);
+  s = chol_vop(e, make(OPC_VRSQRT, DT_F32, 0, 0, 0, 1, 0), S, S, REF_NONE, s);
+  col = chol_vop(e, make(OPC_VMULS, DT_F32, 0, c0, c0, 0, n), C, C, S, MAX(col, s));
+  Instr store = make(OPC_VCVT, k->dt, DT_F32, i * k->pitch + v0, c0, elems, 0);
+  int64_t at = place3(e, store, T, C, REF_NONE, col);
+  k->t_land[i] = landed(e, store, at);
+  k->set_free[set] = at + isa_issue_cycles(&store, e->vb);
+}
+
+// Group g of T's rows is complete: their columns >= the group's into R,
+// one TRANS a tile (R's rows cv per.., column vector g).
+static void chol_group_to_rows(Emitter *e, Chol *k, int64_t g, int64_t rows) {
+  int64_t ready = chol_rows_landed(k, g * k->per, g * k->per + rows);
+  for (int64_t cv = g; cv < k->ncv; cv++) {
+    Instr tr = make(OPC_TRANS, k->dt, (int)rows, cv * k->per * k->pitch + g, g * k->per * k->pitch + cv, k->pitch,
+                    k->pitch);
+    k->r_land[g] = MAX(k->r_land[g], landed(e, tr, place3(e, tr, scratch_ref(k->R), scratch_ref(k->T), REF_NONE, ready)));
+  }
+}
+
+// A row of `pitch` zero vectors (VMOVs doubling from one constant
+// vector); returns when it has landed.
+static int64_t chol_zeros(Emitter *e, Chol *k, int64_t ready) {
+  k->zero = new_const(e, k->dt, 0);
+  k->zeros = new_scratch(e, k->pitch);
+  int64_t land = vmov_block(e, scratch_ref(k->zeros), 0, scratch_ref(k->zero), 0, 1, ready);
+  for (int64_t have = 1; have < k->pitch; have *= 2)
+    land = vmov_block(e, scratch_ref(k->zeros), have, scratch_ref(k->zeros), 0, MIN(have, k->pitch - have), land);
+  return land;
+}
+
+// Row n of R into the result: the lanes above the diagonal in its
+// diagonal vector zeroed in R first, the vectors after it zeros.
+static void chol_store_row(Emitter *e, Chol *k, int64_t n, int64_t zeros) {
+  int64_t vd = n / k->per, lane = n % k->per + 1, ready = 0;
+  for (int64_t g = 0; g <= vd; g++) ready = MAX(ready, k->r_land[g]);
+  if (lane < k->per) {
+    Instr mov = make(OPC_SXMOV, k->dt, (int)lane, n * k->pitch + vd, 0, 0, k->per - lane);
+    ready = landed(e, mov, place3(e, mov, scratch_ref(k->R), scratch_ref(k->zero), REF_NONE, ready));
+  }
+  vmov_block(e, REF_RESULT, n * k->pitch, scratch_ref(k->R), n * k->pitch, vd + 1, ready);
+  if (vd + 1 < k->pitch)
+    vmov_block(e, REF_RESULT, n * k->pitch + vd + 1, scratch_ref(k->zeros), 0, k->pitch - vd - 1, zeros);
+}
+
+static Chol chol_new(Emitter *e, const Op *op) {
+  const Tensor *a = op->args[0];
+  Chol k = {.dt = a->dtype, .p = a->shape.dim[0], .per = isa_elems_per_vector(a->dtype, e->vb)};
+  k.pitch = layout_pitch(e->c, op->result);
+  k.apitch = layout_pitch(e->c, a);
+  k.ncv = ceil_div(k.p, k.per);
+  k.f32v = f32_vectors(e, k.p);
+  k.njt = ceil_div(k.p, ISA_MXM_COLS);
+  k.T = new_scratch(e, k.ncv * k.per * k.pitch);
+  k.R = new_scratch(e, k.ncv * k.per * k.pitch);
+  for (int s = 0; s < ROW_SETS; s++) {
+    k.C[s] = new_scratch(e, k.f32v);
+    k.U[s] = new_scratch(e, k.njt * isa_mxm_row_vectors(k.dt, e->vb));
+    k.S[s] = new_scratch(e, 1);
+    k.P[s] = new_scratch(e, k.per);
+  }
+  k.t_land = ARENA_ARRAY(&e->c->arena, int64_t, k.ncv * k.per);
+  k.r_land = ARENA_ARRAY(&e->c->arena, int64_t, k.ncv);
+  memset(k.t_land, 0, sizeof(int64_t) * (size_t)(k.ncv * k.per));
+  memset(k.r_land, 0, sizeof(int64_t) * (size_t)k.ncv);
+  return k;
+}
+
+static void emit_cholesky(Emitter *e, int64_t ready) {
+  Chol k = chol_new(e, e->n->op);
+  ready = MAX(ready, *e->u.weights_free);  // the device's weight buffers (emit_matmul)
+  for (int s = 0; s < ROW_SETS; s++) k.set_free[s] = ready;
+  for (int b = 0; b < ISA_MXM_BUFFERS; b++) k.buf_free[b] = ready;
+  chol_load(e, &k, ready);
+  for (int64_t i = 0; i < k.p; i++) {
+    chol_step(e, &k, i);
+    if ((i + 1) % k.per == 0 || i == k.p - 1) chol_group_to_rows(e, &k, i / k.per, i % k.per + 1);
+  }
+  int64_t zeros = chol_zeros(e, &k, ready);
+  for (int64_t n = 0; n < k.p; n++) chol_store_row(e, &k, n, zeros);
+  for (int b = 0; b < ISA_MXM_BUFFERS; b++) *e->u.weights_free = MAX(*e->u.weights_free, k.buf_free[b]);
+}
+
 // ---- the table ------------------------------------------------------------------------
 
 typedef void EmitFn(Emitter *e, int64_t ready);
@@ -809,7 +1025,7 @@ static const ComputeRule rules[OP_COUNT] = {
     [OP_LAYERNORM] = {OPC_COUNT, emit_layernorm, 87}, [OP_TRANSPOSE] = {OPC_COUNT, emit_transpose, 0},
     [OP_REDUCE_SUM] = {OPC_COUNT, emit_reduce, 25},   [OP_REDUCE_MAX] = {OPC_COUNT, emit_reduce, 25},
     [OP_RESHAPE] = {OPC_COUNT, emit_reshape, 0},      [OP_SLICE] = {OPC_COUNT, emit_slice, 0},
-    [OP_CONCAT] = {OPC_COUNT, emit_concat, 0},
+    [OP_CONCAT] = {OPC_COUNT, emit_concat, 0},        [OP_CHOLESKY] = {OPC_COUNT, emit_cholesky, 0},
 };
 
 // Vectors of t's rows as layout.c pads them (every row of the last
