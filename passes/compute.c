@@ -931,7 +931,8 @@ static void chol_group_to_rows(Emitter *e, Chol *k, int64_t g, int64_t rows) {
   for (int64_t cv = g; cv < k->ncv; cv++) {
     Instr tr = make(OPC_TRANS, k->dt, (int)rows, cv * k->per * k->pitch + g, g * k->per * k->pitch + cv, k->pitch,
                     k->pitch);
-    k->r_land[g] = MAX(k->r_land[g], landed(e, tr, place3(e, tr, scratch_ref(k->R), scratch_ref(k->T), REF_NONE, ready)));
+    int64_t land = landed(e, tr, place3(e, tr, scratch_ref(k->R), scratch_ref(k->T), REF_NONE, ready));
+    k->r_land[g] = MAX(k->r_land[g], land);
   }
 }
 
@@ -1055,6 +1056,25 @@ static int64_t estimate_matmul(const Op *op, int vb) {
   return first + cycles + ISA_MXM_LATENCY;
 }
 
+// emit_cholesky's cycles: the install path is its bottleneck, every step
+// i installing T's rows 0..i-1 in every column tile holding rows >= i
+// (kk rows x ceil(nn / per) vectors, a cycle each), plus each step's chain
+// (the partial TRANS, the multiply and the vector unit's four passes),
+// and the transposes in and out.
+static int64_t estimate_cholesky(const Op *op, int vb) {
+  const Tensor *a = op->args[0];
+  int64_t p = a->shape.dim[0], per = isa_elems_per_vector(a->dtype, vb), ncv = ceil_div(p, per);
+  int64_t f32v = ceil_div(p, isa_elems_per_vector(DT_F32, vb)), cycles = 2 * ncv * ncv * 2 * per;
+  for (int64_t i = 1; i < p; i++) {
+    int64_t installs = 0;
+    for (int64_t jt = i / ISA_MXM_COLS; jt * ISA_MXM_COLS < p; jt++)
+      installs += i * ceil_div(MIN(ISA_MXM_COLS, p - jt * ISA_MXM_COLS), per);
+    int64_t chain = i % per + per + ISA_MXM_LATENCY + 4 * (f32v + ISA_VXM_LATENCY);
+    cycles += MAX(installs, chain);
+  }
+  return cycles;
+}
+
 int64_t compute_estimate_scratch_vectors(const Op *op, int vb) {
   const Tensor *x = op->nargs ? op->args[0] : op->result;
   int64_t cols = x->shape.dim[x->shape.rank - 1], f32_row = ceil_div(cols, isa_elems_per_vector(DT_F32, vb));
@@ -1065,6 +1085,11 @@ int64_t compute_estimate_scratch_vectors(const Op *op, int vb) {
     return (n > tc ? 2 : 1) * rows * isa_mxm_row_vectors(x->dtype, vb);
   }
   case OP_GELU: return 2 * ROW_SETS * COMPUTE_CHUNK_VECTORS;  // emit_gelu's chunks
+  case OP_CHOLESKY: {  // chol_new's T and R, the step sets, the zero row
+    int64_t per = isa_elems_per_vector(x->dtype, vb), ncv = ceil_div(cols, per);
+    int64_t set = f32_row + ceil_div(cols, ISA_MXM_COLS) * isa_mxm_row_vectors(x->dtype, vb) + 1 + per;
+    return 2 * ncv * per * ncv + ROW_SETS * set + ncv + 1;
+  }
   case OP_SOFTMAX:
   case OP_LAYERNORM: return ROW_SETS * (2 * f32_row + 2) + (op->nargs == 3 ? 2 * f32_row : 0);  // rows, gamma, beta
   case OP_REDUCE_SUM:
@@ -1076,6 +1101,7 @@ int64_t compute_estimate_scratch_vectors(const Op *op, int vb) {
 int64_t compute_estimate_cycles(const Op *op, int vb) {
   if (ir_op_is_collective(op->kind) || op->kind == OP_COPY) return 0;
   if (op->kind == OP_MATMUL) return estimate_matmul(op, vb);
+  if (op->kind == OP_CHOLESKY) return estimate_cholesky(op, vb);
   const ComputeRule *r = &rules[op->kind];
   if (r->f32_passes) return padded_vectors(op->args[0], DT_F32, vb) * r->f32_passes / 10;
   int64_t moves = op->kind == OP_TRANSPOSE ? 2 : 1;  // TRANS tiles, then the rows written back

@@ -324,6 +324,28 @@ static void print_batches(const Compilation *c) {
   free(finish);
 }
 
+// One line a cholesky: its cycles (the first of its nodes' starts to the
+// last of their finishes) and the TFLOPs they achieve at the clock,
+// counting p^3 / 3 operations for order p (seed 002 s5.5).
+static void print_cholesky(const Compilation *c) {
+  for (int i = 0; i < c->graph->ops.len; i++) {
+    const Op *op = c->graph->ops.data[i];
+    if (op->kind != OP_CHOLESKY) continue;
+    int64_t start = INT64_MAX, finish = 0;
+    for (int k = 0; k < c->dag->nodes.len; k++) {
+      const DagNode *d = c->dag->nodes.data[k];
+      if (d->op != op) continue;
+      start = MIN(start, d->start);
+      finish = MAX(finish, d->finish);
+    }
+    if (finish < start) continue;
+    double p = (double)op->result->shape.dim[0], us = (double)(finish - start + 1) / c->topo->clock_mhz;
+    fprintf(stderr, "cholesky.%s: order %.0f %s, %lld cycles, %.1f us, %.3f TFLOPs (p^3/3 operations)\n",
+            op->result->name, p, ir_dtype_names[op->result->dtype], (long long)(finish - start + 1), us,
+            p * p * p / 3 / us / 1e6);
+  }
+}
+
 static void print_stats(const Compilation *c) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -334,6 +356,7 @@ static void print_stats(const Compilation *c) {
   if (c->dag && c->dag->scheduled) fprintf(stderr, "makespan_cycles: %lld\n", (long long)c->dag->makespan);
   if (c->program) fprintf(stderr, "predicted_cycles: %lld\n", (long long)c->program->predicted_cycles);
   if (c->dag && c->dag->scheduled && c->batches > 1) print_batches(c);
+  if (c->dag && c->dag->scheduled) print_cholesky(c);
   for (int i = 0; i < pass_count; i++)
     fprintf(stderr, "time.%s: %.6f s\n", pass_pipeline[i].name, c->pass_seconds[i]);
   fprintf(stderr, "ir_bytes: %zu\npeak_rss_kib: %ld\n", c->arena.used, ru.ru_maxrss);
