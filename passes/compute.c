@@ -792,37 +792,74 @@ static void emit_concat(Emitter *e, int64_t ready) {
 //
 //   I = a[i:p, i] - U;  splat = rsqrt(I[0]);  L[i:p, i] = I * splat
 //
-// (so L[i, i] = I[0] rsqrt(I[0]) = sqrt(I[0])).  Column i of L is a row of
-// the working copy T = L^T (T starts as a^T: one TRANS a tile, so row i of
-// T is column i of a, read from the lower triangle), and the update is one
-// activation row times the weight tiles of T's rows 0..i-1 ([1 x K] x
-// [K x 320] sub-operations, MXLW then MXM / MXMA).  The activation is row i
-// of L: its K tiles before the current group of `per` columns come from R,
-// a row-major copy of L that one TRANS a tile fills as each group of T's
-// rows completes; the current group's part is one TRANS of that group's
-// rows so far (its vector i mod per).  The loop-carried dependence (row i
-// of T is written by step i and read by step i + 1's partial TRANS and
-// install) is placed to the cycle by the same `place` as every op, so the
-// schedule is exact; the weight tiles of complete groups do not depend on
-// the previous step and are installed while it finishes.  At the end each
-// row of R goes to the result, zeros above the diagonal.
+// (so L[i, i] = I[0] rsqrt(I[0]) = sqrt(I[0])).  A device works on its
+// rows: blocks of CHOL_BLOCK_ROWS (one column tile), block b on the device
+// of index b mod D (block-cyclic; D = 1 for the whole op).  Column i of
+// its rows is a row of its working copy T = L^T: T's rows are the columns
+// of L, its lanes the device's rows, a block a column tile.  T starts as
+// the device's rows of a, transposed (one TRANS a tile: row i of T is
+// then column i of a, read from the lower triangle).  The update is one
+// activation row, row i of L, times the weight tiles of T's rows 0..i-1
+// ([1 x K] x [K x 320] sub-operations: MXLW, then MXM / MXMA) for every
+// tile holding rows >= i.
+//
+// The columns go a panel of `per` (one K tile) at a time.  The device
+// holding the panel's rows (its owner) reads their rows of L from its own
+// T: the K tiles before the panel by one TRANS each into R (the panel's
+// rows of L, row-major), the panel's own part by one TRANS of its rows so
+// far each step (vector i mod per of it), and it takes the pivot's rsqrt
+// itself.  Split over devices (passes/split_cholesky.c) the owner then
+// sends those rows of L to every other device that holds rows below them
+// (CHOL_ROWS: one transfer each, scheduled like any other), which takes
+// the activation from them and scales by the reciprocal of the diagonal
+// L[i, i] they carry (VRECIP): the same rsqrt(I[0]), rounded once more to
+// the dtype.  Row i of T is written by step i and read by step i + 1's
+// partial TRANS and install: the loop-carried dependence, placed to the
+// cycle by the same `place` as every op, so the schedule is exact.  Weight
+// tiles of complete K tiles do not depend on the step before and are
+// installed while it finishes.  At the end (CHOL_OUT) each block of rows
+// goes to the result row-major by TRANS, zeros above the diagonal.
 //
 // The vector unit works in f32 (the matrix unit accumulates in f32); T
-// and R hold the operand's dtype.  VRSQRT is the vector unit's rsqrt: the
-// correctly rounded f32 of 1 / sqrt (docs/isa.md), so the approximation
-// error is half an f32 ulp, 6e-8 relative.
+// holds the operand's dtype.  VRSQRT is the vector unit's rsqrt: the
+// correctly rounded f32 of 1 / sqrt (docs/isa.md), an error of half an f32
+// ulp (6e-8 relative).
 
 typedef struct Chol {
   DType dt;
-  int64_t p, per, pitch, ncv, f32v, njt, apitch;  // ncv: column vectors (= pitch); njt: 320-column tiles
-  int T, R, zero, zeros;                            // scratch: L^T, L row-major, a zero vector, a zero row
-  int C[ROW_SETS], U[ROW_SETS], S[ROW_SETS], P[ROW_SETS];  // a step's f32 column, update, splat, partial tile
-  int64_t set_free[ROW_SETS];  // when the last read of a step set ends
-  int64_t *t_land;             // by row of T: when its last write lands
-  int64_t *r_land;             // by group g: when column vector g of R has landed
-  int64_t buf_free[ISA_MXM_BUFFERS];
-  int64_t installs;
+  int64_t p, per, ncv, tvecs;        // order; elements a vector; vectors of a row of p; of a tile (block)
+  int index, group;                  // the device's index of D = group
+  int64_t tiles, m, pitch;           // the device's blocks, its rows (T's lanes), T's pitch
+  int t_ref;                         // T: a scratch buffer, or the piece's result
+  int C[ROW_SETS], U[ROW_SETS], S[ROW_SETS], P[ROW_SETS], R[2];  // step sets; R by panel parity
+  int64_t set_free[ROW_SETS], r_free[2], r_land, r_read;
+  int64_t *t_land;                   // by row of T: when its last write lands
+  int64_t buf_free[ISA_MXM_BUFFERS], installs;
+  int zero, zeros;                   // a zero vector and a zero row (-1: not made yet)
+  int64_t zeros_land;
 } Chol;
+
+// Step i's activation and pivot: the owner's own rows (R, then P), or
+// the rows of L the owner sent (operand 1, row-major, `pitch` vectors).
+typedef struct CholSource {
+  bool own;
+  int64_t panel, pitch, ready;
+} CholSource;
+
+static int64_t chol_block_of(const Chol *k, int64_t tile) { return k->index + tile * k->group; }
+
+static int64_t chol_block_rows(const Chol *k, int64_t b) { return MIN(CHOL_BLOCK_ROWS, k->p - b * CHOL_BLOCK_ROWS); }
+
+// The device's first tile holding rows >= i (k->tiles: none).
+static int64_t chol_first_tile(const Chol *k, int64_t i) {
+  int64_t b = i / CHOL_BLOCK_ROWS;
+  return b <= k->index ? 0 : MIN(k->tiles, ceil_div(b - k->index, k->group));
+}
+
+// T's lane of global row n, on its owner.
+static int64_t chol_lane(const Chol *k, int64_t n) {
+  return (n / CHOL_BLOCK_ROWS - k->index) / k->group * CHOL_BLOCK_ROWS + n % CHOL_BLOCK_ROWS;
+}
 
 // When rows [from, to) of T have all landed.
 static int64_t chol_rows_landed(const Chol *k, int64_t from, int64_t to) {
@@ -831,44 +868,61 @@ static int64_t chol_rows_landed(const Chol *k, int64_t from, int64_t to) {
   return t;
 }
 
-// T = a^T, a [per x per] tile at a time (every tile: installs read whole
-// column tiles of T's rows).
+static void chol_rows_written(Chol *k, int64_t from, int64_t to, int64_t land) {
+  for (int64_t r = from; r < to; r++) k->t_land[r] = MAX(k->t_land[r], land);
+}
+
+// T = the device's rows of a (operand 0), transposed, a [per x per] tile
+// at a time (every tile: installs read whole column tiles of T's rows).
 static void chol_load(Emitter *e, Chol *k, int64_t ready) {
-  for (int64_t rb = 0; rb < k->ncv; rb++)
-    for (int64_t cv = 0; cv < k->ncv; cv++) {
-      int64_t n = MIN(k->per, k->p - rb * k->per);
-      Instr tr = make(OPC_TRANS, k->dt, (int)n, cv * k->per * k->pitch + rb, rb * k->per * k->apitch + cv, k->apitch,
-                      k->pitch);
-      int64_t land = landed(e, tr, place3(e, tr, scratch_ref(k->T), REF_ARG0, REF_NONE, ready));
-      for (int64_t j = 0; j < k->per; j++) k->t_land[cv * k->per + j] = MAX(k->t_land[cv * k->per + j], land);
-    }
-}
-
-// Step i's activation for K tile kt: row i of R, or the current group's
-// part from a TRANS of its rows into P (its vector i mod per); *act and
-// *ref out, returns when it has landed.
-static int64_t chol_activation(Emitter *e, Chol *k, int64_t i, int64_t kt, int set, int64_t *act, int *ref) {
-  int64_t g0 = kt * k->per;
-  if (g0 + k->per <= i) {
-    *act = i * k->pitch + kt, *ref = scratch_ref(k->R);
-    return k->r_land[kt];
+  int64_t apitch = layout_pitch(e->c, e->n->op->args[0]);
+  for (int64_t j = 0; j < k->tiles; j++) {
+    int64_t b = chol_block_of(k, j), rows = chol_block_rows(k, b);
+    for (int64_t rb = 0; rb * k->per < rows; rb++)
+      for (int64_t cv = 0; cv < k->ncv; cv++) {
+        int64_t n = MIN(k->per, rows - rb * k->per), src = (b * CHOL_BLOCK_ROWS + rb * k->per) * apitch + cv;
+        Instr tr = make(OPC_TRANS, k->dt, (int)n, cv * k->per * k->pitch + j * k->tvecs + rb, src, apitch, k->pitch);
+        int64_t land = landed(e, tr, place3(e, tr, k->t_ref, REF_ARG0, REF_NONE, ready));
+        chol_rows_written(k, cv * k->per, (cv + 1) * k->per, land);
+      }
   }
-  int64_t n = i - g0, j = i % k->per;
-  Instr tr = make(OPC_TRANS, k->dt, (int)n, 0, g0 * k->pitch + i / k->per, k->pitch, 1);
-  int64_t at = place3(e, tr, scratch_ref(k->P[set]), scratch_ref(k->T), REF_NONE,
-                      MAX(chol_rows_landed(k, g0, i), k->set_free[set]));
-  *act = j, *ref = scratch_ref(k->P[set]);
-  return at + n + j + ISA_SXM_LATENCY;  // vector j lands then
 }
 
-// Installs K tile kt x column tile jt of T's rows 0..i-1 and multiplies
-// the activation by it into the step's update; returns when that lands.
+// T = operand 0 (the T before this piece), one block copy.
+static void chol_copy(Emitter *e, Chol *k, int64_t ready) {
+  int64_t land = vmov_block(e, k->t_ref, 0, REF_ARG0, 0, k->ncv * k->per * k->pitch, ready);
+  chol_rows_written(k, 0, k->ncv * k->per, land);
+}
+
+// Step i's activation for K tile kt (see CholSource); *act and *ref out,
+// returns when it has landed.
+static int64_t chol_activation(Emitter *e, Chol *k, const CholSource *src, int64_t i, int64_t kt, int set,
+                               int64_t *act, int *ref) {
+  int64_t r = i - src->panel * k->per;
+  if (!src->own) {
+    *act = r * src->pitch + kt, *ref = REF_ARG0 + 1;
+    return src->ready;
+  }
+  if (kt < src->panel) {
+    *act = r * k->ncv + kt, *ref = scratch_ref(k->R[src->panel % 2]);
+    return k->r_land;
+  }
+  int64_t g0 = kt * k->per, n = i - g0;
+  Instr tr = make(OPC_TRANS, k->dt, (int)n, 0, g0 * k->pitch + chol_lane(k, i) / k->per, k->pitch, 1);
+  int64_t at = place3(e, tr, scratch_ref(k->P[set]), k->t_ref, REF_NONE,
+                      MAX(chol_rows_landed(k, g0, i), k->set_free[set]));
+  *act = r, *ref = scratch_ref(k->P[set]);
+  return at + n + r + ISA_SXM_LATENCY;  // vector r lands then
+}
+
+// Installs K tile kt x tile jt of T's rows 0..i-1 and multiplies the
+// activation by it into the step's update; returns when that lands.
 static int64_t chol_multiply(Emitter *e, Chol *k, int64_t i, int64_t kt, int64_t jt, int set, int64_t act_land,
                              int64_t act, int act_ref, int64_t acc_land) {
   int b = (int)(k->installs++ % ISA_MXM_BUFFERS);
-  int64_t kk = MIN(k->per, i - kt * k->per), nn = MIN(ISA_MXM_COLS, k->p - jt * ISA_MXM_COLS);
-  Instr inst = make(OPC_MXLW, k->dt, b, kt * k->per * k->pitch + jt * (ISA_MXM_COLS / k->per), k->pitch, kk, nn);
-  int8_t wref[4] = {(int8_t)scratch_ref(k->T), REF_NONE, REF_NONE, REF_NONE};
+  int64_t kk = MIN(k->per, i - kt * k->per), nn = chol_block_rows(k, chol_block_of(k, jt));
+  Instr inst = make(OPC_MXLW, k->dt, b, kt * k->per * k->pitch + jt * k->tvecs, k->pitch, kk, nn);
+  int8_t wref[4] = {(int8_t)k->t_ref, REF_NONE, REF_NONE, REF_NONE};
   int64_t rows = chol_rows_landed(k, kt * k->per, kt * k->per + kk);
   int64_t in_at = place(e, inst, wref, MAX(rows, k->buf_free[b]));
   Instr mul = make(kt ? OPC_MXMA : OPC_MXM, k->dt, b, jt * isa_mxm_row_vectors(k->dt, e->vb), act, 1, 1);
@@ -876,20 +930,21 @@ static int64_t chol_multiply(Emitter *e, Chol *k, int64_t i, int64_t kt, int64_t
   if (!kt) ready = MAX(ready, k->set_free[set]);
   int64_t at = place3(e, mul, scratch_ref(k->U[set]), act_ref, REF_NONE, ready);
   k->buf_free[b] = at + isa_mxm_cycles(k->dt, 1);
+  k->r_read = MAX(k->r_read, at + 1);
   return at + ISA_MXM_LATENCY;
 }
 
-// The update U of step i for every column tile holding rows >= i; returns
-// when the last lands (ready when there is none: step 0).
-static int64_t chol_update(Emitter *e, Chol *k, int64_t i, int set, int64_t ready) {
-  int64_t nk = ceil_div(i, k->per), jt0 = i / ISA_MXM_COLS, done = ready;
-  int64_t *acc = ARENA_ARRAY(&e->c->arena, int64_t, k->njt);
-  for (int64_t jt = 0; jt < k->njt; jt++) acc[jt] = 0;
+// The update U of step i for the tiles from j0 on; returns when the last
+// lands.
+static int64_t chol_update(Emitter *e, Chol *k, const CholSource *src, int64_t i, int64_t j0, int set, int64_t ready) {
+  int64_t nk = ceil_div(i, k->per), done = ready;
+  int64_t *acc = ARENA_ARRAY(&e->c->arena, int64_t, k->tiles);
+  for (int64_t jt = 0; jt < k->tiles; jt++) acc[jt] = 0;
   for (int64_t kt = 0; kt < nk; kt++) {
     int64_t act;
     int ref;
-    int64_t act_land = chol_activation(e, k, i, kt, set, &act, &ref);
-    for (int64_t jt = jt0; jt < k->njt; jt++) {
+    int64_t act_land = chol_activation(e, k, src, i, kt, set, &act, &ref);
+    for (int64_t jt = j0; jt < k->tiles; jt++) {
       acc[jt] = chol_multiply(e, k, i, kt, jt, set, act_land, act, ref, acc[jt]);
       done = MAX(done, acc[jt]);
     }
@@ -903,99 +958,199 @@ static int64_t chol_vop(Emitter *e, Instr in, int ra, int rb, int rc, int64_t re
   return landed(e, in, place3(e, in, ra, rb, rc, ready));
 }
 
-// Step i: column i of L into row i of T (see the top of this section).
-static void chol_step(Emitter *e, Chol *k, int64_t i) {
+// The step's scale into S: rsqrt of the pivot, lane `lane` of C (the
+// owner), or 1 / L[i, i] from the rows the owner sent.
+static int64_t chol_splat(Emitter *e, const Chol *k, const CholSource *src, int64_t i, int set, int64_t lane,
+                          int64_t ready) {
+  int S = scratch_ref(k->S[set]);
+  if (src->own) {
+    int64_t s = chol_vop(e, make(OPC_SXMOV, DT_F32, 0, 0, 0, lane, 1), S, scratch_ref(k->C[set]), REF_NONE, ready);
+    return chol_vop(e, make(OPC_VRSQRT, DT_F32, 0, 0, 0, 1, 0), S, S, REF_NONE, s);
+  }
+  int64_t r = i - src->panel * k->per;
+  Instr pick = make(OPC_SXMOV, k->dt, 0, 0, r * src->pitch + i / k->per, i % k->per, 1);
+  int64_t s = chol_vop(e, pick, scratch_ref(k->P[set]), REF_ARG0 + 1, REF_NONE, MAX(ready, k->set_free[set]));
+  s = chol_vop(e, make(OPC_VCVT, DT_F32, k->dt, 0, 0, 1, 0), S, scratch_ref(k->P[set]), REF_NONE, s);
+  return chol_vop(e, make(OPC_VRECIP, DT_F32, 0, 0, 0, 1, 0), S, S, REF_NONE, s);
+}
+
+// Step i: column i of the device's rows >= i into row i of T (see the top
+// of this section).
+static void chol_step(Emitter *e, Chol *k, const CholSource *src, int64_t i) {
+  int64_t j0 = chol_first_tile(k, i);
+  if (j0 >= k->tiles) return;
   int set = (int)(i % ROW_SETS);
-  int64_t v0 = i / k->per, c0 = v0 * k->per / isa_elems_per_vector(DT_F32, e->vb), n = k->f32v - c0;
-  int64_t elems = k->p - v0 * k->per;
-  int C = scratch_ref(k->C[set]), S = scratch_ref(k->S[set]), T = scratch_ref(k->T);
+  int64_t v0 = j0 * k->tvecs, lane = src->own ? chol_lane(k, i) : 0;
+  if (src->own) v0 = lane / k->per;
+  int64_t c0 = v0 * k->per / isa_elems_per_vector(DT_F32, e->vb), n = f32_vectors(e, k->m) - c0;
+  int64_t elems = k->m - v0 * k->per;
+  int C = scratch_ref(k->C[set]);
   Instr load = make(OPC_VCVT, DT_F32, k->dt, c0, i * k->pitch + v0, elems, 0);
-  int64_t col = chol_vop(e, load, C, T, REF_NONE, MAX(k->t_land[i], k->set_free[set]));
+  int64_t col = chol_vop(e, load, C, k->t_ref, REF_NONE, MAX(k->t_land[i], k->set_free[set]));
   if (i > 0) {
-    int64_t u = chol_update(e, k, i, set, col);
+    int64_t u = chol_update(e, k, src, i, j0, set, col);
     col = chol_vop(e, make(OPC_VSUB, DT_F32, 0, c0, c0, c0, n), C, C, scratch_ref(k->U[set]), MAX(col, u));
   }
-  int64_t s = chol_vop(e, make(OPC_SXMOV, DT_F32, 0, 0, 0, i, 1), S, C, REF_NONE, col);
-  s = chol_vop(e, make(OPC_VRSQRT, DT_F32, 0, 0, 0, 1, 0), S, S, REF_NONE, s);
-  col = chol_vop(e, make(OPC_VMULS, DT_F32, 0, c0, c0, 0, n), C, C, S, MAX(col, s));
+  int64_t s = chol_splat(e, k, src, i, set, lane, col);
+  col = chol_vop(e, make(OPC_VMULS, DT_F32, 0, c0, c0, 0, n), C, C, scratch_ref(k->S[set]), MAX(col, s));
   Instr store = make(OPC_VCVT, k->dt, DT_F32, i * k->pitch + v0, c0, elems, 0);
-  int64_t at = place3(e, store, T, C, REF_NONE, col);
+  int64_t at = place3(e, store, k->t_ref, C, REF_NONE, col);
   k->t_land[i] = landed(e, store, at);
   k->set_free[set] = at + isa_issue_cycles(&store, e->vb);
 }
 
-// Group g of T's rows is complete: their columns >= the group's into R,
-// one TRANS a tile (R's rows cv per.., column vector g).
-static void chol_group_to_rows(Emitter *e, Chol *k, int64_t g, int64_t rows) {
-  int64_t ready = chol_rows_landed(k, g * k->per, g * k->per + rows);
-  for (int64_t cv = g; cv < k->ncv; cv++) {
-    Instr tr = make(OPC_TRANS, k->dt, (int)rows, cv * k->per * k->pitch + g, g * k->per * k->pitch + cv, k->pitch,
-                    k->pitch);
-    int64_t land = landed(e, tr, place3(e, tr, scratch_ref(k->R), scratch_ref(k->T), REF_NONE, ready));
-    k->r_land[g] = MAX(k->r_land[g], land);
+// The owner's rows of L for panel s before its columns into R (one TRANS
+// a K tile of T's rows, at the panel's lane vector); returns when landed.
+static void chol_panel_rows(Emitter *e, Chol *k, int64_t s, int64_t ready) {
+  int rbuf = scratch_ref(k->R[s % 2]);
+  int64_t lv = chol_lane(k, s * k->per) / k->per;
+  ready = MAX(ready, k->r_free[s % 2]);
+  k->r_land = ready;
+  for (int64_t g = 0; g < s; g++) {
+    Instr tr = make(OPC_TRANS, k->dt, (int)k->per, g, g * k->per * k->pitch + lv, k->pitch, k->ncv);
+    int64_t land = landed(e, tr, place3(e, tr, rbuf, k->t_ref, REF_NONE, MAX(ready, chol_rows_landed(k, g * k->per, (g + 1) * k->per))));
+    k->r_land = MAX(k->r_land, land);
   }
 }
 
-// A row of `pitch` zero vectors (VMOVs doubling from one constant
-// vector); returns when it has landed.
-static int64_t chol_zeros(Emitter *e, Chol *k, int64_t ready) {
+// Panel s's columns [s per, s per + per) of the device's rows, the
+// activation and pivot from src.
+static void chol_panel(Emitter *e, Chol *k, const CholSource *src, int64_t ready) {
+  int64_t s = src->panel, end = MIN(k->p, (s + 1) * k->per);
+  k->r_read = ready;
+  if (src->own) chol_panel_rows(e, k, s, ready);
+  for (int64_t i = s * k->per; i < end; i++) chol_step(e, k, src, i);
+  if (src->own) k->r_free[s % 2] = k->r_read;
+}
+
+// A zero vector and a row of `ncv` zero vectors (VMOVs doubling it),
+// made once a node.
+static void chol_zeros(Emitter *e, Chol *k, int64_t ready) {
+  if (k->zero >= 0) return;
   k->zero = new_const(e, k->dt, 0);
-  k->zeros = new_scratch(e, k->pitch);
+  k->zeros = new_scratch(e, k->ncv);
   int64_t land = vmov_block(e, scratch_ref(k->zeros), 0, scratch_ref(k->zero), 0, 1, ready);
-  for (int64_t have = 1; have < k->pitch; have *= 2)
-    land = vmov_block(e, scratch_ref(k->zeros), have, scratch_ref(k->zeros), 0, MIN(have, k->pitch - have), land);
-  return land;
+  for (int64_t have = 1; have < k->ncv; have *= 2)
+    land = vmov_block(e, scratch_ref(k->zeros), have, scratch_ref(k->zeros), 0, MIN(have, k->ncv - have), land);
+  k->zeros_land = land;
 }
 
-// Row n of R into the result: the lanes above the diagonal in its
-// diagonal vector zeroed in R first, the vectors after it zeros.
-static void chol_store_row(Emitter *e, Chol *k, int64_t n, int64_t zeros) {
-  int64_t vd = n / k->per, lane = n % k->per + 1, ready = 0;
-  for (int64_t g = 0; g <= vd; g++) ready = MAX(ready, k->r_land[g]);
+// Row r of rbuf (global row n of L) into row `out` of the result: the
+// lanes above the diagonal of its diagonal vector zeroed in rbuf first,
+// the vectors after it zeros.
+static void chol_store_row(Emitter *e, Chol *k, int rbuf, int64_t r, int64_t n, int64_t out, int64_t ready) {
+  int64_t vd = n / k->per, lane = n % k->per + 1;
   if (lane < k->per) {
-    Instr mov = make(OPC_SXMOV, k->dt, (int)lane, n * k->pitch + vd, 0, 0, k->per - lane);
-    ready = landed(e, mov, place3(e, mov, scratch_ref(k->R), scratch_ref(k->zero), REF_NONE, ready));
+    Instr mov = make(OPC_SXMOV, k->dt, (int)lane, r * k->ncv + vd, 0, 0, k->per - lane);
+    ready = landed(e, mov, place3(e, mov, rbuf, scratch_ref(k->zero), REF_NONE, ready));
   }
-  vmov_block(e, REF_RESULT, n * k->pitch, scratch_ref(k->R), n * k->pitch, vd + 1, ready);
-  if (vd + 1 < k->pitch)
-    vmov_block(e, REF_RESULT, n * k->pitch + vd + 1, scratch_ref(k->zeros), 0, k->pitch - vd - 1, zeros);
+  vmov_block(e, REF_RESULT, out * k->ncv, rbuf, r * k->ncv, vd + 1, ready);
+  if (vd + 1 < k->ncv)
+    vmov_block(e, REF_RESULT, out * k->ncv + vd + 1, scratch_ref(k->zeros), 0, k->ncv - vd - 1, k->zeros_land);
 }
 
-static Chol chol_new(Emitter *e, const Op *op) {
-  const Tensor *a = op->args[0];
-  Chol k = {.dt = a->dtype, .p = a->shape.dim[0], .per = isa_elems_per_vector(a->dtype, e->vb)};
-  k.pitch = layout_pitch(e->c, op->result);
-  k.apitch = layout_pitch(e->c, a);
+// Tile j of T (block b) into the result's rows from `out0` on, row-major,
+// zeros above the diagonal: TRANS of each K tile up to the diagonal into
+// a block of rows in scratch, then a row at a time.
+static void chol_out(Emitter *e, Chol *k, int64_t j, int64_t out0, int64_t ready) {
+  int64_t b = chol_block_of(k, j), rows = chol_block_rows(k, b), last = (b * CHOL_BLOCK_ROWS + rows - 1) / k->per;
+  int rbuf = scratch_ref(new_scratch(e, k->tvecs * k->per * k->ncv));
+  int64_t land = ready;
+  chol_zeros(e, k, ready);
+  for (int64_t g = 0; g <= last; g++)
+    for (int64_t rb = 0; rb * k->per < rows; rb++) {
+      int64_t n = MIN(k->per, k->p - g * k->per);
+      Instr tr = make(OPC_TRANS, k->dt, (int)n, rb * k->per * k->ncv + g, g * k->per * k->pitch + j * k->tvecs + rb,
+                      k->pitch, k->ncv);
+      int64_t at = place3(e, tr, rbuf, k->t_ref, REF_NONE, MAX(ready, chol_rows_landed(k, g * k->per, g * k->per + n)));
+      land = MAX(land, landed(e, tr, at));
+    }
+  for (int64_t r = 0; r < rows; r++) chol_store_row(e, k, rbuf, r, b * CHOL_BLOCK_ROWS + r, out0 + r, land);
+}
+
+// Rows of L of panel s (the owner's T at the panel's lanes, every K tile
+// up to the panel's) into the result, row-major: one TRANS a K tile, by
+// scratch when the panel has fewer rows than a tile.
+static void chol_rows_out(Emitter *e, Chol *k, int64_t s, int64_t ready) {
+  int64_t rows = MIN(k->per, k->p - s * k->per), lv = chol_lane(k, s * k->per) / k->per, pitch = s + 1;
+  int tile = rows < k->per ? scratch_ref(new_scratch(e, k->per)) : -1;
+  for (int64_t g = 0; g <= s; g++) {
+    int64_t n = MIN(k->per, k->p - g * k->per), src = g * k->per * k->pitch + lv;
+    Instr tr = make(OPC_TRANS, k->dt, (int)n, tile < 0 ? g : 0, src, k->pitch, tile < 0 ? pitch : 1);
+    int64_t at = place3(e, tr, tile < 0 ? REF_RESULT : tile, k->t_ref, REF_NONE, MAX(ready, chol_rows_landed(k, g * k->per, g * k->per + n)));
+    if (tile < 0) continue;
+    for (int64_t r = 0; r < rows; r++) {
+      Instr mov = make(OPC_VMOV, 0, 0, r * pitch + g, r, 1, 0);
+      int64_t read = place3(e, mov, REF_RESULT, tile, REF_NONE, landed(e, tr, at)) + 1;
+      ready = MAX(ready, read);  // the next TRANS into the tile waits for the reads
+    }
+  }
+}
+
+// The device's share of the op's cholesky (k->index of k->group), T in
+// t_ref (its rows' count and pitch follow).
+static Chol chol_new(Emitter *e, const CholPiece *piece, DType dt, int t_ref) {
+  Chol k = {.dt = dt, .p = piece->order, .per = isa_elems_per_vector(dt, e->vb), .index = piece->index,
+            .group = piece->group, .t_ref = t_ref, .zero = -1};
   k.ncv = ceil_div(k.p, k.per);
-  k.f32v = f32_vectors(e, k.p);
-  k.njt = ceil_div(k.p, ISA_MXM_COLS);
-  k.T = new_scratch(e, k.ncv * k.per * k.pitch);
-  k.R = new_scratch(e, k.ncv * k.per * k.pitch);
+  k.tvecs = CHOL_BLOCK_ROWS / k.per;
+  int64_t nb = ceil_div(k.p, CHOL_BLOCK_ROWS);
+  k.tiles = nb > k.index ? ceil_div(nb - k.index, k.group) : 0;
+  for (int64_t j = 0; j < k.tiles; j++) k.m += chol_block_rows(&k, chol_block_of(&k, j));
+  k.pitch = ceil_div(k.m, k.per);
+  int64_t f32v = f32_vectors(e, k.m);
   for (int s = 0; s < ROW_SETS; s++) {
-    k.C[s] = new_scratch(e, k.f32v);
-    k.U[s] = new_scratch(e, k.njt * isa_mxm_row_vectors(k.dt, e->vb));
+    k.C[s] = new_scratch(e, f32v);
+    k.U[s] = new_scratch(e, k.tiles * isa_mxm_row_vectors(k.dt, e->vb));
     k.S[s] = new_scratch(e, 1);
     k.P[s] = new_scratch(e, k.per);
   }
   k.t_land = ARENA_ARRAY(&e->c->arena, int64_t, k.ncv * k.per);
-  k.r_land = ARENA_ARRAY(&e->c->arena, int64_t, k.ncv);
   memset(k.t_land, 0, sizeof(int64_t) * (size_t)(k.ncv * k.per));
-  memset(k.r_land, 0, sizeof(int64_t) * (size_t)k.ncv);
   return k;
 }
 
+static void chol_start(Chol *k, int64_t ready) {
+  for (int s = 0; s < ROW_SETS; s++) k->set_free[s] = ready;
+  for (int b = 0; b < ISA_MXM_BUFFERS; b++) k->buf_free[b] = ready;
+  k->r_free[0] = k->r_free[1] = ready;
+}
+
+// The owner's panel buffers R (rows of L before the panel), by parity.
+static void chol_own_buffers(Emitter *e, Chol *k, int64_t panels) {
+  for (int s = 0; s < 2 && s < panels; s++) k->R[s] = new_scratch(e, k->per * k->ncv);
+}
+
 static void emit_cholesky(Emitter *e, int64_t ready) {
-  Chol k = chol_new(e, e->n->op);
+  const Op *op = e->n->op;
+  const CholPiece *pc = &op->chol;
+  DType dt = op->args[0]->dtype;
   ready = MAX(ready, *e->u.weights_free);  // the device's weight buffers (emit_matmul)
-  for (int s = 0; s < ROW_SETS; s++) k.set_free[s] = ready;
-  for (int b = 0; b < ISA_MXM_BUFFERS; b++) k.buf_free[b] = ready;
-  chol_load(e, &k, ready);
-  for (int64_t i = 0; i < k.p; i++) {
-    chol_step(e, &k, i);
-    if ((i + 1) % k.per == 0 || i == k.p - 1) chol_group_to_rows(e, &k, i / k.per, i % k.per + 1);
+  bool t_scratch = pc->role == CHOL_WHOLE || pc->role == CHOL_ROWS || pc->role == CHOL_OUT;
+  Chol k = chol_new(e, pc, dt, REF_RESULT);
+  if (t_scratch) k.t_ref = pc->role == CHOL_WHOLE ? scratch_ref(new_scratch(e, k.ncv * k.per * k.pitch)) : REF_ARG0;
+  chol_start(&k, ready);
+  CholSource src = {.own = pc->role != CHOL_PANEL, .panel = pc->panel, .pitch = pc->panel + 1, .ready = ready};
+  switch (pc->role) {
+  case CHOL_WHOLE:
+    chol_own_buffers(e, &k, k.ncv);
+    chol_load(e, &k, ready);
+    for (src.panel = 0; src.panel < k.ncv; src.panel++) chol_panel(e, &k, &src, ready);
+    for (int64_t j = 0; j < k.tiles; j++) chol_out(e, &k, j, j * CHOL_BLOCK_ROWS, ready);
+    break;
+  case CHOL_INIT: chol_load(e, &k, ready); break;
+  case CHOL_OWN:
+    chol_own_buffers(e, &k, 1 + (pc->panel % 2));
+    chol_copy(e, &k, ready);
+    chol_panel(e, &k, &src, ready);
+    break;
+  case CHOL_PANEL:
+    chol_copy(e, &k, ready);
+    chol_panel(e, &k, &src, ready);
+    break;
+  case CHOL_ROWS: chol_rows_out(e, &k, pc->panel, ready); break;
+  case CHOL_OUT: chol_out(e, &k, (pc->panel - k.index) / k.group, 0, ready); break;
   }
-  int64_t zeros = chol_zeros(e, &k, ready);
-  for (int64_t n = 0; n < k.p; n++) chol_store_row(e, &k, n, zeros);
   for (int b = 0; b < ISA_MXM_BUFFERS; b++) *e->u.weights_free = MAX(*e->u.weights_free, k.buf_free[b]);
 }
 
