@@ -137,8 +137,8 @@ static bool derived_shape(Verifier *v, const Op *op, int index, Shape *want, boo
   case OP_SUB:
   case OP_DIV: return bias_ok(v, op, index);
   case OP_EXP:
-  case OP_RSQRT:
-  case OP_CHOLESKY: return true;
+  case OP_RSQRT: return true;
+  case OP_CHOLESKY: *checked = op->chol.role == CHOL_WHOLE; return true;  // a piece's shape is split_cholesky's
   case OP_REDUCE_SUM:
   case OP_REDUCE_MAX: return reduced_shape(v, op, index, want);
   case OP_RESHAPE: return reshaped_shape(v, op, index, want);

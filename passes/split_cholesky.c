@@ -1,0 +1,175 @@
+// split_cholesky.c: a cholesky spread over the devices of a node (seed 002
+// s5.5: "a block-cyclic distribution of 320 rows on each TSP").  Part of
+// passes/, step 2 of the partition pass (partition.c), after the matmul
+// splits; what each piece computes is compute.c's (the cholesky section).
+//
+// l = cholesky(a) whose operand is an unplaced input or param only it
+// reads, and whose result is an unplaced output nothing else reads, is cut
+// into pieces over D devices, D = the blocks of CHOL_BLOCK_ROWS rows (one
+// column tile) or the devices of the first device's node (every device in
+// service without nodes), whichever is fewer.  Block b goes to the device
+// of index b mod D, the first device and those nearest it.  The host loads
+// all of a onto each; device e then runs
+//
+//   T0 = INIT(a)                    its rows of a, transposed (T = L^T)
+//   for each panel s of `per` columns (one K tile), owned by the device
+//   of the panel's rows:
+//     owner:  T = OWN(T)            the panel's columns of its rows
+//             rows = ROWS(T)        those rows of L, columns 0 .. their last
+//     others holding rows below the panel:
+//             T = PANEL(T, rows)    the panel's columns of their rows
+//   L[block b] = OUT(T)             each of its blocks, an output shard
+//
+// so the only data crossing devices is each panel's rows of L, sent by the
+// transfers the dag pass adds, as the seed broadcasts each step's column;
+// the owner goes on to its next panel while the others work on this one.
+#include "partition.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct CholSplit {
+  Partitioner *p;
+  const Op *op;
+  int D;
+  const int *devs;
+  int64_t nb, per, ncv;  // blocks of CHOL_BLOCK_ROWS rows; elements a vector; panels
+  PtrVec leaves, values, ops, outputs;
+} CholSplit;
+
+static bool chol_splittable(const Graph *g, const Op *op) {
+  if (op->kind != OP_CHOLESKY || op->chol.role != CHOL_WHOLE) return false;
+  const Tensor *a = op->args[0], *l = op->result;
+  return a->kind != TENSOR_VALUE && part_is_free(a) && part_readers(g, a) == 1 && part_movable(op) &&
+         l->is_output && part_readers(g, l) == 0;
+}
+
+// The devices the blocks go to: the first device and those nearest it, of
+// its node where the system has nodes; *n gets how many (at most want).
+static int *chol_devices(const Partitioner *p, int want, int *n) {
+  int src = part_first_device(p->t), all, *order = part_devices_nearest(p->t, src, &all);
+  *n = 0;
+  for (int i = 0; i < all && *n < want; i++)
+    if (part_same_node(p->t, src, order[i])) order[(*n)++] = order[i];
+  return order;
+}
+
+static Op *chol_op(CholSplit *cs, CholRole role, int64_t panel, int64_t block, Tensor *result, Tensor *a, Tensor *b) {
+  Arena *ar = &cs->p->c->arena;
+  Op *o = ARENA_NEW(ar, Op);
+  *o = (Op){.kind = OP_CHOLESKY, .result = result, .nargs = b ? 2 : 1, .args = {a, b}, .loc = cs->op->loc};
+  // One block a piece: index = the block, group = the blocks (compute.c's geometry then has one tile).
+  o->chol = (CholPiece){.role = role, .order = cs->op->chol.order, .panel = panel, .index = (int)block,
+                        .group = (int)cs->nb, .of = cs->op->result};
+  result->def = o;
+  result->kind = TENSOR_VALUE;
+  result->place_written = true;  // the split's placement: the pipeline step keeps it
+  if (!result->is_output) VEC_PUSH(ar, &cs->values, result);
+  VEC_PUSH(ar, &cs->ops, o);
+  return o;
+}
+
+// A working value of l's dtype on device d.
+static Tensor *chol_value(CholSplit *cs, const char *name, int64_t rows, int64_t cols, int d) {
+  Tensor *t = ARENA_NEW(&cs->p->c->arena, Tensor);
+  *t = *cs->op->result;
+  t->name = name;
+  t->shape = (Shape){.rank = 2, .dim = {rows, cols}};
+  t->is_output = false;
+  t->place = (Placement){.kind = PLACE_DEVICE, .index = d};
+  t->place_written = false;
+  t->shard_of = NULL;
+  return t;
+}
+
+static int64_t chol_block_rows(const CholSplit *cs, int64_t b) {
+  return MIN(CHOL_BLOCK_ROWS, cs->op->chol.order - b * CHOL_BLOCK_ROWS);
+}
+
+// Block b's T after panel s (s = -1: T0), on its device.
+static Tensor *chol_block_value(CholSplit *cs, int64_t b, int64_t s) {
+  int d = cs->devs[b % cs->D];
+  const char *name = arena_printf(&cs->p->c->arena, "%s.T%lld.b%lld@device(%d)", cs->op->result->name,
+                                  (long long)s + 1, (long long)b, d);
+  return chol_value(cs, name, cs->ncv * cs->per, chol_block_rows(cs, b), d);
+}
+
+// The whole split, in the order the pieces run (see the top of the file):
+// each panel's owner first, then its rows, then the blocks below, nearest
+// first (the next owner's block leads the next panels).
+static void chol_pieces(CholSplit *cs) {
+  Partitioner *p = cs->p;
+  Arena *ar = &p->c->arena;
+  Tensor *a = cs->op->args[0], *l = cs->op->result, **ae = ARENA_ARRAY(ar, Tensor *, cs->D);
+  Tensor **T = ARENA_ARRAY(ar, Tensor *, cs->nb);
+  int64_t pp = cs->op->chol.order;
+  for (int e = 0; e < cs->D; e++) {
+    int64_t start[IR_MAX_RANK] = {0};
+    ae[e] = part_new_shard(p, a, a->kind, start, &a->shape, cs->devs[e]);
+    ae[e]->name = arena_printf(ar, "%s@device(%d)", a->name, cs->devs[e]);
+    VEC_PUSH(ar, &cs->leaves, ae[e]);
+  }
+  for (int64_t b = 0; b < cs->nb; b++) chol_op(cs, CHOL_INIT, 0, b, T[b] = chol_block_value(cs, b, -1), ae[b % cs->D], NULL);
+  for (int64_t s = 0; s < cs->ncv; s++) {
+    int64_t own = s * cs->per / CHOL_BLOCK_ROWS, rows = MIN(cs->per, pp - s * cs->per);
+    Tensor *next = chol_block_value(cs, own, s);
+    chol_op(cs, CHOL_OWN, s, own, next, T[own], NULL);
+    T[own] = next;
+    if (own + 1 == cs->nb) continue;
+    Tensor *sent = chol_value(cs, arena_printf(ar, "%s.rows%lld", l->name, (long long)s), rows, s * cs->per + rows,
+                              cs->devs[own % cs->D]);
+    chol_op(cs, CHOL_ROWS, s, own, sent, T[own], NULL);
+    for (int64_t b = own + 1; b < cs->nb; b++) {
+      next = chol_block_value(cs, b, s);
+      chol_op(cs, CHOL_PANEL, s, b, next, T[b], sent);
+      T[b] = next;
+    }
+  }
+  for (int64_t b = 0; b < cs->nb; b++) {
+    int64_t start[IR_MAX_RANK] = {b * CHOL_BLOCK_ROWS, 0};
+    Shape s = {.rank = 2, .dim = {chol_block_rows(cs, b), pp}};
+    Tensor *shard = part_new_shard(p, l, TENSOR_VALUE, start, &s, cs->devs[b % cs->D]);
+    shard->is_output = true;
+    VEC_PUSH(ar, &cs->outputs, shard);
+    VEC_PUSH(ar, &cs->values, shard);
+    chol_op(cs, CHOL_OUT, b, b, shard, T[b], NULL);
+  }
+}
+
+static void chol_splice(CholSplit *cs, Op *op) {
+  Arena *a = &cs->p->c->arena;
+  Graph *g = cs->p->g;
+  part_splice(a, (PtrVec *)&g->tensors, op->args[0], cs->leaves.data, cs->leaves.len);
+  part_splice(a, (PtrVec *)&g->tensors, op->result, cs->values.data, cs->values.len);
+  part_splice(a, (PtrVec *)&g->ops, op, cs->ops.data, cs->ops.len);
+  part_splice(a, (PtrVec *)&g->outputs, op->result, cs->outputs.data, cs->outputs.len);
+  part_renumber(g);
+}
+
+static void log_split(Partitioner *p, const Op *op, int D, const int *devs) {
+  buf_printf(&p->log, "// %s = cholesky(%s), line %d: block-cyclic over %d devices (", op->result->name,
+             op->args[0]->name, op->loc.line, D);
+  for (int i = 0; i < D; i++) buf_printf(&p->log, "%s%d", i ? ", " : "", devs[i]);
+  buf_printf(&p->log, "), %d-row block b on the device of index b mod %d; the host loads %s onto each\n",
+             CHOL_BLOCK_ROWS, D, op->args[0]->name);
+}
+
+void partition_split_cholesky(Partitioner *p) {
+  for (int i = 0; i < p->g->ops.len; i++) {
+    Op *op = p->g->ops.data[i];
+    if (!chol_splittable(p->g, op)) continue;
+    int64_t blocks = part_ceil_div(op->chol.order, CHOL_BLOCK_ROWS);
+    int n, *devs = chol_devices(p, (int)MIN(blocks, p->t->ndevices), &n);
+    if (n >= 2) {
+      int64_t per = isa_elems_per_vector(op->result->dtype, p->vb);
+      CholSplit cs = {.p = p, .op = op, .D = n, .devs = devs, .nb = blocks, .per = per,
+                      .ncv = part_ceil_div(op->chol.order, per)};
+      log_split(p, op, n, devs);
+      int before = p->g->ops.len;
+      chol_pieces(&cs);
+      chol_splice(&cs, op);
+      i += p->g->ops.len - before;
+    }
+    free(devs);
+  }
+}
