@@ -735,7 +735,7 @@ static bool shape_cholesky(Checker *c, const Call *call, Op *op, Tensor *r) {
                (long long)x->shape.dim[0], IR_CHOLESKY_MAX_ORDER);
     return false;
   }
-  op->chol = (CholPiece){.role = CHOL_WHOLE, .order = x->shape.dim[0], .group = 1, .of = r};
+  op->chol = (CholPiece){.role = CHOL_WHOLE, .order = x->shape.dim[0], .group = 1};
   return shape_same(c, call, op, r);
 }
 

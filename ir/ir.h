@@ -191,7 +191,7 @@ typedef struct CholPiece {
   int64_t order;     // p, of the model's [p x p] operand
   int64_t panel;     // OWN, ROWS, PANEL: s (columns s per ..); OUT: the block
   int index, group;  // the device's index in the group of D = group devices
-  const struct Tensor *of;  // the model's result (L)
+  const struct Tensor *of;  // a piece's: the model's result (L); CHOL_WHOLE: NULL (its own result)
 } CholPiece;
 
 struct Op {

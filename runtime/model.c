@@ -634,36 +634,43 @@ static void report_home(Emu *e, const Batch *bt, const Tensor *t, const HomeChec
                 t->name, bt->in, what, where, (long long)hc->beyond, w->want, w->got, w->error, w->tol);
 }
 
-// The values of whole home th, row-major, into out (its elements all
-// written: check_output has compared them).
-static void read_home(Emu *e, const TensorHome *th, int64_t count, double *out) {
+// Home th's values into the [rows x cols] matrix out, at its box (a
+// whole home: all of it); its elements are all written (check_output has
+// compared them).
+static void read_home(Emu *e, const TensorHome *th, int64_t cols, double *out) {
   Sram *s = &e->devs[th->device].sram;
   int per = isa_elems_per_vector(th->dtype, e->vector_bytes);
+  int64_t r0 = th->is_shard ? th->start[0] : 0, c0 = th->is_shard ? th->start[1] : 0;
+  int64_t hcols = th->shape.dim[1], count = th->shape.dim[0] * hcols;
   for (int64_t k = 0; k < count;) {
     Span sp = home_span(th, per, k, count - k);
     const uint8_t *vec = sram_peek(s, sp.vector, NULL, NULL);
-    for (int64_t j = 0; j < sp.count; j++) out[k + j] = num_get(th->dtype, vec, sp.lane + (int)j);
+    for (int64_t j = 0; j < sp.count; j++)
+      out[(r0 + (k + j) / hcols) * cols + c0 + (k + j) % hcols] = num_get(th->dtype, vec, sp.lane + (int)j);
     k += sp.count;
   }
 }
 
 // A cholesky output is also checked as a factor (docs/dsl.md, cholesky):
-// L L^T, formed in double from the home's L, against the lower triangle of
-// the operand, element by element within the output's tolerance (the
+// L, gathered from its homes hc[0 .. n) (a whole one, or the shards of a
+// split), times L^T, formed in double, against the lower triangle of the
+// operand, element by element within the output's tolerance (the
 // operand's rms as the floor).  False, reporting the worst, if any is
 // beyond it; its largest error / tolerance joins *oc.
-static bool check_factor(Emu *e, const Batch *bt, const Tensor *t, const TensorHome *th, OutputCheck *oc) {
+static bool check_factor(Emu *e, const Batch *bt, const Tensor *t, const HomeCheck *hc, int n, OutputCheck *oc) {
   const Tensor *a = t->def->args[0];
-  int64_t p = t->shape.dim[0], n = p * p, beyond = 0, wi = 0, wj = 0;
-  double *l = xmalloc((size_t)n * sizeof *l), *want = xmalloc((size_t)n * sizeof *want);
-  double *got = xmalloc((size_t)n * sizeof *got), sumsq = 0, worst = 0, werr = 0, wtol = 0;
-  read_home(e, th, n, l);
-  ref_block(bt->ref, a, th->device, 0, n, want);
+  int64_t p = t->shape.dim[0], count = p * p, beyond = 0, wi = 0, wj = 0;
+  for (int h = 0; h < n; h++)
+    if (hc[h].unwritten) return true;  // reported already
+  double *l = xcalloc((size_t)count, sizeof *l), *want = xmalloc((size_t)count * sizeof *want);
+  double *got = xmalloc((size_t)count * sizeof *got), sumsq = 0, worst = 0, werr = 0, wtol = 0;
+  for (int h = 0; h < n; h++) read_home(e, hc[h].th, p, l);
+  ref_block(bt->ref, a, hc[0].th->device, 0, count, want);
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)p, (blasint)p, (blasint)p, 1.0, l, (blasint)p, l,
               (blasint)p, 0.0, got, (blasint)p);
-  for (int64_t k = 0; k < n; k++)
+  for (int64_t k = 0; k < count; k++)
     if (isfinite(want[k])) sumsq += want[k] * want[k];
-  double rms = sqrt(sumsq / (double)n);
+  double rms = sqrt(sumsq / (double)count);
   for (int64_t i = 0; i < p; i++)
     for (int64_t j = 0; j <= i; j++) {
       double err, tol = ref_tolerance(bt->ref, t, want[i * p + j], rms);
@@ -673,7 +680,7 @@ static bool check_factor(Emu *e, const Batch *bt, const Tensor *t, const TensorH
       worst = ratio, werr = err, wtol = tol, wi = i, wj = j;
     }
   if (beyond)
-    emu_violate(e, VIOL_DATA, th->device, NULL, -1, -1,
+    emu_violate(e, VIOL_DATA, n == 1 ? hc[0].th->device : -1, NULL, -1, -1,
                 "tensor '%s'%s: L L^T differs from '%s' at [%lld, %lld] (%lld beyond tolerance): expected %.9g, got "
                 "%.9g (error %.3g, tolerance %.3g)",
                 t->name, bt->in, a->name, (long long)wi, (long long)wj, (long long)beyond, want[wi * p + wj],
@@ -702,11 +709,10 @@ static bool check_output(Emu *e, const Batch *bt, const Tensor *t, const TensorH
     bool bad = hc[i].unwritten || hc[i].beyond > 0;
     if (bad) report_home(e, bt, t, &hc[i]);
     ok &= !bad;
-    if (!hc[i].unwritten && !hc[i].th->is_shard && t->def && t->def->kind == OP_CHOLESKY)
-      ok &= check_factor(e, bt, t, hc[i].th, oc);
     oc->max_ratio = fmax(oc->max_ratio, hc[i].max_ratio);
     oc->beyond += hc[i].beyond;
   }
+  if (ok && n > 0 && t->def && t->def->kind == OP_CHOLESKY) ok = check_factor(e, bt, t, hc, n, oc);
   free(hc);
   return ok;
 }

@@ -324,26 +324,35 @@ static void print_batches(const Compilation *c) {
   free(finish);
 }
 
-// One line a cholesky: its cycles (the first of its nodes' starts to the
-// last of their finishes) and the TFLOPs they achieve at the clock,
-// counting p^3 / 3 operations for order p (seed 002 s5.5).
+// The model's result a cholesky op (whole, or a piece of one) computes.
+static const Tensor *cholesky_of(const Op *op) { return op->chol.role == CHOL_WHOLE ? op->result : op->chol.of; }
+
+// One line a cholesky: its cycles (the first start of its pieces' nodes
+// to the last finish), the devices they ran on and the TFLOPs achieved at
+// the clock, counting p^3 / 3 operations for order p (seed 002 s5.5).
 static void print_cholesky(const Compilation *c) {
+  bool *on = xcalloc((size_t)c->topo->ndevices, sizeof(bool));
   for (int i = 0; i < c->graph->ops.len; i++) {
     const Op *op = c->graph->ops.data[i];
-    if (op->kind != OP_CHOLESKY) continue;
+    if (op->kind != OP_CHOLESKY || op->chol.role != CHOL_WHOLE + (op->chol.group > 1 ? CHOL_INIT : 0) ||
+        (op->chol.role == CHOL_INIT && op->chol.index != 0))
+      continue;  // one line a factor: at its whole op, or at its first block's init
     int64_t start = INT64_MAX, finish = 0;
+    int devices = 0;
+    memset(on, 0, sizeof(bool) * (size_t)c->topo->ndevices);
     for (int k = 0; k < c->dag->nodes.len; k++) {
       const DagNode *d = c->dag->nodes.data[k];
-      if (d->op != op) continue;
-      start = MIN(start, d->start);
-      finish = MAX(finish, d->finish);
+      if (!d->op || d->op->kind != OP_CHOLESKY || cholesky_of(d->op) != cholesky_of(op)) continue;
+      start = MIN(start, d->start), finish = MAX(finish, d->finish);
+      int dev = d->op->result->place.index;
+      devices += !on[dev], on[dev] = true;
     }
-    if (finish < start) continue;
-    double p = (double)op->result->shape.dim[0], us = (double)(finish - start + 1) / c->topo->clock_mhz;
-    fprintf(stderr, "cholesky.%s: order %.0f %s, %lld cycles, %.1f us, %.3f TFLOPs (p^3/3 operations)\n",
-            op->result->name, p, ir_dtype_names[op->result->dtype], (long long)(finish - start + 1), us,
-            p * p * p / 3 / us / 1e6);
+    double p = (double)op->chol.order, us = (double)(finish - start + 1) / c->topo->clock_mhz;
+    fprintf(stderr, "cholesky.%s: order %.0f %s on %d device%s, %lld cycles, %.1f us, %.3f TFLOPs (p^3/3 operations)\n",
+            cholesky_of(op)->name, p, ir_dtype_names[op->result->dtype], devices, devices == 1 ? "" : "s",
+            (long long)(finish - start + 1), us, p * p * p / 3 / us / 1e6);
   }
+  free(on);
 }
 
 static void print_stats(const Compilation *c) {
