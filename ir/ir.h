@@ -181,8 +181,9 @@ typedef enum {
   CHOL_WHOLE,  // (a) -> L: everything, on one device
   CHOL_INIT,   // (a) -> T: the device's rows of a, transposed
   CHOL_OWN,    // (T) -> T: panel s's columns, by the owner of its rows
-  CHOL_ROWS,   // (T) -> [rows of panel s, columns 0 .. their last] of L, row-major
-  CHOL_PANEL,  // (T, rows) -> T: panel s's columns of another device's rows
+  CHOL_ROWS,   // (T) -> panel s's rows of L, its columns: [rows, rows], row-major
+  CHOL_ROWS_BEFORE,  // (T) -> panel s's rows of L, the columns before it: [rows, s per]
+  CHOL_PANEL,  // (T, rows[, rows before]) -> T: panel s's columns of another device's rows
   CHOL_OUT,    // (T) -> the device's block b of L, an output shard
 } CholRole;
 

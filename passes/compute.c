@@ -831,8 +831,11 @@ typedef struct Chol {
   int index, group;                  // the device's index of D = group
   int64_t tiles, m, pitch;           // the device's blocks, its rows (T's lanes), T's pitch
   int t_ref;                         // T: a scratch buffer, or the piece's result
-  int C[ROW_SETS], U[ROW_SETS], S[ROW_SETS], P[ROW_SETS], R[2];  // step sets; R by panel parity
-  int64_t set_free[ROW_SETS], r_free[2], r_land, r_read;
+  int C[ROW_SETS], S[ROW_SETS], P[ROW_SETS];  // a step's f32 column, scale, partial activation
+  int R[2], W[2];                    // by panel parity: the owner's rows of L, the panel's updates
+  int64_t rv, panel;                 // f32 vectors of an update row; the panel being placed
+  int64_t set_free[ROW_SETS], r_free[2], r_land, r_read, w_free[2], w_read;
+  int64_t *w_land;                   // by tile: when the panel product's rows have landed
   int64_t *t_land;                   // by row of T: when its last write lands
   int64_t buf_free[ISA_MXM_BUFFERS], installs;
   int zero, zeros;                   // a zero vector and a zero row (-1: not made yet)
@@ -840,10 +843,11 @@ typedef struct Chol {
 } Chol;
 
 // Step i's activation and pivot: the owner's own rows (R, then P), or
-// the rows of L the owner sent (operand 1, row-major, `pitch` vectors).
+// the rows of L the owner sent: the panel's part (operand 1, a vector a
+// row) and the part before it (operand 2, panel vectors a row).
 typedef struct CholSource {
   bool own;
-  int64_t panel, pitch, ready;
+  int64_t panel, ready;
 } CholSource;
 
 static int64_t chol_block_of(const Chol *k, int64_t tile) { return k->index + tile * k->group; }
@@ -894,60 +898,84 @@ static void chol_copy(Emitter *e, Chol *k, int64_t ready) {
   chol_rows_written(k, 0, k->ncv * k->per, land);
 }
 
-// Step i's activation for K tile kt (see CholSource); *act and *ref out,
-// returns when it has landed.
-static int64_t chol_activation(Emitter *e, Chol *k, const CholSource *src, int64_t i, int64_t kt, int set,
-                               int64_t *act, int *ref) {
-  int64_t r = i - src->panel * k->per;
+// Step i's activation for its panel's K tile (the part of row i of L in
+// the panel's columns, lanes < i - panel start): the owner's by a TRANS of
+// those rows of T so far into P (its vector i mod per), another device's
+// from the rows sent; *act and *ref out, returns when it has landed.
+static int64_t chol_partial_activation(Emitter *e, Chol *k, const CholSource *src, int64_t i, int set, int64_t *act,
+                                       int *ref) {
+  int64_t g0 = src->panel * k->per, r = i - g0;
   if (!src->own) {
-    *act = r * src->pitch + kt, *ref = REF_ARG0 + 1;
+    *act = r, *ref = REF_ARG0 + 1;  // the panel's part of the rows sent: a vector a row
     return src->ready;
   }
-  if (kt < src->panel) {
-    *act = r * k->ncv + kt, *ref = scratch_ref(k->R[src->panel % 2]);
-    return k->r_land;
-  }
-  int64_t g0 = kt * k->per, n = i - g0;
-  Instr tr = make(OPC_TRANS, k->dt, (int)n, 0, g0 * k->pitch + chol_lane(k, i) / k->per, k->pitch, 1);
+  Instr tr = make(OPC_TRANS, k->dt, (int)r, 0, g0 * k->pitch + chol_lane(k, i) / k->per, k->pitch, 1);
   int64_t at = place3(e, tr, scratch_ref(k->P[set]), k->t_ref, REF_NONE,
                       MAX(chol_rows_landed(k, g0, i), k->set_free[set]));
   *act = r, *ref = scratch_ref(k->P[set]);
-  return at + n + r + ISA_SXM_LATENCY;  // vector r lands then
+  return at + r + r + ISA_SXM_LATENCY;  // vector r lands then
 }
 
-// Installs K tile kt x tile jt of T's rows 0..i-1 and multiplies the
-// activation by it into the step's update; returns when that lands.
-static int64_t chol_multiply(Emitter *e, Chol *k, int64_t i, int64_t kt, int64_t jt, int set, int64_t act_land,
-                             int64_t act, int act_ref, int64_t acc_land) {
+// Installs K tile kt x tile jt of T's rows (kk of them) into the next
+// weight buffer once it is free; *buf gets which; returns when installed.
+static int64_t chol_install(Emitter *e, Chol *k, int64_t kt, int64_t kk, int64_t jt, int *buf) {
   int b = (int)(k->installs++ % ISA_MXM_BUFFERS);
-  int64_t kk = MIN(k->per, i - kt * k->per), nn = chol_block_rows(k, chol_block_of(k, jt));
+  int64_t nn = chol_block_rows(k, chol_block_of(k, jt));
   Instr inst = make(OPC_MXLW, k->dt, b, kt * k->per * k->pitch + jt * k->tvecs, k->pitch, kk, nn);
   int8_t wref[4] = {(int8_t)k->t_ref, REF_NONE, REF_NONE, REF_NONE};
   int64_t rows = chol_rows_landed(k, kt * k->per, kt * k->per + kk);
-  int64_t in_at = place(e, inst, wref, MAX(rows, k->buf_free[b]));
-  Instr mul = make(kt ? OPC_MXMA : OPC_MXM, k->dt, b, jt * isa_mxm_row_vectors(k->dt, e->vb), act, 1, 1);
-  int64_t ready = MAX(in_at + isa_mxm_install_cycles(&inst, e->vb), MAX(act_land, acc_land));
-  if (!kt) ready = MAX(ready, k->set_free[set]);
-  int64_t at = place3(e, mul, scratch_ref(k->U[set]), act_ref, REF_NONE, ready);
-  k->buf_free[b] = at + isa_mxm_cycles(k->dt, 1);
-  k->r_read = MAX(k->r_read, at + 1);
-  return at + ISA_MXM_LATENCY;
+  *buf = b;
+  return place(e, inst, wref, MAX(rows, k->buf_free[b])) + isa_mxm_install_cycles(&inst, e->vb);
 }
 
-// The update U of step i for the tiles from j0 on; returns when the last
-// lands.
-static int64_t chol_update(Emitter *e, Chol *k, const CholSource *src, int64_t i, int64_t j0, int set, int64_t ready) {
-  int64_t nk = ceil_div(i, k->per), done = ready;
-  int64_t *acc = ARENA_ARRAY(&e->c->arena, int64_t, k->tiles);
-  for (int64_t jt = 0; jt < k->tiles; jt++) acc[jt] = 0;
-  for (int64_t kt = 0; kt < nk; kt++) {
-    int64_t act;
-    int ref;
-    int64_t act_land = chol_activation(e, k, src, i, kt, set, &act, &ref);
+// Vector of tile jt's update for row r of the panel in W (rows of
+// isa_mxm_row_vectors f32 vectors, a tile's rows together).
+static int64_t chol_w_row(const Chol *k, int64_t jt, int64_t r) { return (jt * k->per + r) * k->rv; }
+
+// The part of the panel's updates the K tiles before it give, for every
+// row of the panel at once: each (K tile, tile) installed once, the
+// panel's rows of L (R, or the rows sent) streamed through it into W,
+// MXM then MXMA.  Sets w_land.
+static void chol_panel_product(Emitter *e, Chol *k, const CholSource *src, int64_t j0, int64_t ready) {
+  int64_t s = src->panel, rows = MIN(k->per, k->p - s * k->per);
+  int w = scratch_ref(k->W[s % 2]);
+  int64_t *start = ARENA_ARRAY(&e->c->arena, int64_t, k->tiles);
+  for (int64_t jt = j0; jt < k->tiles; jt++) k->w_land[jt] = start[jt] = ready;
+  for (int64_t kt = 0; kt < s; kt++)
     for (int64_t jt = j0; jt < k->tiles; jt++) {
-      acc[jt] = chol_multiply(e, k, i, kt, jt, set, act_land, act, ref, acc[jt]);
-      done = MAX(done, acc[jt]);
+      int buf;
+      int64_t installed = chol_install(e, k, kt, k->per, jt, &buf);
+      int64_t pitch = src->own ? k->ncv : s;  // the rows sent before the panel: s vectors a row
+      int aref = src->own ? scratch_ref(k->R[s % 2]) : REF_ARG0 + 2;
+      int64_t act_ready = src->own ? k->r_land : src->ready;
+      int64_t after = kt ? start[jt] + ISA_MXM_LATENCY : k->w_free[s % 2];
+      Instr mul = make(kt ? OPC_MXMA : OPC_MXM, k->dt, buf, chol_w_row(k, jt, 0), kt, pitch, rows);
+      start[jt] = place3(e, mul, w, aref, REF_NONE, MAX(MAX(installed, act_ready), MAX(after, ready)));
+      int64_t cycles = isa_mxm_cycles(k->dt, (uint32_t)rows);
+      k->buf_free[buf] = start[jt] + cycles;
+      if (src->own) k->r_read = MAX(k->r_read, start[jt] + cycles);
+      k->w_land[jt] = start[jt] + cycles + ISA_MXM_LATENCY;
     }
+}
+
+// Step i's update rows in W: the panel's part (its K tile so far, kk =
+// i - panel start) added by MXMA into what chol_panel_product left there
+// (MXM when it left nothing); returns when every tile's row has landed.
+static int64_t chol_step_update(Emitter *e, Chol *k, const CholSource *src, int64_t i, int64_t j0, int set) {
+  int64_t s = src->panel, r = i - s * k->per, done = 0;
+  for (int64_t jt = j0; jt < k->tiles; jt++) done = MAX(done, k->w_land[jt]);
+  if (r == 0) return done;
+  int64_t act;
+  int aref;
+  int64_t act_land = chol_partial_activation(e, k, src, i, set, &act, &aref);
+  for (int64_t jt = j0; jt < k->tiles; jt++) {
+    int buf;
+    int64_t installed = chol_install(e, k, s, r, jt, &buf);
+    Instr mul = make(s ? OPC_MXMA : OPC_MXM, k->dt, buf, chol_w_row(k, jt, r), act, 1, 1);
+    int64_t ready = MAX(MAX(installed, act_land), MAX(k->w_land[jt], k->w_free[s % 2]));
+    int64_t at = place3(e, mul, scratch_ref(k->W[s % 2]), aref, REF_NONE, ready);
+    k->buf_free[buf] = at + isa_mxm_cycles(k->dt, 1);
+    done = MAX(done, at + ISA_MXM_LATENCY);
   }
   return done;
 }
@@ -956,6 +984,20 @@ static int64_t chol_update(Emitter *e, Chol *k, const CholSource *src, int64_t i
 // last result lands.
 static int64_t chol_vop(Emitter *e, Instr in, int ra, int rb, int rc, int64_t ready) {
   return landed(e, in, place3(e, in, ra, rb, rc, ready));
+}
+
+// C -= step i's update (row r of W), a tile at a time, f32 vectors from
+// c0 on; returns when the last lands.
+static int64_t chol_subtract(Emitter *e, Chol *k, int set, int64_t r, int64_t j0, int64_t c0, int64_t ready) {
+  int64_t f32v = f32_vectors(e, k->m), done = ready;
+  for (int64_t jt = j0; jt < k->tiles; jt++) {
+    int64_t lo = MAX(c0, jt * k->rv), hi = MIN((jt + 1) * k->rv, f32v);
+    Instr sub = make(OPC_VSUB, DT_F32, 0, lo, lo, chol_w_row(k, jt, r) + lo - jt * k->rv, hi - lo);
+    int64_t at = place3(e, sub, scratch_ref(k->C[set]), scratch_ref(k->C[set]), scratch_ref(k->W[k->panel % 2]), ready);
+    k->w_read = MAX(k->w_read, at + hi - lo);
+    done = MAX(done, landed(e, sub, at));
+  }
+  return done;
 }
 
 // The step's scale into S: rsqrt of the pivot, lane `lane` of C (the
@@ -968,7 +1010,7 @@ static int64_t chol_splat(Emitter *e, const Chol *k, const CholSource *src, int6
     return chol_vop(e, make(OPC_VRSQRT, DT_F32, 0, 0, 0, 1, 0), S, S, REF_NONE, s);
   }
   int64_t r = i - src->panel * k->per;
-  Instr pick = make(OPC_SXMOV, k->dt, 0, 0, r * src->pitch + i / k->per, i % k->per, 1);
+  Instr pick = make(OPC_SXMOV, k->dt, 0, 0, r, r, 1);  // L[i, i]: lane r of the panel's part
   int64_t s = chol_vop(e, pick, scratch_ref(k->P[set]), REF_ARG0 + 1, REF_NONE, MAX(ready, k->set_free[set]));
   s = chol_vop(e, make(OPC_VCVT, DT_F32, k->dt, 0, 0, 1, 0), S, scratch_ref(k->P[set]), REF_NONE, s);
   return chol_vop(e, make(OPC_VRECIP, DT_F32, 0, 0, 0, 1, 0), S, S, REF_NONE, s);
@@ -988,8 +1030,8 @@ static void chol_step(Emitter *e, Chol *k, const CholSource *src, int64_t i) {
   Instr load = make(OPC_VCVT, DT_F32, k->dt, c0, i * k->pitch + v0, elems, 0);
   int64_t col = chol_vop(e, load, C, k->t_ref, REF_NONE, MAX(k->t_land[i], k->set_free[set]));
   if (i > 0) {
-    int64_t u = chol_update(e, k, src, i, j0, set, col);
-    col = chol_vop(e, make(OPC_VSUB, DT_F32, 0, c0, c0, c0, n), C, C, scratch_ref(k->U[set]), MAX(col, u));
+    int64_t u = chol_step_update(e, k, src, i, j0, set);
+    col = chol_subtract(e, k, set, i - src->panel * k->per, j0, c0, MAX(col, u));
   }
   int64_t s = chol_splat(e, k, src, i, set, lane, col);
   col = chol_vop(e, make(OPC_VMULS, DT_F32, 0, c0, c0, 0, n), C, C, scratch_ref(k->S[set]), MAX(col, s));
@@ -1016,11 +1058,15 @@ static void chol_panel_rows(Emitter *e, Chol *k, int64_t s, int64_t ready) {
 // Panel s's columns [s per, s per + per) of the device's rows, the
 // activation and pivot from src.
 static void chol_panel(Emitter *e, Chol *k, const CholSource *src, int64_t ready) {
-  int64_t s = src->panel, end = MIN(k->p, (s + 1) * k->per);
-  k->r_read = ready;
+  int64_t s = src->panel, end = MIN(k->p, (s + 1) * k->per), j0 = chol_first_tile(k, s * k->per);
+  if (j0 >= k->tiles) return;
+  k->panel = s;
+  k->r_read = k->w_read = ready;
   if (src->own) chol_panel_rows(e, k, s, ready);
+  chol_panel_product(e, k, src, j0, ready);
   for (int64_t i = s * k->per; i < end; i++) chol_step(e, k, src, i);
   if (src->own) k->r_free[s % 2] = k->r_read;
+  k->w_free[s % 2] = k->w_read;
 }
 
 // A zero vector and a row of `ncv` zero vectors (VMOVs doubling it),
@@ -1068,19 +1114,19 @@ static void chol_out(Emitter *e, Chol *k, int64_t j, int64_t out0, int64_t ready
   for (int64_t r = 0; r < rows; r++) chol_store_row(e, k, rbuf, r, b * CHOL_BLOCK_ROWS + r, out0 + r, land);
 }
 
-// Rows of L of panel s (the owner's T at the panel's lanes, every K tile
-// up to the panel's) into the result, row-major: one TRANS a K tile, by
+// Rows of L of panel s (the owner's T at the panel's lanes), columns of K
+// tiles [g0, g1), into the result, row-major: one TRANS a K tile, by
 // scratch when the panel has fewer rows than a tile.
-static void chol_rows_out(Emitter *e, Chol *k, int64_t s, int64_t ready) {
-  int64_t rows = MIN(k->per, k->p - s * k->per), lv = chol_lane(k, s * k->per) / k->per, pitch = s + 1;
+static void chol_rows_out(Emitter *e, Chol *k, int64_t s, int64_t g0, int64_t g1, int64_t ready) {
+  int64_t rows = MIN(k->per, k->p - s * k->per), lv = chol_lane(k, s * k->per) / k->per, pitch = g1 - g0;
   int tile = rows < k->per ? scratch_ref(new_scratch(e, k->per)) : -1;
-  for (int64_t g = 0; g <= s; g++) {
+  for (int64_t g = g0; g < g1; g++) {
     int64_t n = MIN(k->per, k->p - g * k->per), src = g * k->per * k->pitch + lv;
-    Instr tr = make(OPC_TRANS, k->dt, (int)n, tile < 0 ? g : 0, src, k->pitch, tile < 0 ? pitch : 1);
+    Instr tr = make(OPC_TRANS, k->dt, (int)n, tile < 0 ? g - g0 : 0, src, k->pitch, tile < 0 ? pitch : 1);
     int64_t at = place3(e, tr, tile < 0 ? REF_RESULT : tile, k->t_ref, REF_NONE, MAX(ready, chol_rows_landed(k, g * k->per, g * k->per + n)));
     if (tile < 0) continue;
     for (int64_t r = 0; r < rows; r++) {
-      Instr mov = make(OPC_VMOV, 0, 0, r * pitch + g, r, 1, 0);
+      Instr mov = make(OPC_VMOV, 0, 0, r * pitch + g - g0, r, 1, 0);
       int64_t read = place3(e, mov, REF_RESULT, tile, REF_NONE, landed(e, tr, at)) + 1;
       ready = MAX(ready, read);  // the next TRANS into the tile waits for the reads
     }
@@ -1101,10 +1147,12 @@ static Chol chol_new(Emitter *e, const CholPiece *piece, DType dt, int t_ref) {
   int64_t f32v = f32_vectors(e, k.m);
   for (int s = 0; s < ROW_SETS; s++) {
     k.C[s] = new_scratch(e, f32v);
-    k.U[s] = new_scratch(e, k.tiles * isa_mxm_row_vectors(k.dt, e->vb));
     k.S[s] = new_scratch(e, 1);
     k.P[s] = new_scratch(e, k.per);
   }
+  k.rv = isa_mxm_row_vectors(k.dt, e->vb);
+  for (int s = 0; s < 2; s++) k.W[s] = new_scratch(e, k.tiles * k.per * k.rv);
+  k.w_land = ARENA_ARRAY(&e->c->arena, int64_t, k.tiles);
   k.t_land = ARENA_ARRAY(&e->c->arena, int64_t, k.ncv * k.per);
   memset(k.t_land, 0, sizeof(int64_t) * (size_t)(k.ncv * k.per));
   return k;
@@ -1113,7 +1161,7 @@ static Chol chol_new(Emitter *e, const CholPiece *piece, DType dt, int t_ref) {
 static void chol_start(Chol *k, int64_t ready) {
   for (int s = 0; s < ROW_SETS; s++) k->set_free[s] = ready;
   for (int b = 0; b < ISA_MXM_BUFFERS; b++) k->buf_free[b] = ready;
-  k->r_free[0] = k->r_free[1] = ready;
+  k->r_free[0] = k->r_free[1] = k->w_free[0] = k->w_free[1] = ready;
 }
 
 // The owner's panel buffers R (rows of L before the panel), by parity.
@@ -1126,11 +1174,11 @@ static void emit_cholesky(Emitter *e, int64_t ready) {
   const CholPiece *pc = &op->chol;
   DType dt = op->args[0]->dtype;
   ready = MAX(ready, *e->u.weights_free);  // the device's weight buffers (emit_matmul)
-  bool t_scratch = pc->role == CHOL_WHOLE || pc->role == CHOL_ROWS || pc->role == CHOL_OUT;
+  bool t_scratch = pc->role == CHOL_WHOLE || pc->role == CHOL_ROWS || pc->role == CHOL_ROWS_BEFORE || pc->role == CHOL_OUT;
   Chol k = chol_new(e, pc, dt, REF_RESULT);
   if (t_scratch) k.t_ref = pc->role == CHOL_WHOLE ? scratch_ref(new_scratch(e, k.ncv * k.per * k.pitch)) : REF_ARG0;
   chol_start(&k, ready);
-  CholSource src = {.own = pc->role != CHOL_PANEL, .panel = pc->panel, .pitch = pc->panel + 1, .ready = ready};
+  CholSource src = {.own = pc->role != CHOL_PANEL, .panel = pc->panel, .ready = ready};
   switch (pc->role) {
   case CHOL_WHOLE:
     chol_own_buffers(e, &k, k.ncv);
@@ -1148,7 +1196,8 @@ static void emit_cholesky(Emitter *e, int64_t ready) {
     chol_copy(e, &k, ready);
     chol_panel(e, &k, &src, ready);
     break;
-  case CHOL_ROWS: chol_rows_out(e, &k, pc->panel, ready); break;
+  case CHOL_ROWS: chol_rows_out(e, &k, pc->panel, pc->panel, pc->panel + 1, ready); break;
+  case CHOL_ROWS_BEFORE: chol_rows_out(e, &k, pc->panel, 0, pc->panel, ready); break;
   case CHOL_OUT: chol_out(e, &k, (pc->panel - k.index) / k.group, 0, ready); break;
   }
   for (int b = 0; b < ISA_MXM_BUFFERS; b++) *e->u.weights_free = MAX(*e->u.weights_free, k.buf_free[b]);
@@ -1211,21 +1260,23 @@ static int64_t estimate_matmul(const Op *op, int vb) {
   return first + cycles + ISA_MXM_LATENCY;
 }
 
-// emit_cholesky's cycles: the install path is its bottleneck, every step
-// i installing T's rows 0..i-1 in every column tile holding rows >= i
-// (kk rows x ceil(nn / per) vectors, a cycle each), plus each step's chain
-// (the partial TRANS, the multiply and the vector unit's four passes),
-// and the transposes in and out.
+// emit_cholesky's cycles (a whole op on one device): the transposes in
+// and out, each panel's product (its K tiles before it installed once a
+// tile of rows: kk rows x ceil(nn / per) vectors, a cycle each), and each
+// step, bound by the longer of its chain (the partial TRANS holding the
+// switch unit r + per cycles, then CHOL_STEP_TAIL more to the next) and
+// its partial installs on every tile holding rows below.
+#define CHOL_STEP_TAIL 55
 static int64_t estimate_cholesky(const Op *op, int vb) {
   const Tensor *a = op->args[0];
   int64_t p = a->shape.dim[0], per = isa_elems_per_vector(a->dtype, vb), ncv = ceil_div(p, per);
-  int64_t f32v = ceil_div(p, isa_elems_per_vector(DT_F32, vb)), cycles = 2 * ncv * ncv * 2 * per;
+  int64_t cycles = 2 * ncv * ncv * 2 * per;
   for (int64_t i = 1; i < p; i++) {
-    int64_t installs = 0;
-    for (int64_t jt = i / ISA_MXM_COLS; jt * ISA_MXM_COLS < p; jt++)
-      installs += i * ceil_div(MIN(ISA_MXM_COLS, p - jt * ISA_MXM_COLS), per);
-    int64_t chain = i % per + per + ISA_MXM_LATENCY + 4 * (f32v + ISA_VXM_LATENCY);
-    cycles += MAX(installs, chain);
+    int64_t r = i % per, vecs = 0;
+    for (int64_t jt = i / CHOL_BLOCK_ROWS; jt * CHOL_BLOCK_ROWS < p; jt++)
+      vecs += ceil_div(MIN(CHOL_BLOCK_ROWS, p - jt * CHOL_BLOCK_ROWS), per);
+    if (r == 0) cycles += (i / per) * per * vecs;  // the panel's product
+    cycles += MAX(r * vecs, r + per + CHOL_STEP_TAIL);
   }
   return cycles;
 }

@@ -112,16 +112,23 @@ static void chol_pieces(CholSplit *cs) {
   for (int64_t b = 0; b < cs->nb; b++) chol_op(cs, CHOL_INIT, 0, b, T[b] = chol_block_value(cs, b, -1), ae[b % cs->D], NULL);
   for (int64_t s = 0; s < cs->ncv; s++) {
     int64_t own = s * cs->per / CHOL_BLOCK_ROWS, rows = MIN(cs->per, pp - s * cs->per);
+    Tensor *before = NULL;
+    if (s > 0 && own + 1 < cs->nb) {  // ready before the panel: sent while the owner works on it
+      before = chol_value(cs, arena_printf(ar, "%s.before%lld", l->name, (long long)s), rows, s * cs->per,
+                          cs->devs[own % cs->D]);
+      chol_op(cs, CHOL_ROWS_BEFORE, s, own, before, T[own], NULL);
+    }
     Tensor *next = chol_block_value(cs, own, s);
     chol_op(cs, CHOL_OWN, s, own, next, T[own], NULL);
     T[own] = next;
     if (own + 1 == cs->nb) continue;
-    Tensor *sent = chol_value(cs, arena_printf(ar, "%s.rows%lld", l->name, (long long)s), rows, s * cs->per + rows,
+    Tensor *sent = chol_value(cs, arena_printf(ar, "%s.rows%lld", l->name, (long long)s), rows, rows,
                               cs->devs[own % cs->D]);
     chol_op(cs, CHOL_ROWS, s, own, sent, T[own], NULL);
     for (int64_t b = own + 1; b < cs->nb; b++) {
       next = chol_block_value(cs, b, s);
-      chol_op(cs, CHOL_PANEL, s, b, next, T[b], sent);
+      Op *o = chol_op(cs, CHOL_PANEL, s, b, next, T[b], sent);
+      if (before) o->args[o->nargs++] = before;
       T[b] = next;
     }
   }
