@@ -1260,25 +1260,57 @@ static int64_t estimate_matmul(const Op *op, int vb) {
   return first + cycles + ISA_MXM_LATENCY;
 }
 
-// emit_cholesky's cycles (a whole op on one device): the transposes in
-// and out, each panel's product (its K tiles before it installed once a
-// tile of rows: kk rows x ceil(nn / per) vectors, a cycle each), and each
-// step, bound by the longer of its chain (the partial TRANS holding the
-// switch unit r + per cycles, then CHOL_STEP_TAIL more to the next) and
-// its partial installs on every tile holding rows below.
+// emit_cholesky's cycles: the transposes in and out, each panel's
+// product (its K tiles before it installed once a tile of rows: kk rows x
+// ceil(nn / per) vectors, a cycle each), and each step, bound by the
+// longer of its chain and its partial installs on every tile holding rows
+// below.  The owner's chain is its partial TRANS holding the switch unit
+// r + per cycles, then a tail to the next step: CHOL_STEP_TAIL in a whole
+// op (its other tiles' work shares the units), CHOL_OWN_TAIL in an OWN
+// piece; another device's is its partial install, then CHOL_PANEL_TAIL.
+// A piece (split_cholesky.c) counts its one block; OWN and PANEL also
+// copy T.  The tails are this scheduler's own, measured on order 700 f16
+// (whole: 276,078 cycles; an OWN piece 260 a step, a PANEL piece 207) and
+// re-checked by test_partition.
 #define CHOL_STEP_TAIL 55
-static int64_t estimate_cholesky(const Op *op, int vb) {
-  const Tensor *a = op->args[0];
-  int64_t p = a->shape.dim[0], per = isa_elems_per_vector(a->dtype, vb), ncv = ceil_div(p, per);
-  int64_t cycles = 2 * ncv * ncv * 2 * per;
-  for (int64_t i = 1; i < p; i++) {
-    int64_t r = i % per, vecs = 0;
-    for (int64_t jt = i / CHOL_BLOCK_ROWS; jt * CHOL_BLOCK_ROWS < p; jt++)
-      vecs += ceil_div(MIN(CHOL_BLOCK_ROWS, p - jt * CHOL_BLOCK_ROWS), per);
-    if (r == 0) cycles += (i / per) * per * vecs;  // the panel's product
-    cycles += MAX(r * vecs, r + per + CHOL_STEP_TAIL);
+#define CHOL_OWN_TAIL 21
+#define CHOL_PANEL_TAIL 45
+
+// Vectors a row of T's tiles from block b0 on holds (a tile's install
+// reads that many a K row).
+static int64_t chol_tile_vectors(int64_t p, int64_t per, int64_t b0, int64_t b1) {
+  int64_t vecs = 0;
+  for (int64_t b = b0; b < b1 && b * CHOL_BLOCK_ROWS < p; b++) vecs += ceil_div(MIN(CHOL_BLOCK_ROWS, p - b * CHOL_BLOCK_ROWS), per);
+  return vecs;
+}
+
+// Steps [i0, i1) of blocks [b0, b1) (whole: from each step's block on).
+static int64_t estimate_chol_steps(int64_t p, int64_t per, int64_t i0, int64_t i1, int64_t b0, int64_t b1, bool own,
+                                   int64_t tail) {
+  int64_t cycles = 0, nb = ceil_div(p, CHOL_BLOCK_ROWS);
+  for (int64_t i = MAX(i0, 1); i < i1; i++) {
+    int64_t r = i % per, vecs = chol_tile_vectors(p, per, b0 < 0 ? i / CHOL_BLOCK_ROWS : b0, b1 < 0 ? nb : b1);
+    if (r == 0 || i == i0) cycles += (i / per) * per * vecs;  // the panel's product
+    cycles += own ? MAX(r * vecs, r + per + tail) : r * vecs + tail;
   }
   return cycles;
+}
+
+static int64_t estimate_cholesky(const Op *op, int vb) {
+  const CholPiece *pc = &op->chol;
+  int64_t p = pc->order, per = isa_elems_per_vector(op->result->dtype, vb), ncv = ceil_div(p, per);
+  int64_t b = pc->index, rows = MIN(CHOL_BLOCK_ROWS, p - b * CHOL_BLOCK_ROWS), s = pc->panel;
+  int64_t copy = ncv * per * ceil_div(rows, per), panel_end = MIN(p, (s + 1) * per);
+  switch (pc->role) {
+  case CHOL_WHOLE: return 2 * ncv * ncv * 2 * per + estimate_chol_steps(p, per, 0, p, -1, -1, true, CHOL_STEP_TAIL);
+  case CHOL_INIT:
+  case CHOL_OUT: return ncv * ceil_div(rows, per) * 2 * per;
+  case CHOL_OWN: return copy + estimate_chol_steps(p, per, s * per, panel_end, b, b + 1, true, CHOL_OWN_TAIL);
+  case CHOL_PANEL: return copy + estimate_chol_steps(p, per, s * per, panel_end, b, b + 1, false, CHOL_PANEL_TAIL);
+  case CHOL_ROWS: return 2 * per;
+  case CHOL_ROWS_BEFORE: return s * 2 * per;
+  }
+  return 0;
 }
 
 int64_t compute_estimate_scratch_vectors(const Op *op, int vb) {
