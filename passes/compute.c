@@ -1233,6 +1233,9 @@ static const ComputeRule rules[OP_COUNT] = {
     [OP_CONCAT] = {OPC_COUNT, emit_concat, 0},        [OP_CHOLESKY] = {OPC_COUNT, emit_cholesky, 0},
 };
 
+// f32 vectors a row of n elements fills (f32_vectors without an Emitter).
+static int64_t f32_vectors_of(int64_t n, int vb) { return ceil_div(n, isa_elems_per_vector(DT_F32, vb)); }
+
 // Vectors of t's rows as layout.c pads them (every row of the last
 // dimension on whole vectors of its dtype, or of f32 for a program's
 // working rows).
@@ -1323,10 +1326,12 @@ int64_t compute_estimate_scratch_vectors(const Op *op, int vb) {
     return (n > tc ? 2 : 1) * rows * isa_mxm_row_vectors(x->dtype, vb);
   }
   case OP_GELU: return 2 * ROW_SETS * COMPUTE_CHUNK_VECTORS;  // emit_gelu's chunks
-  case OP_CHOLESKY: {  // chol_new's T and R, the step sets, the zero row
-    int64_t per = isa_elems_per_vector(x->dtype, vb), ncv = ceil_div(cols, per);
-    int64_t set = f32_row + ceil_div(cols, ISA_MXM_COLS) * isa_mxm_row_vectors(x->dtype, vb) + 1 + per;
-    return 2 * ncv * per * ncv + ROW_SETS * set + ncv + 1;
+  case OP_CHOLESKY: {  // chol_new's step sets and W, R, a block of rows out, the zero row; a whole op's T
+    int64_t p = op->chol.order, per = isa_elems_per_vector(x->dtype, vb), ncv = ceil_div(p, per);
+    int64_t m = op->chol.role == CHOL_WHOLE ? p : CHOL_BLOCK_ROWS, tiles = ceil_div(m, CHOL_BLOCK_ROWS);
+    int64_t rv = isa_mxm_row_vectors(x->dtype, vb), sets = ROW_SETS * (f32_vectors_of(m, vb) + 1 + per);
+    int64_t t = op->chol.role == CHOL_WHOLE ? ncv * per * ncv : 0;
+    return t + sets + 2 * tiles * per * rv + 2 * per * ncv + CHOL_BLOCK_ROWS * ncv + ncv + 1;
   }
   case OP_SOFTMAX:
   case OP_LAYERNORM: return ROW_SETS * (2 * f32_row + 2) + (op->nargs == 3 ? 2 * f32_row : 0);  // rows, gamma, beta
