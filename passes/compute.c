@@ -803,22 +803,26 @@ static void emit_concat(Emitter *e, int64_t ready) {
 // ([1 x K] x [K x 320] sub-operations: MXLW, then MXM / MXMA) for every
 // tile holding rows >= i.
 //
-// The columns go a panel of `per` (one K tile) at a time.  The device
+// The columns go a panel of `per` (one K tile) at a time.  At a panel's
+// start each K tile before it is installed once and multiplies all the
+// panel's rows of L into W (a row of f32 a panel row); step i then adds
+// only its panel's part (T's rows from the panel's first to i - 1, MXLW
+// of that many rows, one MXMA into its row of W).  The device
 // holding the panel's rows (its owner) reads their rows of L from its own
 // T: the K tiles before the panel by one TRANS each into R (the panel's
 // rows of L, row-major), the panel's own part by one TRANS of its rows so
 // far each step (vector i mod per of it), and it takes the pivot's rsqrt
 // itself.  Split over devices (passes/split_cholesky.c) the owner then
-// sends those rows of L to every other device that holds rows below them
-// (CHOL_ROWS: one transfer each, scheduled like any other), which takes
+// sends those rows of L to every block below them (CHOL_ROWS, the panel's
+// columns; one transfer each, scheduled like any other), which takes
 // the activation from them and scales by the reciprocal of the diagonal
 // L[i, i] they carry (VRECIP): the same rsqrt(I[0]), rounded once more to
-// the dtype.  Row i of T is written by step i and read by step i + 1's
-// partial TRANS and install: the loop-carried dependence, placed to the
-// cycle by the same `place` as every op, so the schedule is exact.  Weight
-// tiles of complete K tiles do not depend on the step before and are
-// installed while it finishes.  At the end (CHOL_OUT) each block of rows
-// goes to the result row-major by TRANS, zeros above the diagonal.
+// the dtype.  The rows before the panel (CHOL_ROWS_BEFORE) are complete
+// when the panel starts and go ahead of it.  Row i of T is written by step
+// i and read by step i + 1's partial TRANS and install: the loop-carried
+// dependence, placed to the cycle by the same `place` as every op, so the
+// schedule is exact.  At the end (CHOL_OUT) each block of rows goes to
+// the result row-major by TRANS, zeros above the diagonal.
 //
 // The vector unit works in f32 (the matrix unit accumulates in f32); T
 // holds the operand's dtype.  VRSQRT is the vector unit's rsqrt: the

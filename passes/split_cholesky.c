@@ -100,9 +100,31 @@ static Tensor *chol_block_value(CholSplit *cs, int64_t b, int64_t s) {
   return chol_value(cs, name, cs->ncv * cs->per, chol_block_rows(cs, b), d);
 }
 
+// Panel s by its owner (block own): the rows before it (ready at its
+// start), its columns, its rows of L; *sent and *before (NULL: none, for
+// no block below, or none before panel 0).
+static void chol_own_panel(CholSplit *cs, Tensor **T, int64_t own, int64_t s, Tensor **sent, Tensor **before) {
+  Arena *ar = &cs->p->c->arena;
+  const Tensor *l = cs->op->result;
+  int64_t rows = MIN(cs->per, cs->op->chol.order - s * cs->per);
+  int d = cs->devs[own % cs->D];
+  *sent = *before = NULL;
+  if (s > 0 && own + 1 < cs->nb) {
+    *before = chol_value(cs, arena_printf(ar, "%s.before%lld", l->name, (long long)s), rows, s * cs->per, d);
+    chol_op(cs, CHOL_ROWS_BEFORE, s, own, *before, T[own], NULL);
+  }
+  Tensor *next = chol_block_value(cs, own, s);
+  chol_op(cs, CHOL_OWN, s, own, next, T[own], NULL);
+  T[own] = next;
+  if (own + 1 == cs->nb) return;
+  *sent = chol_value(cs, arena_printf(ar, "%s.rows%lld", l->name, (long long)s), rows, rows, d);
+  chol_op(cs, CHOL_ROWS, s, own, *sent, T[own], NULL);
+}
+
 // The whole split, in the order the pieces run (see the top of the file):
-// each panel's owner first, then its rows, then the blocks below, nearest
-// first (the next owner's block leads the next panels).
+// a block's panels by their owner first, then their updates of the blocks
+// below, nearest first, so the scheduler gives the owner's chain its units
+// before the updates of the owner's own later blocks.
 static void chol_pieces(CholSplit *cs) {
   Partitioner *p = cs->p;
   Arena *ar = &p->c->arena;
@@ -116,27 +138,17 @@ static void chol_pieces(CholSplit *cs) {
     VEC_PUSH(ar, &cs->leaves, ae[e]);
   }
   for (int64_t b = 0; b < cs->nb; b++) chol_op(cs, CHOL_INIT, 0, b, T[b] = chol_block_value(cs, b, -1), ae[b % cs->D], NULL);
-  for (int64_t s = 0; s < cs->ncv; s++) {
-    int64_t own = s * cs->per / CHOL_BLOCK_ROWS, rows = MIN(cs->per, pp - s * cs->per);
-    Tensor *before = NULL;
-    if (s > 0 && own + 1 < cs->nb) {  // ready before the panel: sent while the owner works on it
-      before = chol_value(cs, arena_printf(ar, "%s.before%lld", l->name, (long long)s), rows, s * cs->per,
-                          cs->devs[own % cs->D]);
-      chol_op(cs, CHOL_ROWS_BEFORE, s, own, before, T[own], NULL);
-    }
-    Tensor *next = chol_block_value(cs, own, s);
-    chol_op(cs, CHOL_OWN, s, own, next, T[own], NULL);
-    T[own] = next;
-    if (own + 1 == cs->nb) continue;
-    Tensor *sent = chol_value(cs, arena_printf(ar, "%s.rows%lld", l->name, (long long)s), rows, rows,
-                              cs->devs[own % cs->D]);
-    chol_op(cs, CHOL_ROWS, s, own, sent, T[own], NULL);
-    for (int64_t b = own + 1; b < cs->nb; b++) {
-      next = chol_block_value(cs, b, s);
-      Op *o = chol_op(cs, CHOL_PANEL, s, b, next, T[b], sent);
-      if (before) o->args[o->nargs++] = before;
-      T[b] = next;
-    }
+  Tensor **sent = ARENA_ARRAY(ar, Tensor *, cs->ncv), **before = ARENA_ARRAY(ar, Tensor *, cs->ncv);
+  for (int64_t own = 0; own < cs->nb; own++) {
+    int64_t s0 = own * CHOL_BLOCK_ROWS / cs->per, s1 = MIN(cs->ncv, (own + 1) * CHOL_BLOCK_ROWS / cs->per);
+    for (int64_t s = s0; s < s1; s++) chol_own_panel(cs, T, own, s, &sent[s], &before[s]);
+    for (int64_t s = s0; s < s1; s++)
+      for (int64_t b = own + 1; b < cs->nb; b++) {
+        Tensor *next = chol_block_value(cs, b, s);
+        Op *o = chol_op(cs, CHOL_PANEL, s, b, next, T[b], sent[s]);
+        if (before[s]) o->args[o->nargs++] = before[s];
+        T[b] = next;
+      }
   }
   for (int64_t b = 0; b < cs->nb; b++) {
     int64_t start[IR_MAX_RANK] = {b * CHOL_BLOCK_ROWS, 0};
@@ -180,19 +192,24 @@ static int64_t chol_split_cycles(CholSplit *cs) {
   int64_t *free_at = xcalloc((size_t)cs->D, sizeof(int64_t)), *t = xcalloc((size_t)cs->nb, sizeof(int64_t));
   int64_t pp = cs->op->chol.order, end = 0;
   for (int64_t b = 0; b < cs->nb; b++) t[b] = free_at[b % cs->D] += chol_piece_cycles(cs, CHOL_INIT, 0, b);
-  for (int64_t s = 0; s < cs->ncv; s++) {
-    int64_t own = s * cs->per / CHOL_BLOCK_ROWS, rows = MIN(cs->per, pp - s * cs->per);
+  int64_t *sent = xcalloc((size_t)cs->ncv, sizeof(int64_t));
+  for (int64_t own = 0; own < cs->nb; own++) {
+    int64_t s0 = own * CHOL_BLOCK_ROWS / cs->per, s1 = MIN(cs->ncv, (own + 1) * CHOL_BLOCK_ROWS / cs->per);
     int o = (int)(own % cs->D);
-    int64_t before = t[own] + chol_piece_cycles(cs, CHOL_ROWS_BEFORE, s, own) + chol_send_cycles(cs, o, rows * s);
-    int64_t start = MAX(free_at[o], t[own]);
-    t[own] = free_at[o] = start + chol_piece_cycles(cs, CHOL_OWN, s, own);
-    int64_t sent = t[own] + chol_piece_cycles(cs, CHOL_ROWS, s, own) + chol_send_cycles(cs, o, rows);
-    for (int64_t b = own + 1; b < cs->nb; b++) {
-      int d = (int)(b % cs->D);
-      int64_t ready = MAX(t[b], d == o ? t[own] : MAX(sent, before));
-      t[b] = free_at[d] = MAX(free_at[d], ready) + chol_piece_cycles(cs, CHOL_PANEL, s, b);
+    for (int64_t s = s0; s < s1; s++) {
+      int64_t rows = MIN(cs->per, pp - s * cs->per);
+      int64_t before = t[own] + chol_piece_cycles(cs, CHOL_ROWS_BEFORE, s, own) + chol_send_cycles(cs, o, rows * s);
+      t[own] = free_at[o] = MAX(free_at[o], t[own]) + chol_piece_cycles(cs, CHOL_OWN, s, own);
+      sent[s] = MAX(before, t[own] + chol_piece_cycles(cs, CHOL_ROWS, s, own) + chol_send_cycles(cs, o, rows));
     }
+    for (int64_t s = s0; s < s1; s++)
+      for (int64_t b = own + 1; b < cs->nb; b++) {
+        int d = (int)(b % cs->D);
+        int64_t ready = MAX(t[b], sent[s]);
+        t[b] = free_at[d] = MAX(free_at[d], ready) + chol_piece_cycles(cs, CHOL_PANEL, s, b);
+      }
   }
+  free(sent);
   for (int64_t b = 0; b < cs->nb; b++) end = MAX(end, t[b] + chol_piece_cycles(cs, CHOL_OUT, b, b));
   free(free_at), free(t);
   return end;
