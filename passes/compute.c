@@ -1148,14 +1148,7 @@ static Chol chol_new(Emitter *e, const CholPiece *piece, DType dt, int t_ref) {
   k.tiles = nb > k.index ? ceil_div(nb - k.index, k.group) : 0;
   for (int64_t j = 0; j < k.tiles; j++) k.m += chol_block_rows(&k, chol_block_of(&k, j));
   k.pitch = ceil_div(k.m, k.per);
-  int64_t f32v = f32_vectors(e, k.m);
-  for (int s = 0; s < ROW_SETS; s++) {
-    k.C[s] = new_scratch(e, f32v);
-    k.S[s] = new_scratch(e, 1);
-    k.P[s] = new_scratch(e, k.per);
-  }
   k.rv = isa_mxm_row_vectors(k.dt, e->vb);
-  for (int s = 0; s < 2; s++) k.W[s] = new_scratch(e, k.tiles * k.per * k.rv);
   k.w_land = ARENA_ARRAY(&e->c->arena, int64_t, k.tiles);
   k.t_land = ARENA_ARRAY(&e->c->arena, int64_t, k.ncv * k.per);
   memset(k.t_land, 0, sizeof(int64_t) * (size_t)(k.ncv * k.per));
@@ -1168,9 +1161,18 @@ static void chol_start(Chol *k, int64_t ready) {
   k->r_free[0] = k->r_free[1] = k->w_free[0] = k->w_free[1] = ready;
 }
 
-// The owner's panel buffers R (rows of L before the panel), by parity.
-static void chol_own_buffers(Emitter *e, Chol *k, int64_t panels) {
-  for (int s = 0; s < 2 && s < panels; s++) k->R[s] = new_scratch(e, k->per * k->ncv);
+// The buffers of the steps: the sets C, S, P and, by panel parity, W
+// and (the owner's) R, the rows of L before the panel.
+static void chol_step_buffers(Emitter *e, Chol *k, bool own) {
+  for (int s = 0; s < ROW_SETS; s++) {
+    k->C[s] = new_scratch(e, f32_vectors(e, k->m));
+    k->S[s] = new_scratch(e, 1);
+    k->P[s] = new_scratch(e, k->per);
+  }
+  for (int s = 0; s < 2; s++) {
+    k->W[s] = new_scratch(e, k->tiles * k->per * k->rv);
+    if (own) k->R[s] = new_scratch(e, k->per * k->ncv);
+  }
 }
 
 static void emit_cholesky(Emitter *e, int64_t ready) {
@@ -1185,18 +1187,19 @@ static void emit_cholesky(Emitter *e, int64_t ready) {
   CholSource src = {.own = pc->role != CHOL_PANEL, .panel = pc->panel, .ready = ready};
   switch (pc->role) {
   case CHOL_WHOLE:
-    chol_own_buffers(e, &k, k.ncv);
+    chol_step_buffers(e, &k, true);
     chol_load(e, &k, ready);
     for (src.panel = 0; src.panel < k.ncv; src.panel++) chol_panel(e, &k, &src, ready);
     for (int64_t j = 0; j < k.tiles; j++) chol_out(e, &k, j, j * CHOL_BLOCK_ROWS, ready);
     break;
   case CHOL_INIT: chol_load(e, &k, ready); break;
   case CHOL_OWN:
-    chol_own_buffers(e, &k, 1 + (pc->panel % 2));
+    chol_step_buffers(e, &k, true);
     chol_copy(e, &k, ready);
     chol_panel(e, &k, &src, ready);
     break;
   case CHOL_PANEL:
+    chol_step_buffers(e, &k, false);
     chol_copy(e, &k, ready);
     chol_panel(e, &k, &src, ready);
     break;

@@ -334,9 +334,8 @@ static void print_cholesky(const Compilation *c) {
   bool *on = xcalloc((size_t)c->topo->ndevices, sizeof(bool));
   for (int i = 0; i < c->graph->ops.len; i++) {
     const Op *op = c->graph->ops.data[i];
-    if (op->kind != OP_CHOLESKY || op->chol.role != CHOL_WHOLE + (op->chol.group > 1 ? CHOL_INIT : 0) ||
-        (op->chol.role == CHOL_INIT && op->chol.index != 0))
-      continue;  // one line a factor: at its whole op, or at its first block's init
+    bool first = op->chol.role == CHOL_WHOLE || (op->chol.role == CHOL_INIT && op->chol.index == 0);
+    if (op->kind != OP_CHOLESKY || !first) continue;  // one line a factor: its whole op, or its first block's init
     int64_t start = INT64_MAX, finish = 0;
     int devices = 0;
     memset(on, 0, sizeof(bool) * (size_t)c->topo->ndevices);
