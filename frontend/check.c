@@ -716,6 +716,29 @@ static bool shape_float(Checker *c, const Call *call, Op *op, Tensor *r) {
   return shape_same(c, call, op, r);
 }
 
+// cholesky: a square [p, p] f16 or f32 matrix, p <= IR_CHOLESKY_MAX_ORDER;
+// the result (the lower-triangular factor) has its shape and dtype.
+static bool shape_cholesky(Checker *c, const Call *call, Op *op, Tensor *r) {
+  const Tensor *x = call->args[0];
+  char t[IR_TYPE_STR_MAX];
+  type_string(t, sizeof t, x);
+  if (x->dtype != DT_F16 && x->dtype != DT_F32) {
+    diag_error(c->d, call->arg_ast[0]->loc, "cholesky takes an f16 or f32 matrix; '%s' is %s", x->name, t);
+    return false;
+  }
+  if (x->shape.rank != 2 || x->shape.dim[0] != x->shape.dim[1]) {
+    diag_error(c->d, call->arg_ast[0]->loc, "cholesky takes a square matrix [p, p]; '%s' is %s", x->name, t);
+    return false;
+  }
+  if (x->shape.dim[0] > IR_CHOLESKY_MAX_ORDER) {
+    diag_error(c->d, call->arg_ast[0]->loc, "cholesky of order %lld is above the largest, %d (IR_CHOLESKY_MAX_ORDER)",
+               (long long)x->shape.dim[0], IR_CHOLESKY_MAX_ORDER);
+    return false;
+  }
+  op->chol = (CholPiece){.role = CHOL_WHOLE, .order = x->shape.dim[0], .group = 1};
+  return shape_same(c, call, op, r);
+}
+
 // Removes dimension `axis` from s; a rank-1 shape becomes [1].
 static void drop_axis(Shape *s, int axis) {
   if (s->rank == 1) {
@@ -853,7 +876,7 @@ static ShapeRule *const shape_rules[OP_COUNT] = {
     [OP_EXP] = shape_float,             [OP_RSQRT] = shape_float,
     [OP_REDUCE_SUM] = shape_reduce,     [OP_REDUCE_MAX] = shape_reduce,
     [OP_RESHAPE] = shape_reshape,       [OP_SLICE] = shape_slice,
-    [OP_CONCAT] = shape_concat,
+    [OP_CONCAT] = shape_concat,         [OP_CHOLESKY] = shape_cholesky,
 };
 
 // copy: the annotation is the destination.  The copies of an @ each tensor

@@ -132,6 +132,17 @@ static void dump_shape_keyword(const Shape *s, FILE *out) {
   fprintf(out, "]");
 }
 
+// "; own, panel 3, block 1": the part of a cholesky a piece computes
+// (passes/split_cholesky.c).
+static void dump_chol_piece(const CholPiece *pc, FILE *out) {
+  static const char *const roles[] = {[CHOL_WHOLE] = "whole", [CHOL_INIT] = "init", [CHOL_OWN] = "own",
+                                      [CHOL_ROWS] = "rows", [CHOL_ROWS_BEFORE] = "rows before",
+                                      [CHOL_PANEL] = "update", [CHOL_OUT] = "out"};
+  fprintf(out, "; %s", roles[pc->role]);
+  if (pc->role != CHOL_INIT && pc->role != CHOL_OUT) fprintf(out, ", panel %lld", (long long)pc->panel);
+  fprintf(out, ", block %d", pc->index);
+}
+
 // "slice(x, axis=1, start=0, end=4)": operands, then every keyword the op
 // takes, defaults filled in, in the order of the OpKeyword bits.
 static void dump_op_call(const Op *op, FILE *out) {
@@ -144,6 +155,7 @@ static void dump_op_call(const Op *op, FILE *out) {
   if (kws & KW_SHAPE) dump_shape_keyword(&op->shape, out);
   if (kws & KW_START) fprintf(out, ", start=%lld", (long long)op->start);
   if (kws & KW_END) fprintf(out, ", end=%lld", (long long)op->end);
+  if (op->kind == OP_CHOLESKY && op->chol.role != CHOL_WHOLE) dump_chol_piece(&op->chol, out);
   fprintf(out, ")");
 }
 

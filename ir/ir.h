@@ -38,6 +38,14 @@ typedef enum {
 // layernorm's epsilon: (x - mean) / sqrt(var + IR_LAYERNORM_EPSILON)
 // (docs/dsl.md); the compiler's code and the reference both use it.
 #define IR_LAYERNORM_EPSILON 1e-5
+// The largest order p of cholesky's [p x p] operand: the factor's two
+// working copies and its instruction stream (about p^3 / 300,000 matrix-unit
+// instructions: passes/compute.c) stay a small share of a device.
+#define IR_CHOLESKY_MAX_ORDER 4096
+// A cholesky's rows go to devices in blocks of this many (seed 002 s5.5,
+// "a block-cyclic distribution of 320 rows on each TSP"): one column tile
+// of the matrix unit.
+#define CHOL_BLOCK_ROWS 320
 // The largest tensor, in bytes, one declaration may describe: 2^50 (1 PiB),
 // far above any real model, low enough that size arithmetic never overflows.
 #define IR_MAX_TENSOR_BYTES ((int64_t)1 << 50)
@@ -94,7 +102,8 @@ typedef enum {
   X(REDUCE_MAX, "reduce_max", ARITY(1), KW_AXIS)            /* max along axis (it goes)     */ \
   X(RESHAPE, "reshape", ARITY(1), KW_SHAPE)                 /* same elements, new shape     */ \
   X(SLICE, "slice", ARITY(1), KW_AXIS | KW_START | KW_END)  /* [start, end) along axis      */ \
-  X(CONCAT, "concat", ARITY(2) | ARITY(3) | ARITY(4), KW_AXIS) /* joined along axis         */
+  X(CONCAT, "concat", ARITY(2) | ARITY(3) | ARITY(4), KW_AXIS) /* joined along axis         */ \
+  X(CHOLESKY, "cholesky", ARITY(1), 0)                      /* L, L L^T = a (lower)         */
 
 typedef enum {
 #define X(e, name, arity, kws) OP_##e,
@@ -163,6 +172,29 @@ typedef struct Tensor {
   const struct Tensor *batch_of;
 } Tensor;
 
+// What part of a cholesky an op computes (passes/split_cholesky.c; the
+// lowering is passes/compute.c's).  The model's op is CHOL_WHOLE; split
+// over D devices, block b of 320 rows (CHOL_BLOCK_ROWS) belongs to the
+// device of index b mod D, which holds its rows as the columns of its
+// working copy T = L^T (rows: the columns of L; lanes: its rows).
+typedef enum {
+  CHOL_WHOLE,  // (a) -> L: everything, on one device
+  CHOL_INIT,   // (a) -> T: the device's rows of a, transposed
+  CHOL_OWN,    // (T) -> T: panel s's columns, by the owner of its rows
+  CHOL_ROWS,   // (T) -> panel s's rows of L, its columns: [rows, rows], row-major
+  CHOL_ROWS_BEFORE,  // (T) -> panel s's rows of L, the columns before it: [rows, s per]
+  CHOL_PANEL,  // (T, rows[, rows before]) -> T: panel s's columns of another device's rows
+  CHOL_OUT,    // (T) -> the device's block b of L, an output shard
+} CholRole;
+
+typedef struct CholPiece {
+  CholRole role;
+  int64_t order;     // p, of the model's [p x p] operand
+  int64_t panel;     // OWN, ROWS, PANEL: s (columns s per ..); OUT: the block
+  int index, group;  // the device's index in the group of D = group devices
+  const struct Tensor *of;  // a piece's: the model's result (L); CHOL_WHOLE: NULL (its own result)
+} CholPiece;
+
 struct Op {
   int id;  // index in Graph.ops
   OpKind kind;
@@ -176,6 +208,7 @@ struct Op {
   int64_t start, end;  // slice: [start, end) along axis, non-negative, start < end
   int64_t pad_rows;  // reduce_scatter: zero rows that complete the operand's first
                      //   dimension to group x the result's (docs/dsl.md)
+  CholPiece chol;    // cholesky: the part it computes (CHOL_WHOLE: all of it)
   SrcLoc loc;
 };
 

@@ -138,6 +138,7 @@ static bool derived_shape(Verifier *v, const Op *op, int index, Shape *want, boo
   case OP_DIV: return bias_ok(v, op, index);
   case OP_EXP:
   case OP_RSQRT: return true;
+  case OP_CHOLESKY: *checked = op->chol.role == CHOL_WHOLE; return true;  // a piece's shape is split_cholesky's
   case OP_REDUCE_SUM:
   case OP_REDUCE_MAX: return reduced_shape(v, op, index, want);
   case OP_RESHAPE: return reshaped_shape(v, op, index, want);
@@ -164,10 +165,17 @@ static bool result_ok(Verifier *v, const Op *op, int index) {
 
 // One op: its id, operand count, operands defined before it, its result and
 // keywords, and for the ops from mul on, its result type.
+// The operand counts op may have: its kind's, but a cholesky piece that
+// updates a block takes the rows sent as well (passes/split_cholesky.c).
+static unsigned arity_of(const Op *op) {
+  if (op->kind == OP_CHOLESKY && op->chol.role == CHOL_PANEL) return ARITY(2) | ARITY(3);
+  return ir_op_info[op->kind].arity;
+}
+
 static bool op_ok(Verifier *v, const Op *op, int index, const bool *defined) {
   const OpInfo *info = &ir_op_info[op->kind];
   if (op->id != index) return fail(v, "op %d has id %d", index, op->id);
-  if (op->nargs < 0 || op->nargs > IR_MAX_OPERANDS || !(info->arity & ARITY(op->nargs)))
+  if (op->nargs < 0 || op->nargs > IR_MAX_OPERANDS || !(arity_of(op) & ARITY(op->nargs)))
     return fail(v, "op %d (%s) has %d operands", index, info->name, op->nargs);
   for (int i = 0; i < op->nargs; i++)
     if (!op->args[i] || !defined[op->args[i]->id])

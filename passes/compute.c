@@ -782,6 +782,434 @@ static void emit_concat(Emitter *e, int64_t ready) {
     }
 }
 
+// ---- cholesky (seed 002 s5.5) ---------------------------------------------------------
+//
+// L with L L^T = a, left-looking, one column a step as the seed's
+// cholesky_vector_ops: the matrix unit forms the update vector
+// U = L[n, 0:i] . L[i, 0:i] for every row n >= i, and the vector unit
+// subtracts it from column i of a and scales the difference by the
+// reciprocal square root of its diagonal element:
+//
+//   I = a[i:p, i] - U;  splat = rsqrt(I[0]);  L[i:p, i] = I * splat
+//
+// (so L[i, i] = I[0] rsqrt(I[0]) = sqrt(I[0])).  A device works on its
+// rows: blocks of CHOL_BLOCK_ROWS (one column tile), block b on the device
+// of index b mod D (block-cyclic; D = 1 for the whole op).  Column i of
+// its rows is a row of its working copy T = L^T: T's rows are the columns
+// of L, its lanes the device's rows, a block a column tile.  T starts as
+// the device's rows of a, transposed (one TRANS a tile: row i of T is
+// then column i of a, read from the lower triangle).  The update is one
+// activation row, row i of L, times the weight tiles of T's rows 0..i-1
+// ([1 x K] x [K x 320] sub-operations: MXLW, then MXM / MXMA) for every
+// tile holding rows >= i.
+//
+// The columns go a panel of `per` (one K tile) at a time.  At a panel's
+// start each K tile before it is installed once and multiplies all the
+// panel's rows of L into W (a row of f32 a panel row); step i then adds
+// only its panel's part (T's rows from the panel's first to i - 1, MXLW
+// of that many rows, one MXMA into its row of W).  The device
+// holding the panel's rows (its owner) reads their rows of L from its own
+// T: the K tiles before the panel by one TRANS each into R (the panel's
+// rows of L, row-major), the panel's own part by one TRANS of its rows so
+// far each step (vector i mod per of it), and it takes the pivot's rsqrt
+// itself.  Split over devices (passes/split_cholesky.c) the owner then
+// sends those rows of L to every block below them (CHOL_ROWS, the panel's
+// columns; one transfer each, scheduled like any other), which takes
+// the activation from them and scales by the reciprocal of the diagonal
+// L[i, i] they carry (VRECIP): the same rsqrt(I[0]), rounded once more to
+// the dtype.  The rows before the panel (CHOL_ROWS_BEFORE) are complete
+// when the panel starts and go ahead of it.  Row i of T is written by step
+// i and read by step i + 1's partial TRANS and install: the loop-carried
+// dependence, placed to the cycle by the same `place` as every op, so the
+// schedule is exact.  At the end (CHOL_OUT) each block of rows goes to
+// the result row-major by TRANS, zeros above the diagonal.
+//
+// The vector unit works in f32 (the matrix unit accumulates in f32); T
+// holds the operand's dtype.  VRSQRT is the vector unit's rsqrt: the
+// correctly rounded f32 of 1 / sqrt (docs/isa.md), an error of half an f32
+// ulp (6e-8 relative).
+
+typedef struct Chol {
+  DType dt;
+  int64_t p, per, ncv, tvecs;        // order; elements a vector; vectors of a row of p; of a tile (block)
+  int index, group;                  // the device's index of D = group
+  int64_t tiles, m, pitch;           // the device's blocks, its rows (T's lanes), T's pitch
+  int t_ref;                         // T: a scratch buffer, or the piece's result
+  int C[ROW_SETS], S[ROW_SETS], P[ROW_SETS];  // a step's f32 column, scale, partial activation
+  int R[2], W[2];                    // by panel parity: the owner's rows of L, the panel's updates
+  int64_t rv, panel;                 // f32 vectors of an update row; the panel being placed
+  int64_t set_free[ROW_SETS], r_free[2], r_land, r_read, w_free[2], w_read;
+  int64_t *w_land;                   // by tile: when the panel product's rows have landed
+  int64_t *t_land;                   // by row of T: when its last write lands
+  int64_t buf_free[ISA_MXM_BUFFERS], installs;
+  int zero, zeros;                   // a zero vector and a zero row (-1: not made yet)
+  int64_t zeros_land;
+} Chol;
+
+// Step i's activation and pivot: the owner's own rows (R, then P), or
+// the rows of L the owner sent: the panel's part (operand 1, a vector a
+// row) and the part before it (operand 2, panel vectors a row).
+typedef struct CholSource {
+  bool own;
+  int64_t panel, ready;
+} CholSource;
+
+static int64_t chol_block_of(const Chol *k, int64_t tile) { return k->index + tile * k->group; }
+
+static int64_t chol_block_rows(const Chol *k, int64_t b) { return MIN(CHOL_BLOCK_ROWS, k->p - b * CHOL_BLOCK_ROWS); }
+
+// The device's first tile holding rows >= i (k->tiles: none).
+static int64_t chol_first_tile(const Chol *k, int64_t i) {
+  int64_t b = i / CHOL_BLOCK_ROWS;
+  return b <= k->index ? 0 : MIN(k->tiles, ceil_div(b - k->index, k->group));
+}
+
+// T's lane of global row n, on its owner.
+static int64_t chol_lane(const Chol *k, int64_t n) {
+  return (n / CHOL_BLOCK_ROWS - k->index) / k->group * CHOL_BLOCK_ROWS + n % CHOL_BLOCK_ROWS;
+}
+
+// When rows [from, to) of T have all landed.
+static int64_t chol_rows_landed(const Chol *k, int64_t from, int64_t to) {
+  int64_t t = 0;
+  for (int64_t r = from; r < to; r++) t = MAX(t, k->t_land[r]);
+  return t;
+}
+
+static void chol_rows_written(Chol *k, int64_t from, int64_t to, int64_t land) {
+  for (int64_t r = from; r < to; r++) k->t_land[r] = MAX(k->t_land[r], land);
+}
+
+// T = the device's rows of a (operand 0), transposed, a [per x per] tile
+// at a time (every tile: installs read whole column tiles of T's rows).
+static void chol_load(Emitter *e, Chol *k, int64_t ready) {
+  int64_t apitch = layout_pitch(e->c, e->n->op->args[0]);
+  for (int64_t j = 0; j < k->tiles; j++) {
+    int64_t b = chol_block_of(k, j), rows = chol_block_rows(k, b);
+    for (int64_t rb = 0; rb * k->per < rows; rb++)
+      for (int64_t cv = 0; cv < k->ncv; cv++) {
+        int64_t n = MIN(k->per, rows - rb * k->per), src = (b * CHOL_BLOCK_ROWS + rb * k->per) * apitch + cv;
+        Instr tr = make(OPC_TRANS, k->dt, (int)n, cv * k->per * k->pitch + j * k->tvecs + rb, src, apitch, k->pitch);
+        int64_t land = landed(e, tr, place3(e, tr, k->t_ref, REF_ARG0, REF_NONE, ready));
+        chol_rows_written(k, cv * k->per, (cv + 1) * k->per, land);
+      }
+  }
+}
+
+// T = operand 0 (the T before this piece), one block copy.
+static void chol_copy(Emitter *e, Chol *k, int64_t ready) {
+  int64_t land = vmov_block(e, k->t_ref, 0, REF_ARG0, 0, k->ncv * k->per * k->pitch, ready);
+  chol_rows_written(k, 0, k->ncv * k->per, land);
+}
+
+// Step i's activation for its panel's K tile (the part of row i of L in
+// the panel's columns, lanes < i - panel start): the owner's by a TRANS of
+// those rows of T so far into P (its vector i mod per), another device's
+// from the rows sent; *act and *ref out, returns when it has landed.
+static int64_t chol_partial_activation(Emitter *e, Chol *k, const CholSource *src, int64_t i, int set, int64_t *act,
+                                       int *ref) {
+  int64_t g0 = src->panel * k->per, r = i - g0;
+  if (!src->own) {
+    *act = r, *ref = REF_ARG0 + 1;  // the panel's part of the rows sent: a vector a row
+    return src->ready;
+  }
+  Instr tr = make(OPC_TRANS, k->dt, (int)r, 0, g0 * k->pitch + chol_lane(k, i) / k->per, k->pitch, 1);
+  int64_t at = place3(e, tr, scratch_ref(k->P[set]), k->t_ref, REF_NONE,
+                      MAX(chol_rows_landed(k, g0, i), k->set_free[set]));
+  *act = r, *ref = scratch_ref(k->P[set]);
+  return at + r + r + ISA_SXM_LATENCY;  // vector r lands then
+}
+
+// Installs K tile kt x tile jt of T's rows (kk of them) into the next
+// weight buffer once it is free; *buf gets which; returns when installed.
+static int64_t chol_install(Emitter *e, Chol *k, int64_t kt, int64_t kk, int64_t jt, int *buf) {
+  int b = (int)(k->installs++ % ISA_MXM_BUFFERS);
+  int64_t nn = chol_block_rows(k, chol_block_of(k, jt));
+  Instr inst = make(OPC_MXLW, k->dt, b, kt * k->per * k->pitch + jt * k->tvecs, k->pitch, kk, nn);
+  int8_t wref[4] = {(int8_t)k->t_ref, REF_NONE, REF_NONE, REF_NONE};
+  int64_t rows = chol_rows_landed(k, kt * k->per, kt * k->per + kk);
+  *buf = b;
+  return place(e, inst, wref, MAX(rows, k->buf_free[b])) + isa_mxm_install_cycles(&inst, e->vb);
+}
+
+// Vector of tile jt's update for row r of the panel in W (rows of
+// isa_mxm_row_vectors f32 vectors, a tile's rows together).
+static int64_t chol_w_row(const Chol *k, int64_t jt, int64_t r) { return (jt * k->per + r) * k->rv; }
+
+// The part of the panel's updates the K tiles before it give, for every
+// row of the panel at once: each (K tile, tile) installed once, the
+// panel's rows of L (R, or the rows sent) streamed through it into W,
+// MXM then MXMA.  Sets w_land.
+static void chol_panel_product(Emitter *e, Chol *k, const CholSource *src, int64_t j0, int64_t ready) {
+  int64_t s = src->panel, rows = MIN(k->per, k->p - s * k->per);
+  int w = scratch_ref(k->W[s % 2]);
+  int64_t *start = ARENA_ARRAY(&e->c->arena, int64_t, k->tiles);
+  for (int64_t jt = j0; jt < k->tiles; jt++) k->w_land[jt] = start[jt] = ready;
+  for (int64_t kt = 0; kt < s; kt++)
+    for (int64_t jt = j0; jt < k->tiles; jt++) {
+      int buf;
+      int64_t installed = chol_install(e, k, kt, k->per, jt, &buf);
+      int64_t pitch = src->own ? k->ncv : s;  // the rows sent before the panel: s vectors a row
+      int aref = src->own ? scratch_ref(k->R[s % 2]) : REF_ARG0 + 2;
+      int64_t act_ready = src->own ? k->r_land : src->ready;
+      int64_t after = kt ? start[jt] + ISA_MXM_LATENCY : k->w_free[s % 2];
+      Instr mul = make(kt ? OPC_MXMA : OPC_MXM, k->dt, buf, chol_w_row(k, jt, 0), kt, pitch, rows);
+      start[jt] = place3(e, mul, w, aref, REF_NONE, MAX(MAX(installed, act_ready), MAX(after, ready)));
+      int64_t cycles = isa_mxm_cycles(k->dt, (uint32_t)rows);
+      k->buf_free[buf] = start[jt] + cycles;
+      if (src->own) k->r_read = MAX(k->r_read, start[jt] + cycles);
+      k->w_land[jt] = start[jt] + cycles + ISA_MXM_LATENCY;
+    }
+}
+
+// Step i's update rows in W: the panel's part (its K tile so far, kk =
+// i - panel start) added by MXMA into what chol_panel_product left there
+// (MXM when it left nothing); returns when every tile's row has landed.
+static int64_t chol_step_update(Emitter *e, Chol *k, const CholSource *src, int64_t i, int64_t j0, int set) {
+  int64_t s = src->panel, r = i - s * k->per, done = 0;
+  for (int64_t jt = j0; jt < k->tiles; jt++) done = MAX(done, k->w_land[jt]);
+  if (r == 0) return done;
+  int64_t act;
+  int aref;
+  int64_t act_land = chol_partial_activation(e, k, src, i, set, &act, &aref);
+  for (int64_t jt = j0; jt < k->tiles; jt++) {
+    int buf;
+    int64_t installed = chol_install(e, k, s, r, jt, &buf);
+    Instr mul = make(s ? OPC_MXMA : OPC_MXM, k->dt, buf, chol_w_row(k, jt, r), act, 1, 1);
+    int64_t ready = MAX(MAX(installed, act_land), MAX(k->w_land[jt], k->w_free[s % 2]));
+    int64_t at = place3(e, mul, scratch_ref(k->W[s % 2]), aref, REF_NONE, ready);
+    k->buf_free[buf] = at + isa_mxm_cycles(k->dt, 1);
+    done = MAX(done, at + ISA_MXM_LATENCY);
+  }
+  return done;
+}
+
+// An f32 vector-unit instruction on the step's buffers; returns when its
+// last result lands.
+static int64_t chol_vop(Emitter *e, Instr in, int ra, int rb, int rc, int64_t ready) {
+  return landed(e, in, place3(e, in, ra, rb, rc, ready));
+}
+
+// C -= step i's update (row r of W), a tile at a time, f32 vectors from
+// c0 on; returns when the last lands.
+static int64_t chol_subtract(Emitter *e, Chol *k, int set, int64_t r, int64_t j0, int64_t c0, int64_t ready) {
+  int64_t f32v = f32_vectors(e, k->m), done = ready;
+  for (int64_t jt = j0; jt < k->tiles; jt++) {
+    int64_t lo = MAX(c0, jt * k->rv), hi = MIN((jt + 1) * k->rv, f32v);
+    Instr sub = make(OPC_VSUB, DT_F32, 0, lo, lo, chol_w_row(k, jt, r) + lo - jt * k->rv, hi - lo);
+    int64_t at = place3(e, sub, scratch_ref(k->C[set]), scratch_ref(k->C[set]), scratch_ref(k->W[k->panel % 2]), ready);
+    k->w_read = MAX(k->w_read, at + hi - lo);
+    done = MAX(done, landed(e, sub, at));
+  }
+  return done;
+}
+
+// The step's scale into S: rsqrt of the pivot, lane `lane` of C (the
+// owner), or 1 / L[i, i] from the rows the owner sent.
+static int64_t chol_splat(Emitter *e, const Chol *k, const CholSource *src, int64_t i, int set, int64_t lane,
+                          int64_t ready) {
+  int S = scratch_ref(k->S[set]);
+  if (src->own) {
+    int64_t s = chol_vop(e, make(OPC_SXMOV, DT_F32, 0, 0, 0, lane, 1), S, scratch_ref(k->C[set]), REF_NONE, ready);
+    return chol_vop(e, make(OPC_VRSQRT, DT_F32, 0, 0, 0, 1, 0), S, S, REF_NONE, s);
+  }
+  int64_t r = i - src->panel * k->per;
+  Instr pick = make(OPC_SXMOV, k->dt, 0, 0, r, r, 1);  // L[i, i]: lane r of the panel's part
+  int64_t s = chol_vop(e, pick, scratch_ref(k->P[set]), REF_ARG0 + 1, REF_NONE, MAX(ready, k->set_free[set]));
+  s = chol_vop(e, make(OPC_VCVT, DT_F32, k->dt, 0, 0, 1, 0), S, scratch_ref(k->P[set]), REF_NONE, s);
+  return chol_vop(e, make(OPC_VRECIP, DT_F32, 0, 0, 0, 1, 0), S, S, REF_NONE, s);
+}
+
+// Step i: column i of the device's rows >= i into row i of T (see the top
+// of this section).
+static void chol_step(Emitter *e, Chol *k, const CholSource *src, int64_t i) {
+  int64_t j0 = chol_first_tile(k, i);
+  if (j0 >= k->tiles) return;
+  int set = (int)(i % ROW_SETS);
+  int64_t v0 = j0 * k->tvecs, lane = src->own ? chol_lane(k, i) : 0;
+  if (src->own) v0 = lane / k->per;
+  int64_t c0 = v0 * k->per / isa_elems_per_vector(DT_F32, e->vb), n = f32_vectors(e, k->m) - c0;
+  int64_t elems = k->m - v0 * k->per;
+  int C = scratch_ref(k->C[set]);
+  Instr load = make(OPC_VCVT, DT_F32, k->dt, c0, i * k->pitch + v0, elems, 0);
+  int64_t col = chol_vop(e, load, C, k->t_ref, REF_NONE, MAX(k->t_land[i], k->set_free[set]));
+  if (i > 0) {
+    int64_t u = chol_step_update(e, k, src, i, j0, set);
+    col = chol_subtract(e, k, set, i - src->panel * k->per, j0, c0, MAX(col, u));
+  }
+  int64_t s = chol_splat(e, k, src, i, set, lane, col);
+  col = chol_vop(e, make(OPC_VMULS, DT_F32, 0, c0, c0, 0, n), C, C, scratch_ref(k->S[set]), MAX(col, s));
+  Instr store = make(OPC_VCVT, k->dt, DT_F32, i * k->pitch + v0, c0, elems, 0);
+  int64_t at = place3(e, store, k->t_ref, C, REF_NONE, col);
+  k->t_land[i] = landed(e, store, at);
+  k->set_free[set] = at + isa_issue_cycles(&store, e->vb);
+}
+
+// The owner's rows of L for panel s before its columns into R (one TRANS
+// a K tile of T's rows, at the panel's lane vector); returns when landed.
+static void chol_panel_rows(Emitter *e, Chol *k, int64_t s, int64_t ready) {
+  int rbuf = scratch_ref(k->R[s % 2]);
+  int64_t lv = chol_lane(k, s * k->per) / k->per;
+  ready = MAX(ready, k->r_free[s % 2]);
+  k->r_land = ready;
+  for (int64_t g = 0; g < s; g++) {
+    Instr tr = make(OPC_TRANS, k->dt, (int)k->per, g, g * k->per * k->pitch + lv, k->pitch, k->ncv);
+    int64_t land = landed(e, tr, place3(e, tr, rbuf, k->t_ref, REF_NONE, MAX(ready, chol_rows_landed(k, g * k->per, (g + 1) * k->per))));
+    k->r_land = MAX(k->r_land, land);
+  }
+}
+
+// Panel s's columns [s per, s per + per) of the device's rows, the
+// activation and pivot from src.
+static void chol_panel(Emitter *e, Chol *k, const CholSource *src, int64_t ready) {
+  int64_t s = src->panel, end = MIN(k->p, (s + 1) * k->per), j0 = chol_first_tile(k, s * k->per);
+  if (j0 >= k->tiles) return;
+  k->panel = s;
+  k->r_read = k->w_read = ready;
+  if (src->own) chol_panel_rows(e, k, s, ready);
+  chol_panel_product(e, k, src, j0, ready);
+  for (int64_t i = s * k->per; i < end; i++) chol_step(e, k, src, i);
+  if (src->own) k->r_free[s % 2] = k->r_read;
+  k->w_free[s % 2] = k->w_read;
+}
+
+// A zero vector and a row of `ncv` zero vectors (VMOVs doubling it),
+// made once a node.
+static void chol_zeros(Emitter *e, Chol *k, int64_t ready) {
+  if (k->zero >= 0) return;
+  k->zero = new_const(e, k->dt, 0);
+  k->zeros = new_scratch(e, k->ncv);
+  int64_t land = vmov_block(e, scratch_ref(k->zeros), 0, scratch_ref(k->zero), 0, 1, ready);
+  for (int64_t have = 1; have < k->ncv; have *= 2)
+    land = vmov_block(e, scratch_ref(k->zeros), have, scratch_ref(k->zeros), 0, MIN(have, k->ncv - have), land);
+  k->zeros_land = land;
+}
+
+// Row r of rbuf (global row n of L) into row `out` of the result: the
+// lanes above the diagonal of its diagonal vector zeroed in rbuf first,
+// the vectors after it zeros.
+static void chol_store_row(Emitter *e, Chol *k, int rbuf, int64_t r, int64_t n, int64_t out, int64_t ready) {
+  int64_t vd = n / k->per, lane = n % k->per + 1;
+  if (lane < k->per) {
+    Instr mov = make(OPC_SXMOV, k->dt, (int)lane, r * k->ncv + vd, 0, 0, k->per - lane);
+    ready = landed(e, mov, place3(e, mov, rbuf, scratch_ref(k->zero), REF_NONE, ready));
+  }
+  vmov_block(e, REF_RESULT, out * k->ncv, rbuf, r * k->ncv, vd + 1, ready);
+  if (vd + 1 < k->ncv)
+    vmov_block(e, REF_RESULT, out * k->ncv + vd + 1, scratch_ref(k->zeros), 0, k->ncv - vd - 1, k->zeros_land);
+}
+
+// Tile j of T (block b) into the result's rows from `out0` on, row-major,
+// zeros above the diagonal: TRANS of each K tile up to the diagonal into
+// a block of rows in scratch, then a row at a time.
+static void chol_out(Emitter *e, Chol *k, int64_t j, int64_t out0, int64_t ready) {
+  int64_t b = chol_block_of(k, j), rows = chol_block_rows(k, b), last = (b * CHOL_BLOCK_ROWS + rows - 1) / k->per;
+  int rbuf = scratch_ref(new_scratch(e, k->tvecs * k->per * k->ncv));
+  int64_t land = ready;
+  chol_zeros(e, k, ready);
+  for (int64_t g = 0; g <= last; g++)
+    for (int64_t rb = 0; rb * k->per < rows; rb++) {
+      int64_t n = MIN(k->per, k->p - g * k->per);
+      Instr tr = make(OPC_TRANS, k->dt, (int)n, rb * k->per * k->ncv + g, g * k->per * k->pitch + j * k->tvecs + rb,
+                      k->pitch, k->ncv);
+      int64_t at = place3(e, tr, rbuf, k->t_ref, REF_NONE, MAX(ready, chol_rows_landed(k, g * k->per, g * k->per + n)));
+      land = MAX(land, landed(e, tr, at));
+    }
+  for (int64_t r = 0; r < rows; r++) chol_store_row(e, k, rbuf, r, b * CHOL_BLOCK_ROWS + r, out0 + r, land);
+}
+
+// Rows of L of panel s (the owner's T at the panel's lanes), columns of K
+// tiles [g0, g1), into the result, row-major: one TRANS a K tile, by
+// scratch when the panel has fewer rows than a tile.
+static void chol_rows_out(Emitter *e, Chol *k, int64_t s, int64_t g0, int64_t g1, int64_t ready) {
+  int64_t rows = MIN(k->per, k->p - s * k->per), lv = chol_lane(k, s * k->per) / k->per, pitch = g1 - g0;
+  int tile = rows < k->per ? scratch_ref(new_scratch(e, k->per)) : -1;
+  for (int64_t g = g0; g < g1; g++) {
+    int64_t n = MIN(k->per, k->p - g * k->per), src = g * k->per * k->pitch + lv;
+    Instr tr = make(OPC_TRANS, k->dt, (int)n, tile < 0 ? g - g0 : 0, src, k->pitch, tile < 0 ? pitch : 1);
+    int64_t at = place3(e, tr, tile < 0 ? REF_RESULT : tile, k->t_ref, REF_NONE, MAX(ready, chol_rows_landed(k, g * k->per, g * k->per + n)));
+    if (tile < 0) continue;
+    for (int64_t r = 0; r < rows; r++) {
+      Instr mov = make(OPC_VMOV, 0, 0, r * pitch + g - g0, r, 1, 0);
+      int64_t read = place3(e, mov, REF_RESULT, tile, REF_NONE, landed(e, tr, at)) + 1;
+      ready = MAX(ready, read);  // the next TRANS into the tile waits for the reads
+    }
+  }
+}
+
+// The device's share of the op's cholesky (k->index of k->group), T in
+// t_ref (its rows' count and pitch follow).
+static Chol chol_new(Emitter *e, const CholPiece *piece, DType dt, int t_ref) {
+  Chol k = {.dt = dt, .p = piece->order, .per = isa_elems_per_vector(dt, e->vb), .index = piece->index,
+            .group = piece->group, .t_ref = t_ref, .zero = -1};
+  k.ncv = ceil_div(k.p, k.per);
+  k.tvecs = CHOL_BLOCK_ROWS / k.per;
+  int64_t nb = ceil_div(k.p, CHOL_BLOCK_ROWS);
+  k.tiles = nb > k.index ? ceil_div(nb - k.index, k.group) : 0;
+  for (int64_t j = 0; j < k.tiles; j++) k.m += chol_block_rows(&k, chol_block_of(&k, j));
+  k.pitch = ceil_div(k.m, k.per);
+  k.rv = isa_mxm_row_vectors(k.dt, e->vb);
+  k.w_land = ARENA_ARRAY(&e->c->arena, int64_t, k.tiles);
+  k.t_land = ARENA_ARRAY(&e->c->arena, int64_t, k.ncv * k.per);
+  memset(k.t_land, 0, sizeof(int64_t) * (size_t)(k.ncv * k.per));
+  return k;
+}
+
+static void chol_start(Chol *k, int64_t ready) {
+  for (int s = 0; s < ROW_SETS; s++) k->set_free[s] = ready;
+  for (int b = 0; b < ISA_MXM_BUFFERS; b++) k->buf_free[b] = ready;
+  k->r_free[0] = k->r_free[1] = k->w_free[0] = k->w_free[1] = ready;
+}
+
+// The buffers of the steps: the sets C, S, P and, by panel parity, W
+// and (the owner's) R, the rows of L before the panel.
+static void chol_step_buffers(Emitter *e, Chol *k, bool own) {
+  for (int s = 0; s < ROW_SETS; s++) {
+    k->C[s] = new_scratch(e, f32_vectors(e, k->m));
+    k->S[s] = new_scratch(e, 1);
+    k->P[s] = new_scratch(e, k->per);
+  }
+  for (int s = 0; s < 2; s++) {
+    k->W[s] = new_scratch(e, k->tiles * k->per * k->rv);
+    if (own) k->R[s] = new_scratch(e, k->per * k->ncv);
+  }
+}
+
+static void emit_cholesky(Emitter *e, int64_t ready) {
+  const Op *op = e->n->op;
+  const CholPiece *pc = &op->chol;
+  DType dt = op->args[0]->dtype;
+  ready = MAX(ready, *e->u.weights_free);  // the device's weight buffers (emit_matmul)
+  bool t_scratch = pc->role == CHOL_WHOLE || pc->role == CHOL_ROWS || pc->role == CHOL_ROWS_BEFORE || pc->role == CHOL_OUT;
+  Chol k = chol_new(e, pc, dt, REF_RESULT);
+  if (t_scratch) k.t_ref = pc->role == CHOL_WHOLE ? scratch_ref(new_scratch(e, k.ncv * k.per * k.pitch)) : REF_ARG0;
+  chol_start(&k, ready);
+  CholSource src = {.own = pc->role != CHOL_PANEL, .panel = pc->panel, .ready = ready};
+  switch (pc->role) {
+  case CHOL_WHOLE:
+    chol_step_buffers(e, &k, true);
+    chol_load(e, &k, ready);
+    for (src.panel = 0; src.panel < k.ncv; src.panel++) chol_panel(e, &k, &src, ready);
+    for (int64_t j = 0; j < k.tiles; j++) chol_out(e, &k, j, j * CHOL_BLOCK_ROWS, ready);
+    break;
+  case CHOL_INIT: chol_load(e, &k, ready); break;
+  case CHOL_OWN:
+    chol_step_buffers(e, &k, true);
+    chol_copy(e, &k, ready);
+    chol_panel(e, &k, &src, ready);
+    break;
+  case CHOL_PANEL:
+    chol_step_buffers(e, &k, false);
+    chol_copy(e, &k, ready);
+    chol_panel(e, &k, &src, ready);
+    break;
+  case CHOL_ROWS: chol_rows_out(e, &k, pc->panel, pc->panel, pc->panel + 1, ready); break;
+  case CHOL_ROWS_BEFORE: chol_rows_out(e, &k, pc->panel, 0, pc->panel, ready); break;
+  case CHOL_OUT: chol_out(e, &k, (pc->panel - k.index) / k.group, 0, ready); break;
+  }
+  for (int b = 0; b < ISA_MXM_BUFFERS; b++) *e->u.weights_free = MAX(*e->u.weights_free, k.buf_free[b]);
+}
+
 // ---- the table ------------------------------------------------------------------------
 
 typedef void EmitFn(Emitter *e, int64_t ready);
@@ -809,8 +1237,11 @@ static const ComputeRule rules[OP_COUNT] = {
     [OP_LAYERNORM] = {OPC_COUNT, emit_layernorm, 87}, [OP_TRANSPOSE] = {OPC_COUNT, emit_transpose, 0},
     [OP_REDUCE_SUM] = {OPC_COUNT, emit_reduce, 25},   [OP_REDUCE_MAX] = {OPC_COUNT, emit_reduce, 25},
     [OP_RESHAPE] = {OPC_COUNT, emit_reshape, 0},      [OP_SLICE] = {OPC_COUNT, emit_slice, 0},
-    [OP_CONCAT] = {OPC_COUNT, emit_concat, 0},
+    [OP_CONCAT] = {OPC_COUNT, emit_concat, 0},        [OP_CHOLESKY] = {OPC_COUNT, emit_cholesky, 0},
 };
+
+// f32 vectors a row of n elements fills (f32_vectors without an Emitter).
+static int64_t f32_vectors_of(int64_t n, int vb) { return ceil_div(n, isa_elems_per_vector(DT_F32, vb)); }
 
 // Vectors of t's rows as layout.c pads them (every row of the last
 // dimension on whole vectors of its dtype, or of f32 for a program's
@@ -839,6 +1270,59 @@ static int64_t estimate_matmul(const Op *op, int vb) {
   return first + cycles + ISA_MXM_LATENCY;
 }
 
+// emit_cholesky's cycles: the transposes in and out, each panel's
+// product (its K tiles before it installed once a tile of rows: kk rows x
+// ceil(nn / per) vectors, a cycle each), and each step, bound by the
+// longer of its chain and its partial installs on every tile holding rows
+// below.  The owner's chain is its partial TRANS holding the switch unit
+// r + per cycles, then a tail to the next step: CHOL_STEP_TAIL in a whole
+// op (its other tiles' work shares the units), CHOL_OWN_TAIL in an OWN
+// piece; another device's is its partial install, then CHOL_PANEL_TAIL.
+// A piece (split_cholesky.c) counts its one block; OWN and PANEL also
+// copy T.  The tails are this scheduler's own, measured on order 700 f16
+// (whole: 276,078 cycles; an OWN piece 260 a step, a PANEL piece 207) and
+// re-checked by test_partition.
+#define CHOL_STEP_TAIL 55
+#define CHOL_OWN_TAIL 21
+#define CHOL_PANEL_TAIL 45
+
+// Vectors a row of T's tiles from block b0 on holds (a tile's install
+// reads that many a K row).
+static int64_t chol_tile_vectors(int64_t p, int64_t per, int64_t b0, int64_t b1) {
+  int64_t vecs = 0;
+  for (int64_t b = b0; b < b1 && b * CHOL_BLOCK_ROWS < p; b++) vecs += ceil_div(MIN(CHOL_BLOCK_ROWS, p - b * CHOL_BLOCK_ROWS), per);
+  return vecs;
+}
+
+// Steps [i0, i1) of blocks [b0, b1) (whole: from each step's block on).
+static int64_t estimate_chol_steps(int64_t p, int64_t per, int64_t i0, int64_t i1, int64_t b0, int64_t b1, bool own,
+                                   int64_t tail) {
+  int64_t cycles = 0, nb = ceil_div(p, CHOL_BLOCK_ROWS);
+  for (int64_t i = MAX(i0, 1); i < i1; i++) {
+    int64_t r = i % per, vecs = chol_tile_vectors(p, per, b0 < 0 ? i / CHOL_BLOCK_ROWS : b0, b1 < 0 ? nb : b1);
+    if (r == 0 || i == i0) cycles += (i / per) * per * vecs;  // the panel's product
+    cycles += own ? MAX(r * vecs, r + per + tail) : r * vecs + tail;
+  }
+  return cycles;
+}
+
+static int64_t estimate_cholesky(const Op *op, int vb) {
+  const CholPiece *pc = &op->chol;
+  int64_t p = pc->order, per = isa_elems_per_vector(op->result->dtype, vb), ncv = ceil_div(p, per);
+  int64_t b = pc->index, rows = MIN(CHOL_BLOCK_ROWS, p - b * CHOL_BLOCK_ROWS), s = pc->panel;
+  int64_t copy = ncv * per * ceil_div(rows, per), panel_end = MIN(p, (s + 1) * per);
+  switch (pc->role) {
+  case CHOL_WHOLE: return 2 * ncv * ncv * 2 * per + estimate_chol_steps(p, per, 0, p, -1, -1, true, CHOL_STEP_TAIL);
+  case CHOL_INIT:
+  case CHOL_OUT: return ncv * ceil_div(rows, per) * 2 * per;
+  case CHOL_OWN: return copy + estimate_chol_steps(p, per, s * per, panel_end, b, b + 1, true, CHOL_OWN_TAIL);
+  case CHOL_PANEL: return copy + estimate_chol_steps(p, per, s * per, panel_end, b, b + 1, false, CHOL_PANEL_TAIL);
+  case CHOL_ROWS: return 2 * per;
+  case CHOL_ROWS_BEFORE: return s * 2 * per;
+  }
+  return 0;
+}
+
 int64_t compute_estimate_scratch_vectors(const Op *op, int vb) {
   const Tensor *x = op->nargs ? op->args[0] : op->result;
   int64_t cols = x->shape.dim[x->shape.rank - 1], f32_row = ceil_div(cols, isa_elems_per_vector(DT_F32, vb));
@@ -849,6 +1333,13 @@ int64_t compute_estimate_scratch_vectors(const Op *op, int vb) {
     return (n > tc ? 2 : 1) * rows * isa_mxm_row_vectors(x->dtype, vb);
   }
   case OP_GELU: return 2 * ROW_SETS * COMPUTE_CHUNK_VECTORS;  // emit_gelu's chunks
+  case OP_CHOLESKY: {  // chol_new's step sets and W, R, a block of rows out, the zero row; a whole op's T
+    int64_t p = op->chol.order, per = isa_elems_per_vector(x->dtype, vb), ncv = ceil_div(p, per);
+    int64_t m = op->chol.role == CHOL_WHOLE ? p : CHOL_BLOCK_ROWS, tiles = ceil_div(m, CHOL_BLOCK_ROWS);
+    int64_t rv = isa_mxm_row_vectors(x->dtype, vb), sets = ROW_SETS * (f32_vectors_of(m, vb) + 1 + per);
+    int64_t t = op->chol.role == CHOL_WHOLE ? ncv * per * ncv : 0;
+    return t + sets + 2 * tiles * per * rv + 2 * per * ncv + CHOL_BLOCK_ROWS * ncv + ncv + 1;
+  }
   case OP_SOFTMAX:
   case OP_LAYERNORM: return ROW_SETS * (2 * f32_row + 2) + (op->nargs == 3 ? 2 * f32_row : 0);  // rows, gamma, beta
   case OP_REDUCE_SUM:
@@ -860,6 +1351,7 @@ int64_t compute_estimate_scratch_vectors(const Op *op, int vb) {
 int64_t compute_estimate_cycles(const Op *op, int vb) {
   if (ir_op_is_collective(op->kind) || op->kind == OP_COPY) return 0;
   if (op->kind == OP_MATMUL) return estimate_matmul(op, vb);
+  if (op->kind == OP_CHOLESKY) return estimate_cholesky(op, vb);
   const ComputeRule *r = &rules[op->kind];
   if (r->f32_passes) return padded_vectors(op->args[0], DT_F32, vb) * r->f32_passes / 10;
   int64_t moves = op->kind == OP_TRANSPOSE ? 2 : 1;  // TRANS tiles, then the rows written back

@@ -186,6 +186,11 @@ void part_renumber(Graph *g) {
 }
 
 // How many operands of ops name t (a copy counts: it moves t's bytes).
+bool part_same_node(const Topology *t, int a, int b) {
+  if (t->family != FAMILY_DRAGONFLY) return true;
+  return t->devices[a].coord[0] == t->devices[b].coord[0] && t->devices[a].coord[1] == t->devices[b].coord[1];
+}
+
 int part_readers(const Graph *g, const Tensor *t) {
   int n = 0;
   for (int i = 0; i < g->ops.len; i++)
@@ -498,6 +503,7 @@ bool pass_partition(Compilation *c) {
   p.capacity = p.sram / 100 * (100 - PARTITION_SRAM_HEADROOM_PERCENT);
   for (int i = 0; i < p.g->tensors.len; i++) place_stage(p.g->tensors.data[i]);
   if (!c->partition_none) partition_split_matmuls(&p);
+  if (!c->partition_none) partition_split_cholesky(&p);
   // Step 3, remembering what was free for step 4.
   Pipeline pl = {.ops = xmalloc(sizeof(Op *) * (size_t)(p.g->ops.len + 1))};
   Tensor **was_free = xmalloc(sizeof(Tensor *) * (size_t)(p.g->tensors.len + 1));

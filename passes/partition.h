@@ -58,8 +58,12 @@ Tensor *part_new_shard(Partitioner *p, const Tensor *of, TensorKind kind, const 
 void part_splice(Arena *a, PtrVec *v, const void *old, void *const *repl, int n);
 void part_renumber(Graph *g);  // ids are indices again after surgery
 int part_readers(const Graph *g, const Tensor *t);  // operands naming t, over all ops
+// Whether devices a and b share a dragonfly node (any two do elsewhere).
+bool part_same_node(const Topology *t, int a, int b);
 
 // split_matmul.c: step 2, tensor parallelism.
 void partition_split_matmuls(Partitioner *p);
+// split_cholesky.c: step 2 too, a cholesky block-cyclic over a node.
+void partition_split_cholesky(Partitioner *p);
 
 #endif

@@ -138,12 +138,6 @@ static Grid best_grid(const Partitioner *p, const Op *op, int src, SplitCost *be
   return bg;
 }
 
-// Whether devices a and b share a dragonfly node (any two do elsewhere).
-static bool same_node(const Topology *t, int a, int b) {
-  if (t->family != FAMILY_DRAGONFLY) return true;
-  return t->devices[a].coord[0] == t->devices[b].coord[0] && t->devices[a].coord[1] == t->devices[b].coord[1];
-}
-
 // devs[c * R + r]: device (r, c).  Group c starts at the nearest unused
 // device to src that has R - 1 unused devices of its node left (on a
 // dragonfly: a group never spans nodes), and takes the R - 1 of them
@@ -159,7 +153,7 @@ static int *grid_devices(const Partitioner *p, Grid g, int src) {
       if (used[lead]) continue;
       int *near = part_devices_nearest(p->t, lead, &m);
       for (int j = 0; j < m && found < g.R; j++)
-        if (!used[near[j]] && same_node(p->t, lead, near[j])) devs[c * g.R + found++] = near[j];
+        if (!used[near[j]] && part_same_node(p->t, lead, near[j])) devs[c * g.R + found++] = near[j];
       free(near);
       if (found < g.R) continue;
       for (int r = 0; r < g.R; r++) used[devs[c * g.R + r]] = true;

@@ -26,6 +26,7 @@
 #include "emu_internal.h"
 
 #include <assert.h>
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -633,6 +634,62 @@ static void report_home(Emu *e, const Batch *bt, const Tensor *t, const HomeChec
                 t->name, bt->in, what, where, (long long)hc->beyond, w->want, w->got, w->error, w->tol);
 }
 
+// Home th's values into the [rows x cols] matrix out, at its box (a
+// whole home: all of it); its elements are all written (check_output has
+// compared them).
+static void read_home(Emu *e, const TensorHome *th, int64_t cols, double *out) {
+  Sram *s = &e->devs[th->device].sram;
+  int per = isa_elems_per_vector(th->dtype, e->vector_bytes);
+  int64_t r0 = th->is_shard ? th->start[0] : 0, c0 = th->is_shard ? th->start[1] : 0;
+  int64_t hcols = th->shape.dim[1], count = th->shape.dim[0] * hcols;
+  for (int64_t k = 0; k < count;) {
+    Span sp = home_span(th, per, k, count - k);
+    const uint8_t *vec = sram_peek(s, sp.vector, NULL, NULL);
+    for (int64_t j = 0; j < sp.count; j++)
+      out[(r0 + (k + j) / hcols) * cols + c0 + (k + j) % hcols] = num_get(th->dtype, vec, sp.lane + (int)j);
+    k += sp.count;
+  }
+}
+
+// A cholesky output is also checked as a factor (docs/dsl.md, cholesky):
+// L, gathered from its homes hc[0 .. n) (a whole one, or the shards of a
+// split), times L^T, formed in double, against the lower triangle of the
+// operand, element by element within the output's tolerance (the
+// operand's rms as the floor).  False, reporting the worst, if any is
+// beyond it; its largest error / tolerance joins *oc.
+static bool check_factor(Emu *e, const Batch *bt, const Tensor *t, const HomeCheck *hc, int n, OutputCheck *oc) {
+  const Tensor *a = t->def->args[0];
+  int64_t p = t->shape.dim[0], count = p * p, beyond = 0, wi = 0, wj = 0;
+  for (int h = 0; h < n; h++)
+    if (hc[h].unwritten) return true;  // reported already
+  double *l = xcalloc((size_t)count, sizeof *l), *want = xmalloc((size_t)count * sizeof *want);
+  double *got = xmalloc((size_t)count * sizeof *got), sumsq = 0, worst = 0, werr = 0, wtol = 0;
+  for (int h = 0; h < n; h++) read_home(e, hc[h].th, p, l);
+  ref_block(bt->ref, a, hc[0].th->device, 0, count, want);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)p, (blasint)p, (blasint)p, 1.0, l, (blasint)p, l,
+              (blasint)p, 0.0, got, (blasint)p);
+  for (int64_t k = 0; k < count; k++)
+    if (isfinite(want[k])) sumsq += want[k] * want[k];
+  double rms = sqrt(sumsq / (double)count);
+  for (int64_t i = 0; i < p; i++)
+    for (int64_t j = 0; j <= i; j++) {
+      double err, tol = ref_tolerance(bt->ref, t, want[i * p + j], rms);
+      double ratio = error_ratio(got[i * p + j], want[i * p + j], tol, &err);
+      oc->max_ratio = fmax(oc->max_ratio, ratio);
+      if (ratio <= 1 || (beyond++ && ratio <= worst)) continue;
+      worst = ratio, werr = err, wtol = tol, wi = i, wj = j;
+    }
+  if (beyond)
+    emu_violate(e, VIOL_DATA, n == 1 ? hc[0].th->device : -1, NULL, -1, -1,
+                "tensor '%s'%s: L L^T differs from '%s' at [%lld, %lld] (%lld beyond tolerance): expected %.9g, got "
+                "%.9g (error %.3g, tolerance %.3g)",
+                t->name, bt->in, a->name, (long long)wi, (long long)wj, (long long)beyond, want[wi * p + wj],
+                got[wi * p + wj], werr, wtol);
+  oc->beyond += beyond;
+  free(l), free(want), free(got);
+  return beyond == 0;
+}
+
 // Checks homes hs[0 .. n) of output t in one batch, adding to *oc; false
 // on any home beyond tolerance, unwritten or missing, or an element in no
 // home.  Homes are checked and reported in box order (whole homes first,
@@ -655,6 +712,7 @@ static bool check_output(Emu *e, const Batch *bt, const Tensor *t, const TensorH
     oc->max_ratio = fmax(oc->max_ratio, hc[i].max_ratio);
     oc->beyond += hc[i].beyond;
   }
+  if (ok && n > 0 && t->def && t->def->kind == OP_CHOLESKY) ok = check_factor(e, bt, t, hc, n, oc);
   free(hc);
   return ok;
 }

@@ -39,6 +39,7 @@ struct Reference {
   double ***arrays;      // by tensor id, then device (0 when !varies): the dense values
   int *growth;           // by tensor id: G(t), the tolerance's growth factor
   bool *on_inputs;       // by tensor id: its value depends on an input (each batch has its own)
+  bool *spd;             // by tensor id: an input or param a cholesky reads, seeded positive definite
   Reference *base;       // a batch's reference: batch 0's, which holds every tensor not on_inputs (NULL: batch 0's)
   int batch;             // which inference: its inputs are seeded with it
   bool has_batches;      // batch 0's, once ref_new_batch was made from it: its given values are final
@@ -57,6 +58,10 @@ struct Reference {
 #define REF_GROWTH_TRANSCENDENTAL 2
 #define REF_GROWTH_SUM 1
 #define REF_GROWTH_NORMALISE 4
+// cholesky: each element of L is a dot product of up to p terms, a
+// subtraction and a reciprocal square root, and feeds every later column:
+// g = REF_GROWTH_CHOLESKY + 2 ceil(log2 p) (docs/dsl.md, cholesky).
+#define REF_GROWTH_CHOLESKY 4
 // layernorm's epsilon, as in docs/dsl.md.
 #define REF_LAYERNORM_EPS IR_LAYERNORM_EPSILON
 // Batch b's inputs are seeded from seed_base() ^ b x this (odd, so batches
@@ -142,7 +147,8 @@ static bool reads_out_of_order(OpKind k) {
   case OP_REDUCE_MAX:
   case OP_TRANSPOSE:
   case OP_SLICE:
-  case OP_CONCAT: return true;
+  case OP_CONCAT:
+  case OP_CHOLESKY: return true;
   default: return false;
   }
 }
@@ -188,6 +194,7 @@ static int op_growth(const Reference *r, const Op *op) {
     return op->reduce == REDUCE_MAX ? 0 : REF_GROWTH_SUM + ceil_log2(MAX(r->ngroup[op->args[0]->id], 1));
   case OP_SOFTMAX:
   case OP_LAYERNORM: return REF_GROWTH_NORMALISE + ceil_log2(axis_length(op));
+  case OP_CHOLESKY: return REF_GROWTH_CHOLESKY + 2 * ceil_log2(op->args[0]->shape.dim[0]);
   default: return 0;  // copy, transpose, reshape, slice, concat, relu, reduce_max, all_gather
   }
 }
@@ -201,6 +208,15 @@ static void find_growth(Reference *r) {
     int g = 0;
     for (int k = 0; k < op->nargs; k++) g = MAX(g, r->growth[op->args[k]->id]);
     r->growth[i] = g + op_growth(r, op);
+  }
+}
+
+// The inputs and params a cholesky reads: seeded symmetric positive
+// definite (seeded_spd), so a graph run without --input factors.
+static void find_spd(Reference *r) {
+  for (int i = 0; i < r->g->ops.len; i++) {
+    const Op *op = r->g->ops.data[i];
+    if (op->kind == OP_CHOLESKY && !op->args[0]->def) r->spd[op->args[0]->id] = true;
   }
 }
 
@@ -233,7 +249,9 @@ Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed) {
   r->arrays = xcalloc(count, sizeof *r->arrays);
   r->growth = xcalloc(count, sizeof *r->growth);
   r->on_inputs = xcalloc(count, sizeof *r->on_inputs);
+  r->spd = xcalloc(count, sizeof *r->spd);
   find_on_inputs(r);
+  find_spd(r);
   find_groups(r);
   find_varying(r);
   find_dense(r);
@@ -283,6 +301,7 @@ void ref_free(Reference *r) {
   free(r->arrays);
   free(r->growth);
   free(r->on_inputs);
+  free(r->spd);
   free(r);
 }
 
@@ -355,6 +374,21 @@ static double seeded(uint64_t base, int64_t elem) {
   return value[h % 3];
 }
 
+// A seeded element of a [p x p] tensor a cholesky reads: on the diagonal
+// the least power of two >= p (exact in every dtype), off it the seeded -1,
+// 0 or 1 of the element (min(i, j), max(i, j)), so the matrix is symmetric
+// and strictly diagonally dominant with a positive diagonal: positive
+// definite (Gershgorin's theorem).
+static double seeded_spd(uint64_t base, int64_t p, int64_t elem) {
+  int64_t i = elem / p, j = elem % p;
+  return i == j ? ldexp(1, ceil_log2(p)) : seeded(base, MIN(i, j) * p + MAX(i, j));
+}
+
+// The seeded element elem of t (on the device base was made for).
+static double seeded_of(const Reference *r, const Tensor *t, uint64_t base, int64_t elem) {
+  return r->spd[t->id] ? seeded_spd(base, t->shape.dim[0], elem) : seeded(base, elem);
+}
+
 // The values given for t's copy on `device`: that copy's own, else the
 // whole tensor's, else NULL (seeded).
 static const uint8_t *given_values(const Reference *r, const Tensor *t, int device) {
@@ -368,7 +402,7 @@ double ref_input(const Reference *r, const Tensor *t, int device, int64_t elem) 
   r = owner_of(r, t);
   const uint8_t *given = given_values(r, t, device);
   if (given) return num_get(t->dtype, given + elem * ir_dtype_bytes[t->dtype], 0);
-  return seeded(seed_base(r, t, device), elem);
+  return seeded_of(r, t, seed_base(r, t, device), elem);
 }
 
 static void input_block(const Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out) {
@@ -376,7 +410,7 @@ static void input_block(const Reference *r, const Tensor *t, int device, int64_t
   int size = ir_dtype_bytes[t->dtype];
   if (!given) {
     uint64_t base = seed_base(r, t, device);
-    for (int64_t k = 0; k < n; k++) out[k] = seeded(base, first + k);
+    for (int64_t k = 0; k < n; k++) out[k] = seeded_of(r, t, base, first + k);
   } else if (t->dtype == DT_F32) {  // the common case, without num_get's dispatch
     for (const uint8_t *p = given + first * size; n-- > 0; p += 4) {
       uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -506,6 +540,27 @@ static void dense_concat(Reference *r, const Op *op, int device, double *out) {
   }
 }
 
+// cholesky: the lower-triangular L with L L^T = x, from x's lower
+// triangle (the upper one is never read, as numpy.linalg.cholesky), column
+// by column in double; zeros above the diagonal.  A pivot that is not
+// positive gives NaN from there on, as the device's rsqrt does.
+static void dense_cholesky(Reference *r, const Op *op, int device, double *out) {
+  const double *x = dense_values(r, op->args[0], device);
+  int64_t p = op->args[0]->shape.dim[0];
+  memset(out, 0, (size_t)(p * p) * sizeof *out);
+  for (int64_t j = 0; j < p; j++) {
+    double d = x[j * p + j];
+    for (int64_t k = 0; k < j; k++) d -= out[j * p + k] * out[j * p + k];
+    double scale = 1 / sqrt(d);
+    out[j * p + j] = d * scale;
+    for (int64_t i = j + 1; i < p; i++) {
+      double s = x[i * p + j];
+      for (int64_t k = 0; k < j; k++) s -= out[i * p + k] * out[j * p + k];
+      out[i * p + j] = s * scale;
+    }
+  }
+}
+
 // Computes t's values on `device` whole into out (unrounded for the
 // out-of-order ops; lazy ones come rounded).
 static void compute_dense(Reference *r, const Tensor *t, int device, double *out) {
@@ -519,6 +574,7 @@ static void compute_dense(Reference *r, const Tensor *t, int device, double *out
   case OP_TRANSPOSE: dense_transpose(r, op, device, out); break;
   case OP_SLICE: dense_slice(r, op, device, out); break;
   case OP_CONCAT: dense_concat(r, op, device, out); break;
+  case OP_CHOLESKY: dense_cholesky(r, op, device, out); break;
   default: lazy_block(r, t, device, 0, ir_shape_elems(&t->shape), out); return;
   }
   store_all(t->dtype, out, ir_shape_elems(&t->shape));

@@ -355,6 +355,36 @@ static void print_batches(const Compilation *c) {
   free(finish);
 }
 
+// The model's result a cholesky op (whole, or a piece of one) computes.
+static const Tensor *cholesky_of(const Op *op) { return op->chol.role == CHOL_WHOLE ? op->result : op->chol.of; }
+
+// One line a cholesky: its cycles (the first start of its pieces' nodes
+// to the last finish), the devices they ran on and the TFLOPs achieved at
+// the clock, counting p^3 / 3 operations for order p (seed 002 s5.5).
+static void print_cholesky(const Compilation *c) {
+  bool *on = xcalloc((size_t)c->topo->ndevices, sizeof(bool));
+  for (int i = 0; i < c->graph->ops.len; i++) {
+    const Op *op = c->graph->ops.data[i];
+    bool first = op->chol.role == CHOL_WHOLE || (op->chol.role == CHOL_INIT && op->chol.index == 0);
+    if (op->kind != OP_CHOLESKY || !first) continue;  // one line a factor: its whole op, or its first block's init
+    int64_t start = INT64_MAX, finish = 0;
+    int devices = 0;
+    memset(on, 0, sizeof(bool) * (size_t)c->topo->ndevices);
+    for (int k = 0; k < c->dag->nodes.len; k++) {
+      const DagNode *d = c->dag->nodes.data[k];
+      if (!d->op || d->op->kind != OP_CHOLESKY || cholesky_of(d->op) != cholesky_of(op)) continue;
+      start = MIN(start, d->start), finish = MAX(finish, d->finish);
+      int dev = d->op->result->place.index;
+      devices += !on[dev], on[dev] = true;
+    }
+    double p = (double)op->chol.order, us = (double)(finish - start + 1) / c->topo->clock_mhz;
+    fprintf(stderr, "cholesky.%s: order %.0f %s on %d device%s, %lld cycles, %.1f us, %.3f TFLOPs (p^3/3 operations)\n",
+            cholesky_of(op)->name, p, ir_dtype_names[op->result->dtype], devices, devices == 1 ? "" : "s",
+            (long long)(finish - start + 1), us, p * p * p / 3 / us / 1e6);
+  }
+  free(on);
+}
+
 static void print_stats(const Compilation *c) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -365,6 +395,7 @@ static void print_stats(const Compilation *c) {
   if (c->dag && c->dag->scheduled) fprintf(stderr, "makespan_cycles: %lld\n", (long long)c->dag->makespan);
   if (c->program) fprintf(stderr, "predicted_cycles: %lld\n", (long long)c->program->predicted_cycles);
   if (c->dag && c->dag->scheduled && c->batches > 1) print_batches(c);
+  if (c->dag && c->dag->scheduled) print_cholesky(c);
   for (int i = 0; i < pass_count; i++)
     fprintf(stderr, "time.%s: %.6f s\n", pass_pipeline[i].name, c->pass_seconds[i]);
   fprintf(stderr, "ir_bytes: %zu\npeak_rss_kib: %ld\n", c->arena.used, ru.ru_maxrss);

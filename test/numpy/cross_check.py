@@ -14,7 +14,9 @@ documented tolerance (docs/isa.md, section 5, "Tolerances"):
 (rtol, atol) = (1.3e-6, 1e-5) f32, (1e-3, 1e-5) f16; G grows with every
 rounding op and with the length of each sum on the output's longest chain:
 1 per add, 2 per exp/rsqrt/gelu, 1 + ceil(log2 n) per sum of n terms,
-4 + ceil(log2 n) per softmax or layernorm over n.  The NumPy side tracks G
+4 + ceil(log2 n) per softmax or layernorm over n, 4 + 2 ceil(log2 p)
+per cholesky of order p (numpy.linalg.cholesky; the emulator checks L L^T
+itself).  The NumPy side tracks G
 with its own ops.  Prints one line: the model, the elements compared, the
 worst error over its tolerance, and ok or FAIL; exits 1 on FAIL or if a tool
 fails.  Needs /usr/bin/python3 with python3-numpy."""
@@ -68,6 +70,11 @@ def layernorm(a, g, b):
     return T(store(y, a.dt), a.dt, max(a.g, g.g, b.g) + 4 + log2c(n))
 
 
+def cholesky(a):
+    p = a.v.shape[0]
+    return T(store(np.linalg.cholesky(a.v), a.dt), a.dt, a.g + 4 + 2 * log2c(p))
+
+
 def transpose(a):
     return T(a.v.swapaxes(-1, -2), a.dt, a.g)
 
@@ -118,6 +125,19 @@ def gelu_extremes_numpy(t):
     return gelu(t["x"])
 
 
+def spd_inputs(p):
+    """A random symmetric positive definite [p x p] matrix, M M^T / p + I
+    (its eigenvalues between 1 and about 5)."""
+    def make(rng):
+        m = rng.normal(0, 1, (p, p))
+        return {"a": m @ m.T / p + np.eye(p)}
+    return make
+
+
+def cholesky_numpy(t):
+    return cholesky(t["a"])
+
+
 MODELS = {
     # name: (model file, topology, dtype, inputs, numpy model, output)
     "mlp": ("examples/mlp1.tg", "examples/one.yaml", "f16", mlp_inputs, mlp_numpy, "y"),
@@ -125,6 +145,10 @@ MODELS = {
                 encoder_numpy, "y"),
     "gelu-extremes": ("test/lit/Inputs/model/gelu-extremes.tg", "examples/one.yaml", "f32", gelu_extremes_inputs,
                       gelu_extremes_numpy, "y"),
+    "cholesky": ("test/lit/Inputs/model/cholesky-700.tg", "examples/one.yaml", "f16", spd_inputs(700),
+                 cholesky_numpy, "l"),
+    "cholesky-f32": ("test/lit/Inputs/model/cholesky-f32.tg", "examples/one.yaml", "f32", spd_inputs(333),
+                     cholesky_numpy, "l"),
 }
 
 

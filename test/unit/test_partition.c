@@ -59,6 +59,8 @@ static void estimates_are_near_the_schedule(void **state) {
   assert_estimate(x, "relu(x)", 5);
   assert_estimate(x, "add(x, x)", 5);
   assert_estimate("input x : f32[300, 700] @ device(0);", "softmax(x)", 25);
+  assert_estimate("input a : f16[700, 700] @ device(0);", "cholesky(a)", 5);
+  assert_estimate("input a : f32[333, 333] @ device(0);", "cholesky(a)", 5);
 }
 
 static const Tensor *find(const Graph *g, const char *name) {
