@@ -244,11 +244,22 @@ typedef struct Sram {
   SramPage *recent[EMU_SRAM_RECENT];  // recently touched pages, by page number mod EMU_SRAM_RECENT
 } Sram;
 
+// A stream's place in one SRAM: the page it touched last.  A stream walks
+// through consecutive vectors, so through its cursor it looks each page up
+// once, whatever other streams of the device touch in between.
+typedef struct SramCursor {
+  SramPage *page;  // NULL: none yet
+} SramCursor;
+
 void sram_init(Sram *s, int vector_bytes);
 // The vector at addr, creating its page (zeroed, unwritten) if needed.
 uint8_t *sram_vector(Sram *s, uint32_t addr, int64_t **lands, bool **written);
 // The same without creating anything: NULL when the page was never touched.
 uint8_t *sram_peek(Sram *s, uint32_t addr, int64_t **lands, bool **written);
+// sram_vector and sram_peek through a cursor (c NULL: none), which they
+// move to the page of addr.
+uint8_t *sram_vector_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, bool **written);
+uint8_t *sram_peek_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, bool **written);
 void sram_free(Sram *s);
 
 // ===== reference.c: what a correct compiled program must produce ============
