@@ -130,23 +130,41 @@ static void wheel_put(Emu *e, Event ev) {
   e->in_wheel++;
 }
 
-void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s) {
-  Event ev = {.t = t, .order = (uint64_t)event_class[type] << 56 | e->seq++, .type = type,
-              .dev = dev, .unit = unit, .stream = s};
-  if (type == EV_POLL) e->polls_queued++;
-  if (cycle_of(t) < e->cursor + EMU_WHEEL_CYCLES)
+// The order key of the next event of this type.
+static uint64_t next_order(Emu *e, EventType type) {
+  return (uint64_t)event_class[type] << 56 | e->seq++ << EMU_EVENT_TYPE_BITS | (uint64_t)type;
+}
+
+static EventType event_type(const Event *ev) { return (EventType)(ev->order & ((1u << EMU_EVENT_TYPE_BITS) - 1)); }
+
+// The device an event belongs to.
+static int event_dev(const Event *ev) {
+  switch (event_type(ev)) {
+  case EV_WAKE: case EV_UNIT: case EV_POLL: return ev->at.dev;
+  case EV_LAND: return ev->write->dev;
+  default: return ev->stream->dev;
+  }
+}
+
+static void queue_put(Emu *e, Event ev) {
+  if (cycle_of(ev.t) < e->cursor + EMU_WHEEL_CYCLES)
     wheel_put(e, ev);
   else
     heap_push(e, ev);
 }
 
-void emu_push_write(Emu *e, Tick t, PendingWrite *w) {
-  Event ev = {.t = t, .order = (uint64_t)event_class[EV_LAND] << 56 | e->seq++, .type = EV_LAND,
-              .dev = w->dev, .unit = w->unit, .write = w};
-  if (cycle_of(t) < e->cursor + EMU_WHEEL_CYCLES)
-    wheel_put(e, ev);
+void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s) {
+  Event ev = {.t = t, .order = next_order(e, type)};
+  if (s)
+    ev.stream = s;
   else
-    heap_push(e, ev);
+    ev.at.dev = dev, ev.at.unit = unit;
+  if (type == EV_POLL) e->polls_queued++;
+  queue_put(e, ev);
+}
+
+void emu_push_write(Emu *e, Tick t, PendingWrite *w) {
+  queue_put(e, (Event){.t = t, .order = next_order(e, EV_LAND), .write = w});
 }
 
 static size_t queued(const Emu *e) { return e->in_wheel + e->nheap; }
@@ -157,9 +175,10 @@ static void write_free(Emu *e, PendingWrite *w);
 
 // The event's owned memory, for a run that stops early.
 static void event_free(Emu *e, Event *ev) {
-  if (ev->type == EV_LAND)
+  EventType type = event_type(ev);
+  if (type == EV_LAND)
     write_free(e, ev->write);
-  else
+  else if (type != EV_WAKE && type != EV_UNIT && type != EV_POLL)
     stream_free(ev->stream);
 }
 
@@ -176,7 +195,7 @@ static Event pop(Emu *e) {
     if (b->head < b->len) {
       Event ev = b->e[b->head++];
       e->in_wheel--;
-      if (ev.type == EV_POLL) e->polls_queued--;
+      if (event_type(&ev) == EV_POLL) e->polls_queued--;
       return ev;
     }
     e->cursor++;
@@ -1049,8 +1068,8 @@ bool emu_read_tensor(Emu *e, const TensorHome *th, void *data, char *err, size_t
 // ---- the run ----------------------------------------------------------------------------------
 
 static void dispatch(Emu *e, const Event *ev) {
-  switch (ev->type) {
-  case EV_WAKE: wake_parked(e, &e->devs[ev->dev], ev->t); break;
+  switch (event_type(ev)) {
+  case EV_WAKE: wake_parked(e, &e->devs[ev->at.dev], ev->t); break;
   case EV_RECV: link_step_recv(e, ev->stream); break;
   case EV_SEND: link_step_send(e, ev->stream); break;
   case EV_VXM: step_vxm(e, ev->stream); break;
@@ -1058,8 +1077,8 @@ static void dispatch(Emu *e, const Event *ev) {
   case EV_INSTALL: step_install(e, ev->stream); break;
   case EV_SXM: step_sxm(e, ev->stream); break;
   case EV_LAND: land(e, ev->write); break;
-  case EV_UNIT: issue(e, &e->devs[ev->dev], ev->unit); break;
-  case EV_POLL: link_step_poll(e, &e->devs[ev->dev], ev->unit, ev->t); break;
+  case EV_UNIT: issue(e, &e->devs[ev->at.dev], ev->at.unit); break;
+  case EV_POLL: link_step_poll(e, &e->devs[ev->at.dev], ev->at.unit, ev->t); break;
   case EV_TYPE_COUNT: unreachable();
   }
 }
@@ -1105,8 +1124,9 @@ void emu_run(Emu *e, EmuResult *r) {
       e->last_activity = limit;  // the run lasted until it was cut
       break;
     }
-    if (ev.t >= e->devs[ev.dev].dies_at) {  // a dead device does nothing (fault.c)
-      e->last_activity = MAX(e->last_activity, e->devs[ev.dev].dies_at);  // the run lasted until it died
+    const EDev *d = &e->devs[event_dev(&ev)];
+    if (ev.t >= d->dies_at) {  // a dead device does nothing (fault.c)
+      e->last_activity = MAX(e->last_activity, d->dies_at);  // the run lasted until it died
       event_free(e, &ev);
       continue;
     }

@@ -248,7 +248,8 @@ typedef struct Sram {
 // through consecutive vectors, so through its cursor it looks each page up
 // once, whatever other streams of the device touch in between.
 typedef struct SramCursor {
-  SramPage *page;  // NULL: none yet
+  SramPage *page;   // NULL: none yet
+  uint32_t number;  // its page number (kept here: the page's header may be out of the cache)
 } SramCursor;
 
 void sram_init(Sram *s, int vector_bytes);

@@ -34,14 +34,19 @@ typedef struct PendingWrite {
   uint8_t data[];       // nvec vectors
 } PendingWrite;
 
+// 24 bytes: the queue moves events around, so they are kept small.  The
+// type sits in the low bits of `order`, below the sequence number, so it
+// never decides an order.
+#define EMU_EVENT_TYPE_BITS 4
 typedef struct Event {
   Tick t;
-  uint64_t order;  // class << 56 | sequence number: ties broken deterministically
-  EventType type;
-  int dev, unit;
+  uint64_t order;  // class << 56 | sequence number << EMU_EVENT_TYPE_BITS | type: ties broken deterministically
   union {
     struct Stream *stream;  // EV_RECV, EV_SEND, EV_VXM, EV_MXM, EV_INSTALL, EV_SXM
     PendingWrite *write;    // EV_LAND
+    struct {
+      int32_t dev, unit;
+    } at;                   // EV_WAKE (unit -1), EV_UNIT, EV_POLL
   };
 } Event;
 

@@ -74,13 +74,13 @@ static uint8_t *in_page(const Sram *s, SramPage *p, uint32_t addr, int64_t **lan
 
 // The cursor's page when it holds `number`, else NULL.
 static SramPage *at_cursor(const SramCursor *c, uint32_t number) {
-  return c && c->page && c->page->number == number ? c->page : NULL;
+  return c && c->page && c->number == number ? c->page : NULL;
 }
 
 uint8_t *sram_peek_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, bool **written) {
   uint32_t number = addr / EMU_SRAM_PAGE_VECTORS;
   SramPage *p = at_cursor(c, number);
-  if (!p && (p = find(s, number)) && c) c->page = p;
+  if (!p && (p = find(s, number)) && c) *c = (SramCursor){p, number};
   return in_page(s, p, addr, lands, written);
 }
 
@@ -88,7 +88,7 @@ uint8_t *sram_vector_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, 
   uint32_t number = addr / EMU_SRAM_PAGE_VECTORS;
   SramPage *p = at_cursor(c, number);
   if (!p) p = page(s, number);
-  if (c) c->page = p;
+  if (c) *c = (SramCursor){p, number};
   return in_page(s, p, addr, lands, written);
 }
 
