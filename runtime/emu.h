@@ -3,6 +3,7 @@
 //   loader.c    manifest.yaml and devNNNN.tsp -> Program (validated, never trusted)
 //   emu.c       the discrete-event emulator: units, links, SRAM, clocks
 //   sram.c      sparse SRAM: memory grows with what is touched
+//   memory.c    the memory a run needs, estimated before it starts (--max-memory)
 //   numeric.c   element arithmetic of the vector, matrix and switch units
 //   model.c     the model's inputs into SRAM before a run, its outputs checked after
 //   reference.c what a correct program computes, from the graph alone
@@ -262,6 +263,31 @@ uint8_t *sram_peek(Sram *s, uint32_t addr, int64_t **lands, bool **written);
 uint8_t *sram_vector_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, bool **written);
 uint8_t *sram_peek_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, bool **written);
 void sram_free(Sram *s);
+// The bytes one page costs (its vectors and what each carries).
+size_t sram_page_bytes(int vector_bytes);
+
+// ===== memory.c: the memory a run needs, before it starts =====================
+//
+// The SRAM pages of every vector the program can write (its records, the
+// manifest's tensor homes, the destinations of RECV and of the compute
+// units' ops), each device's state, and EMU_MEMORY_BASE_BYTES for the rest
+// of the process (the loaded program, the event queue, the reference's
+// blocks).  tsp-emu refuses a run whose estimate is over --max-memory
+// (default EMU_DEFAULT_MEMORY_PERCENT percent of the machine's memory).
+
+#define EMU_MEMORY_BASE_BYTES (64ull << 20)
+#define EMU_DEFAULT_MEMORY_PERCENT 90
+
+typedef struct EmuMemory {
+  int devices;
+  uint64_t sram_pages, sram_bytes;  // the pages the program can write, and their bytes
+  uint64_t device_bytes;            // every device's own state
+  uint64_t total;                   // the estimate: all of the above plus EMU_MEMORY_BASE_BYTES
+} EmuMemory;
+
+EmuMemory emu_memory_estimate(const EmuInput *in);
+// The machine's physical memory in bytes (0: unknown).
+uint64_t emu_machine_memory(void);
 
 // ===== reference.c: what a correct compiled program must produce ============
 //

@@ -100,6 +100,10 @@ uint8_t *sram_vector(Sram *s, uint32_t addr, int64_t **lands, bool **written) {
   return sram_vector_at(s, NULL, addr, lands, written);
 }
 
+size_t sram_page_bytes(int vector_bytes) {
+  return sizeof(SramPage) + (size_t)EMU_SRAM_PAGE_VECTORS * (size_t)vector_bytes;
+}
+
 void sram_free(Sram *s) {
   for (uint32_t i = 0; i < s->nslots; i++) free(s->slots[i]);
   free(s->slots);
