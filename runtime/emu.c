@@ -483,6 +483,19 @@ static void vxm_reduce_step(Emu *e, EDev *d, Stream *s, int64_t local) {
   push_result(e, d, s->unit, in->a, local, out, EMU_VXM_LATENCY);
 }
 
+// Whether an op reads vector c + k at its element k (the two-operand
+// element-wise ops; VADDS and the like read c alone).
+static bool reads_c_at_k(Opcode op) {
+  return op == OPC_VADD || op == OPC_VSUB || op == OPC_VMUL || op == OPC_VDIV || op == OPC_VMAX;
+}
+
+// The sources of element k + 1, fetched into the cache while other events run.
+static void prefetch_next_sources(EDev *d, Stream *s) {
+  if (s->k + 1 >= s->n || s->in.op == OPC_VCVT) return;
+  sram_prefetch(&d->sram, &s->cur[CUR_B], s->in.b + s->k + 1, false);
+  if (reads_c_at_k((Opcode)s->in.op)) sram_prefetch(&d->sram, &s->cur[CUR_C], s->in.c + s->k + 1, false);
+}
+
 // Class 3: one element of a vector-unit op.
 static void step_vxm(Emu *e, Stream *s) {
   EDev *d = &e->devs[s->dev];
@@ -498,6 +511,7 @@ static void step_vxm(Emu *e, Stream *s) {
       vxm_elementwise(e, d, u, s, local, out);
     push_result(e, d, s->unit, s->in.a + s->k, local, out, EMU_VXM_LATENCY);
   }
+  prefetch_next_sources(d, s);
   stream_next(e, s, EV_VXM);
 }
 

@@ -262,6 +262,10 @@ uint8_t *sram_peek(Sram *s, uint32_t addr, int64_t **lands, bool **written);
 // move to the page of addr.
 uint8_t *sram_vector_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, bool **written);
 uint8_t *sram_peek_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, bool **written);
+// Starts fetching vector addr and what it carries into the cache, for a
+// stream that reads it (or, for_write, writes it) a few cycles later, so
+// that the access does not wait on memory (a page is created to be written).
+void sram_prefetch(Sram *s, SramCursor *c, uint32_t addr, bool for_write);
 void sram_free(Sram *s);
 // The bytes one page costs (its vectors and what each carries).
 size_t sram_page_bytes(int vector_bytes);

@@ -162,10 +162,7 @@ void link_step_send(Emu *e, Stream *s) {
   memcpy(payload, src, (size_t)e->vector_bytes);
   // The stream reads the next vector `every` cycles from now: start fetching
   // it, so that the copy does not wait on memory (streams are long).
-  if (s->k + 1 < s->n) {
-    const uint8_t *next = sram_peek_at(&d->sram, &s->cur[CUR_B], s->in.a + s->k + 1, NULL, NULL);
-    for (int off = 0; next && off < e->vector_bytes; off += 64) __builtin_prefetch(next + off, 0, 0);
-  }
+  if (s->k + 1 < s->n) sram_prefetch(&d->sram, &s->cur[CUR_B], s->in.a + s->k + 1, false);
   depart(e, d, s->unit, s->in.port, local, s->in.a + s->k, payload);
   if (++s->k < s->n)
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_SEND, s->dev, s->unit, s);
@@ -215,10 +212,8 @@ void link_step_recv(Emu *e, Stream *s) {
     } else {
       memcpy(emu_sram_write_at(e, d, u, &s->cur[CUR_A], s->in.a + s->k, local, now), v.payload,
              (size_t)e->vector_bytes);
-      if (s->k + 1 < s->n) {  // the next take's destination, as for SEND
-        uint8_t *next = sram_vector_at(&d->sram, &s->cur[CUR_B], s->in.a + s->k + 1, NULL, NULL);
-        for (int off = 0; off < e->vector_bytes; off += 64) __builtin_prefetch(next + off, 1, 0);
-      }
+      if (s->k + 1 < s->n)  // the next take's destination, as for SEND
+        sram_prefetch(&d->sram, &s->cur[CUR_B], s->in.a + s->k + 1, true);
       payload_free(e, v.payload);
       e->r->vectors_moved++;
       trace_vector(e, &v, d->id, s->unit, now);

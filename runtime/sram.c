@@ -92,6 +92,20 @@ uint8_t *sram_vector_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, 
   return in_page(s, p, addr, lands, written);
 }
 
+void sram_prefetch(Sram *s, SramCursor *c, uint32_t addr, bool for_write) {
+  int64_t *lands;
+  bool *written;
+  const uint8_t *v = for_write ? sram_vector_at(s, c, addr, &lands, &written) : sram_peek_at(s, c, addr, &lands, &written);
+  if (!v) return;
+  __builtin_prefetch(lands, 1, 0);
+  __builtin_prefetch(written, 1, 0);
+  for (int off = 0; off < s->vector_bytes; off += 64)
+    if (for_write)
+      __builtin_prefetch(v + off, 1, 0);
+    else
+      __builtin_prefetch(v + off, 0, 0);
+}
+
 uint8_t *sram_peek(Sram *s, uint32_t addr, int64_t **lands, bool **written) {
   return sram_peek_at(s, NULL, addr, lands, written);
 }
