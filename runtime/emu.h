@@ -276,7 +276,7 @@ size_t sram_page_bytes(int vector_bytes);
 // manifest's tensor homes, the destinations of RECV and of the compute
 // units' ops), each device's state, and EMU_MEMORY_BASE_BYTES for the rest
 // of the process (the loaded program, the event queue, the reference's
-// blocks).  tsp-emu refuses a run whose estimate is over --max-memory
+// blocks), and with a model the reference's dense arrays.  tsp-emu refuses a run whose estimate is over --max-memory
 // (default EMU_DEFAULT_MEMORY_PERCENT percent of the machine's memory).
 
 #define EMU_MEMORY_BASE_BYTES (64ull << 20)
@@ -286,10 +286,13 @@ typedef struct EmuMemory {
   int devices;
   uint64_t sram_pages, sram_bytes;  // the pages the program can write, and their bytes
   uint64_t device_bytes;            // every device's own state
+  uint64_t reference_bytes;         // the references' dense arrays (ref_dense_bytes)
   uint64_t total;                   // the estimate: all of the above plus EMU_MEMORY_BASE_BYTES
 } EmuMemory;
 
-EmuMemory emu_memory_estimate(const EmuInput *in);
+// refs[0 .. nrefs): the model's references (batch 0's, then each batch's),
+// whose dense arrays the estimate counts (none without a model).
+EmuMemory emu_memory_estimate(const EmuInput *in, Reference *const *refs, int nrefs);
 // The machine's physical memory in bytes (0: unknown).
 uint64_t emu_machine_memory(void);
 
@@ -352,6 +355,11 @@ double ref_input(const Reference *r, const Tensor *t, int device, int64_t elem);
 bool ref_same_on_every_device(const Reference *r, const Tensor *t);
 // The devices holding a copy of an @ each tensor, ascending (its group).
 int ref_group(const Reference *r, const Tensor *t, const int **devices);
+// The most bytes r's dense arrays (the operands and results of the ops read
+// out of order: matmul, softmax, ...) take once all are computed: one array
+// of doubles per tensor, one per device of its group when it varies (a
+// batch's reference: the tensors it holds itself).  The memory estimate's.
+uint64_t ref_dense_bytes(const Reference *r);
 // The tolerance (docs/isa.md section 5, Data checks), from the graph
 // alone: G(t), the growth factor (0 for inputs and params; for a result
 // the operands' largest plus what its op adds), and the largest error

@@ -9,7 +9,8 @@
 // .init and .expect records, the manifest's tensor homes (seeded or given
 // before the run, compared after it), and the destinations of RECV and of
 // every vector-, matrix- and switch-unit op.  The estimate is that set of
-// pages, device by device, plus each device's own state.
+// pages, device by device, plus each device's own state, plus the
+// reference's dense arrays (reference.c) when there is a model.
 #include "emu_internal.h"
 
 #include <stdlib.h>
@@ -73,7 +74,7 @@ static void device_spans(const EmuInput *in, int dev, int vector_bytes, Spans *s
     }
 }
 
-EmuMemory emu_memory_estimate(const EmuInput *in) {
+EmuMemory emu_memory_estimate(const EmuInput *in, Reference *const *refs, int nrefs) {
   int vb = in->topo->link.vector_bytes, n = in->prog->ndevices;
   Spans *per = xcalloc((size_t)MAX(n, 1), sizeof *per);
   for (int i = 0; i < in->prog->tensors.len; i++) {  // the homes, then each device's program
@@ -90,7 +91,8 @@ EmuMemory emu_memory_estimate(const EmuInput *in) {
   }
   free(per);
   m.sram_bytes = m.sram_pages * sram_page_bytes(vb);
-  m.total = m.sram_bytes + m.device_bytes + EMU_MEMORY_BASE_BYTES;
+  for (int i = 0; i < nrefs; i++) m.reference_bytes += ref_dense_bytes(refs[i]);
+  m.total = m.sram_bytes + m.device_bytes + m.reference_bytes + EMU_MEMORY_BASE_BYTES;
   return m;
 }
 

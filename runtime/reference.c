@@ -315,6 +315,17 @@ size_t ref_held_bytes(const Reference *r) {
   return bytes;
 }
 
+uint64_t ref_dense_bytes(const Reference *r) {
+  uint64_t bytes = 0;
+  for (int i = 0; i < r->g->tensors.len; i++) {
+    const Tensor *t = r->g->tensors.data[i];
+    if (!r->dense[i] || owner_of(r, t) != r) continue;
+    uint64_t copies = !r->varies[i] ? 1 : r->ngroup[i] ? (uint64_t)r->ngroup[i] : (uint64_t)r->t->ndevices;
+    bytes += copies * (uint64_t)ir_shape_elems(&t->shape) * sizeof(double);
+  }
+  return bytes;
+}
+
 int ref_group(const Reference *r, const Tensor *t, const int **devices) {
   *devices = r->groups[t->id];
   return r->ngroup[t->id];

@@ -653,7 +653,9 @@ static uint64_t mib_up(uint64_t bytes) { return (bytes + (1u << 20) - 1) >> 20; 
 // without it EMU_DEFAULT_MEMORY_PERCENT of the machine's memory; false after
 // saying what the run needs.
 static bool memory_fits(const EmuInput *in, const Args *a) {
-  EmuMemory m = emu_memory_estimate(in);
+  Reference *one[1] = {a->opt.ref};
+  Reference *const *refs = a->batch_ref ? a->batch_ref : one;
+  EmuMemory m = emu_memory_estimate(in, refs, a->batch_ref ? a->nbatches : a->opt.ref != NULL);
   uint64_t limit = a->max_memory_mib ? (uint64_t)a->max_memory_mib << 20
                                      : emu_machine_memory() / 100 * EMU_DEFAULT_MEMORY_PERCENT;
   if (limit == 0 || m.total <= limit) return true;
@@ -662,12 +664,16 @@ static bool memory_fits(const EmuInput *in, const Args *a) {
     snprintf(whose, sizeof whose, "--max-memory");
   else
     snprintf(whose, sizeof whose, "%d%% of this machine's memory", EMU_DEFAULT_MEMORY_PERCENT);
+  char reference[64] = "";
+  if (m.reference_bytes)
+    snprintf(reference, sizeof reference, "%llu MiB for the reference's arrays, ",
+             (unsigned long long)mib_up(m.reference_bytes));
   fprintf(stderr,
           "tsp-emu: error: this run needs an estimated %llu MiB (%llu MiB for the %llu SRAM pages the program can "
-          "write on %d device%s, %llu MiB besides), over the %llu MiB limit (%s); raise it with --max-memory MIB\n",
+          "write on %d device%s, %s%llu MiB besides), over the %llu MiB limit (%s); raise it with --max-memory MIB\n",
           (unsigned long long)mib_up(m.total), (unsigned long long)mib_up(m.sram_bytes),
-          (unsigned long long)m.sram_pages, m.devices, m.devices == 1 ? "" : "s",
-          (unsigned long long)mib_up(m.total - m.sram_bytes),
+          (unsigned long long)m.sram_pages, m.devices, m.devices == 1 ? "" : "s", reference,
+          (unsigned long long)mib_up(m.total - m.sram_bytes - m.reference_bytes),
           (unsigned long long)(limit >> 20), whose);
   return false;
 }
@@ -695,8 +701,13 @@ static int run(Arena *a, Args *args) {
     args->opt.drift_ppm = in.topo->drift_ppm;
     args->opt.device_drift_ppm = in.topo->device_drift_ppm;
   }
-  if (!memory_fits(&in, args) || !make_faults(&in, args)) return 1;
+  if (!make_faults(&in, args)) return 1;
   if (!make_reference(&in, args)) {
+    fault_free(args->opt.faults);
+    return 1;
+  }
+  if (!memory_fits(&in, args)) {
+    free_references(args);
     fault_free(args->opt.faults);
     return 1;
   }
