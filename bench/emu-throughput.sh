@@ -110,3 +110,10 @@ for node in range(1305):
 PY
 bin/tsp-as "$work/big.tsa" -t examples/system10440.yaml -o "$work/big.out"
 /usr/bin/time -f "system10440: %e s, peak RSS %M KiB" bin/tsp-emu "$work/big.out"
+
+# The 10,440-TSP 1 MiB allreduce: what tsp-emu estimates it needs before
+# running it (not run here: --max-memory 1 makes it say the figure and stop).
+printf 'graph ar {\n  input g : f32[262144] @ each;\n  s = allreduce(g, op=sum);\n  output s;\n}\n' > "$work/ar1.tg"
+bin/tspc "$work/ar1.tg" -t examples/system10440.yaml -o "$work/ar1"
+{ bin/tsp-emu "$work/ar1" --max-memory 1 2>&1 || true; } |
+  sed -n 's/.*needs an estimated \([0-9]*\) MiB (\([0-9]*\) MiB for the \([0-9]*\) SRAM pages.*/system10440 1 MiB allreduce: tsp-emu estimates \1 MiB before the run (\2 MiB of them the \3 SRAM pages the program can write)/p'

@@ -53,6 +53,7 @@ static int cmp_span(const void *a, const void *b) {
 
 // Pages the spans touch, each counted once.
 static uint64_t pages_of(Spans *sp) {
+  if (sp->n == 0) return 0;  // a device that writes nothing (qsort takes no NULL array)
   qsort(sp->s, sp->n, sizeof *sp->s, cmp_span);
   uint64_t pages = 0, next = 0;  // pages below `next` are counted
   for (size_t i = 0; i < sp->n; i++) {
