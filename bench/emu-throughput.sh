@@ -14,6 +14,9 @@
 #
 #   bench/emu-throughput.sh [DEVICES] [VECTORS_PER_DEVICE]   (default 64 200000)
 #
+# BASELINE_EMU=PATH also runs another tsp-emu binary (an older build) on the
+# ring and the allreduce, in the same run, and prints the speed-up.
+#
 # Issue 14's targets: 20 million vector-hops a second per core on the
 # allreduce, 40 million on the ring.  Results: bench/results/emu-throughput.txt.
 set -euo pipefail
@@ -78,10 +81,11 @@ C
 cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -o "$work/copy" "$work/copy.c"
 copy_rate=$("$work/copy")
 
-# emulate NAME DIR: one tsp-emu run; prints the summary and one line of
-# vector-hops per CPU second, beside the copy rate.
+# emulate NAME DIR [EMU]: one run of tsp-emu (or EMU); prints the summary
+# and one line of vector-hops per CPU second, beside the copy rate; the
+# CPU seconds in $work/cpu.
 emulate() {
-  /usr/bin/time -f "%e %U %S %M" -o "$work/time" bin/tsp-emu "$2" --quiet "${@:3}" | tee "$work/result"
+  /usr/bin/time -f "%e %U %S %M" -o "$work/time" "${3:-bin/tsp-emu}" "$2" --quiet | tee "$work/result"
   hops=$(sed -n 's/.* \([0-9]*\) vectors moved.*/\1/p' "$work/result")
   read -r wall user sys rss < "$work/time"
   python3 -c "
@@ -89,16 +93,27 @@ hops, wall, cpu, rss, copy = $hops, $wall, $user + $sys, $rss, $copy_rate
 print('%s: %d vector-hops in %.2f CPU s (%.2f s wall) = %.2f million vector-hops/s per core; '
       'memory copies %.1f million 320-byte vectors/s (%.0f%% of it); peak RSS %.0f MiB'
       % ('$1', hops, cpu, wall, hops / cpu / 1e6, copy, 100 * hops / cpu / 1e6 / copy, rss / 1024))"
+  echo "$user + $sys" | bc > "$work/cpu"
+}
+
+# compare NAME DIR: with BASELINE_EMU, the baseline's run and the speed-up.
+compare() {
+  [[ -n ${BASELINE_EMU:-} ]] || return 0
+  cp "$work/cpu" "$work/cpu.new"
+  emulate "$1 (baseline $BASELINE_EMU)" "$2" "$BASELINE_EMU"
+  python3 -c "print('$1: %.2fx the baseline\'s vector-hops per CPU second' % ($(cat "$work/cpu") / $(cat "$work/cpu.new")))"
 }
 
 echo "memory copy: $copy_rate million 320-byte vectors/s (memcpy, 1 GiB to 1 GiB, best of 3)"
 emulate "ring of $devices" "$work/ring.out"
+compare "ring of $devices" "$work/ring.out"
 
 # The rack72 64 MiB allreduce, and the memory tsp-emu estimates before it
 # (--max-memory 1 makes it say the figure and stop).
 bin/tspc test/lit/Inputs/allreduce-64mib.tg -t examples/rack72.yaml -o "$work/ar64"
 { bin/tsp-emu "$work/ar64" --max-memory 1 2>&1 || true; } | sed -n 's/.*needs an estimated \([0-9]*\) MiB.*/rack72 64 MiB allreduce: tsp-emu estimates \1 MiB before the run/p'
 emulate "rack72 64 MiB allreduce" "$work/ar64"
+compare "rack72 64 MiB allreduce" "$work/ar64"
 
 # Every TSP of the largest system: each sends 4 vectors to a local neighbour.
 python3 > "$work/big.tsa" <<'PY'
