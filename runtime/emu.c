@@ -130,34 +130,55 @@ static void wheel_put(Emu *e, Event ev) {
   e->in_wheel++;
 }
 
-void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s) {
-  Event ev = {.t = t, .order = (uint64_t)event_class[type] << 56 | e->seq++, .type = type,
-              .dev = dev, .unit = unit, .stream = s};
-  if (type == EV_POLL) e->polls_queued++;
-  if (cycle_of(t) < e->cursor + EMU_WHEEL_CYCLES)
+// The order key of the next event of this type.
+static uint64_t next_order(Emu *e, EventType type) {
+  return (uint64_t)event_class[type] << 56 | e->seq++ << EMU_EVENT_TYPE_BITS | (uint64_t)type;
+}
+
+static EventType event_type(const Event *ev) { return (EventType)(ev->order & ((1u << EMU_EVENT_TYPE_BITS) - 1)); }
+
+// The device an event belongs to.
+static int event_dev(const Event *ev) {
+  switch (event_type(ev)) {
+  case EV_WAKE: case EV_UNIT: case EV_POLL: return ev->at.dev;
+  case EV_LAND: return ev->write->dev;
+  default: return ev->stream->dev;
+  }
+}
+
+static void queue_put(Emu *e, Event ev) {
+  if (cycle_of(ev.t) < e->cursor + EMU_WHEEL_CYCLES)
     wheel_put(e, ev);
   else
     heap_push(e, ev);
 }
 
-void emu_push_write(Emu *e, Tick t, PendingWrite *w) {
-  Event ev = {.t = t, .order = (uint64_t)event_class[EV_LAND] << 56 | e->seq++, .type = EV_LAND,
-              .dev = w->dev, .unit = w->unit, .write = w};
-  if (cycle_of(t) < e->cursor + EMU_WHEEL_CYCLES)
-    wheel_put(e, ev);
+void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s) {
+  Event ev = {.t = t, .order = next_order(e, type)};
+  if (s)
+    ev.stream = s;
   else
-    heap_push(e, ev);
+    ev.at.dev = dev, ev.at.unit = unit;
+  if (type == EV_POLL) e->polls_queued++;
+  queue_put(e, ev);
+}
+
+void emu_push_write(Emu *e, Tick t, PendingWrite *w) {
+  queue_put(e, (Event){.t = t, .order = next_order(e, EV_LAND), .write = w});
 }
 
 static size_t queued(const Emu *e) { return e->in_wheel + e->nheap; }
 
 static void stream_free(Stream *s);
 
+static void write_free(Emu *e, PendingWrite *w);
+
 // The event's owned memory, for a run that stops early.
-static void event_free(Event *ev) {
-  if (ev->type == EV_LAND)
-    free(ev->write);
-  else
+static void event_free(Emu *e, Event *ev) {
+  EventType type = event_type(ev);
+  if (type == EV_LAND)
+    write_free(e, ev->write);
+  else if (type != EV_WAKE && type != EV_UNIT && type != EV_POLL)
     stream_free(ev->stream);
 }
 
@@ -174,7 +195,7 @@ static Event pop(Emu *e) {
     if (b->head < b->len) {
       Event ev = b->e[b->head++];
       e->in_wheel--;
-      if (ev.type == EV_POLL) e->polls_queued--;
+      if (event_type(&ev) == EV_POLL) e->polls_queued--;
       return ev;
     }
     e->cursor++;
@@ -186,10 +207,10 @@ static Event pop(Emu *e) {
 static void drain_queue(Emu *e) {
   for (int i = 0; i < EMU_WHEEL_CYCLES; i++) {
     Bucket *b = &e->wheel[i];
-    for (uint32_t k = b->head; k < b->len; k++) event_free(&b->e[k]);
+    for (uint32_t k = b->head; k < b->len; k++) event_free(e, &b->e[k]);
     b->head = b->len = 0;
   }
-  for (size_t i = 0; i < e->nheap; i++) event_free(&e->heap[i]);
+  for (size_t i = 0; i < e->nheap; i++) event_free(e, &e->heap[i]);
   e->in_wheel = e->nheap = 0;
 }
 
@@ -236,11 +257,11 @@ void emu_violate(Emu *e, ViolationKind kind, int dev, const EUnit *u, int port, 
 
 // A read of vector addr at local cycle `local`: it must have been written,
 // and its last write must have landed.
-const uint8_t *emu_sram_read(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t local) {
+const uint8_t *emu_sram_read_at(Emu *e, EDev *d, const EUnit *u, SramCursor *c, uint32_t addr, int64_t local) {
   static const uint8_t zeros[EMU_MAX_VECTOR_BYTES];
   int64_t *lands;
   bool *written;
-  uint8_t *v = sram_peek(&d->sram, addr, &lands, &written);  // a read never allocates
+  uint8_t *v = sram_peek_at(&d->sram, c, addr, &lands, &written);  // a read never allocates
   Tick now = emu_global_at(d, local);
   if (!v) {
     emu_violate(e, VIOL_SRAM, d->id, u, -1, local, "reads vector %u, which nothing wrote", addr);
@@ -259,11 +280,11 @@ const uint8_t *emu_sram_read(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int
 // bytes change at once: a read before `lands` is a violation anyway, and so
 // is a second write while this one is in flight, so no correct program can
 // tell the difference.
-uint8_t *emu_sram_write(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t local, Tick lands) {
+uint8_t *emu_sram_write_at(Emu *e, EDev *d, const EUnit *u, SramCursor *c, uint32_t addr, int64_t local, Tick lands) {
   e->last_activity = MAX(e->last_activity, lands);
   int64_t *at;
   bool *written;
-  uint8_t *v = sram_vector(&d->sram, addr, &at, &written);
+  uint8_t *v = sram_vector_at(&d->sram, c, addr, &at, &written);
   if (*written && *at > emu_global_at(d, local))
     emu_violate(e, VIOL_SRAM, d->id, u, -1, local,
                 "writes vector %u while an earlier write to it is in flight (lands at cycle %lld)",
@@ -271,6 +292,14 @@ uint8_t *emu_sram_write(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t 
   *at = lands;
   *written = true;
   return v;
+}
+
+const uint8_t *emu_sram_read(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t local) {
+  return emu_sram_read_at(e, d, u, NULL, addr, local);
+}
+
+uint8_t *emu_sram_write(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t local, Tick lands) {
+  return emu_sram_write_at(e, d, u, NULL, addr, local, lands);
 }
 
 // ---- units -------------------------------------------------------------------------------------
@@ -310,20 +339,36 @@ Stream *emu_stream_new(const Instr *in, int dev, int unit, int64_t start, uint32
   return s;
 }
 
+// A write of nvec vectors; one-vector writes (every vector-unit result)
+// come from the free list once it has some.
 static PendingWrite *pending_write(Emu *e, const EDev *d, int unit, uint32_t addr, uint32_t nvec, int64_t local,
                                    Tick lands) {
-  PendingWrite *w = xmalloc(sizeof *w + (size_t)nvec * (size_t)e->vector_bytes);
+  PendingWrite *w = e->free_writes;
+  if (nvec == 1 && w)
+    e->free_writes = w->next;
+  else
+    w = xmalloc(sizeof *w + (size_t)nvec * (size_t)e->vector_bytes);
   *w = (PendingWrite){.dev = d->id, .unit = unit, .addr = addr, .nvec = nvec, .local = local, .lands = lands};
   return w;
+}
+
+static void write_free(Emu *e, PendingWrite *w) {
+  if (w->nvec != 1) {
+    free(w);
+    return;
+  }
+  w->next = e->free_writes;
+  e->free_writes = w;
 }
 
 // Class 4: the op's results go into SRAM, landing at w->lands.
 static void land(Emu *e, PendingWrite *w) {
   EDev *d = &e->devs[w->dev];
+  EUnit *u = &d->units[w->unit];
   for (uint32_t v = 0; v < w->nvec; v++)
-    memcpy(emu_sram_write(e, d, &d->units[w->unit], w->addr + v, w->local, w->lands),
+    memcpy(emu_sram_write_at(e, d, u, &u->land_cur, w->addr + v, w->local, w->lands),
            w->data + (size_t)v * (size_t)e->vector_bytes, (size_t)e->vector_bytes);
-  free(w);
+  write_free(e, w);
 }
 
 // A result vector computed at local cycle `local`, landing `latency`
@@ -390,20 +435,23 @@ static bool is_reduction(Opcode op) { return op == OPC_VRSUM || op == OPC_VRMAX;
 // Destination vector k of an element-wise op (and VMOV, which copies the
 // bytes as they are: it has no dtype).  VADDS/VSUBS/VMULS read vector c at
 // every element, for its element 0.
-static void vxm_elementwise(Emu *e, EDev *d, const EUnit *u, const Instr *in, uint32_t k, int64_t local,
-                            uint8_t *out) {
+static void vxm_elementwise(Emu *e, EDev *d, const EUnit *u, Stream *s, int64_t local, uint8_t *out) {
+  const Instr *in = &s->in;
   DType dt = (DType)in->dtype;
   int vb = e->vector_bytes;
-  const uint8_t *x = emu_sram_read(e, d, u, in->b + k, local);  // pages never move
+  uint32_t k = s->k;
+  const uint8_t *x = emu_sram_read_at(e, d, u, &s->cur[CUR_B], in->b + k, local);  // pages never move
   switch ((Opcode)in->op) {
   case OPC_VMOV: memcpy(out, x, (size_t)vb); return;
   case OPC_VRELU: case OPC_VEXP: case OPC_VERF: case OPC_VRSQRT: case OPC_VRECIP:
     num_vunary(unary_op((Opcode)in->op), dt, out, x, vb);
     return;
   case OPC_VADDS: case OPC_VSUBS: case OPC_VMULS:
-    num_vscalar(binary_op((Opcode)in->op), dt, out, x, emu_sram_read(e, d, u, in->c, local), vb);
+    num_vscalar(binary_op((Opcode)in->op), dt, out, x, emu_sram_read_at(e, d, u, &s->cur[CUR_C], in->c, local), vb);
     return;
-  default: num_vbinary(binary_op((Opcode)in->op), dt, out, x, emu_sram_read(e, d, u, in->c + k, local), vb);
+  default:
+    num_vbinary(binary_op((Opcode)in->op), dt, out, x, emu_sram_read_at(e, d, u, &s->cur[CUR_C], in->c + k, local),
+                vb);
   }
 }
 
@@ -428,11 +476,24 @@ static void vxm_reduce_step(Emu *e, EDev *d, Stream *s, int64_t local) {
   const Instr *in = &s->in;
   int64_t per = isa_elems_per_vector((DType)in->dtype, e->vector_bytes);
   int64_t count = MIN(per, (int64_t)in->c - (int64_t)s->k * per);
-  num_reduce_add(&s->acc, emu_sram_read(e, d, &d->units[s->unit], in->b + s->k, local), (int)count);
+  num_reduce_add(&s->acc, emu_sram_read_at(e, d, &d->units[s->unit], &s->cur[CUR_B], in->b + s->k, local), (int)count);
   if (s->k + 1 < s->n) return;
   uint8_t out[EMU_MAX_VECTOR_BYTES];
   num_reduce_fill(&s->acc, out, e->vector_bytes);
   push_result(e, d, s->unit, in->a, local, out, EMU_VXM_LATENCY);
+}
+
+// Whether an op reads vector c + k at its element k (the two-operand
+// element-wise ops; VADDS and the like read c alone).
+static bool reads_c_at_k(Opcode op) {
+  return op == OPC_VADD || op == OPC_VSUB || op == OPC_VMUL || op == OPC_VDIV || op == OPC_VMAX;
+}
+
+// The sources of element k + 1, fetched into the cache while other events run.
+static void prefetch_next_sources(EDev *d, Stream *s) {
+  if (s->k + 1 >= s->n || s->in.op == OPC_VCVT) return;
+  sram_prefetch(&d->sram, &s->cur[CUR_B], s->in.b + s->k + 1, false);
+  if (reads_c_at_k((Opcode)s->in.op)) sram_prefetch(&d->sram, &s->cur[CUR_C], s->in.c + s->k + 1, false);
 }
 
 // Class 3: one element of a vector-unit op.
@@ -447,9 +508,10 @@ static void step_vxm(Emu *e, Stream *s) {
     if (s->in.op == OPC_VCVT)
       vxm_convert(e, d, u, &s->in, s->k, local, out);
     else
-      vxm_elementwise(e, d, u, &s->in, s->k, local, out);
+      vxm_elementwise(e, d, u, s, local, out);
     push_result(e, d, s->unit, s->in.a + s->k, local, out, EMU_VXM_LATENCY);
   }
+  prefetch_next_sources(d, s);
   stream_next(e, s, EV_VXM);
 }
 
@@ -1020,8 +1082,8 @@ bool emu_read_tensor(Emu *e, const TensorHome *th, void *data, char *err, size_t
 // ---- the run ----------------------------------------------------------------------------------
 
 static void dispatch(Emu *e, const Event *ev) {
-  switch (ev->type) {
-  case EV_WAKE: wake_parked(e, &e->devs[ev->dev], ev->t); break;
+  switch (event_type(ev)) {
+  case EV_WAKE: wake_parked(e, &e->devs[ev->at.dev], ev->t); break;
   case EV_RECV: link_step_recv(e, ev->stream); break;
   case EV_SEND: link_step_send(e, ev->stream); break;
   case EV_VXM: step_vxm(e, ev->stream); break;
@@ -1029,8 +1091,8 @@ static void dispatch(Emu *e, const Event *ev) {
   case EV_INSTALL: step_install(e, ev->stream); break;
   case EV_SXM: step_sxm(e, ev->stream); break;
   case EV_LAND: land(e, ev->write); break;
-  case EV_UNIT: issue(e, &e->devs[ev->dev], ev->unit); break;
-  case EV_POLL: link_step_poll(e, &e->devs[ev->dev], ev->unit, ev->t); break;
+  case EV_UNIT: issue(e, &e->devs[ev->at.dev], ev->at.unit); break;
+  case EV_POLL: link_step_poll(e, &e->devs[ev->at.dev], ev->at.unit, ev->t); break;
   case EV_TYPE_COUNT: unreachable();
   }
 }
@@ -1084,13 +1146,14 @@ void emu_run(Emu *e, EmuResult *r) {
     if (ev.t > limit) {
       emu_violate(e, VIOL_HANG, -1, NULL, -1, e->opt.max_cycles,
                   "still running after %lld cycles (--max-cycles)", (long long)e->opt.max_cycles);
-      event_free(&ev);
+      event_free(e, &ev);
       e->last_activity = limit;  // the run lasted until it was cut
       break;
     }
-    if (ev.t >= e->devs[ev.dev].dies_at) {  // a dead device does nothing (fault.c)
-      e->last_activity = MAX(e->last_activity, e->devs[ev.dev].dies_at);  // the run lasted until it died
-      event_free(&ev);
+    const EDev *d = &e->devs[event_dev(&ev)];
+    if (ev.t >= d->dies_at) {  // a dead device does nothing (fault.c)
+      e->last_activity = MAX(e->last_activity, d->dies_at);  // the run lasted until it died
+      event_free(e, &ev);
       continue;
     }
     e->last_activity = MAX(e->last_activity, ev.t);
@@ -1133,5 +1196,10 @@ void emu_free(Emu *e) {
   for (int i = 0; i < EMU_WHEEL_CYCLES; i++) free(e->wheel[i].e);
   free(e->wheel);
   free(e->heap);
+  while (e->free_writes) {
+    PendingWrite *w = e->free_writes;
+    e->free_writes = w->next;
+    free(w);
+  }
   free(e);
 }

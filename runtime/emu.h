@@ -3,6 +3,7 @@
 //   loader.c    manifest.yaml and devNNNN.tsp -> Program (validated, never trusted)
 //   emu.c       the discrete-event emulator: units, links, SRAM, clocks
 //   sram.c      sparse SRAM: memory grows with what is touched
+//   memory.c    the memory a run needs, estimated before it starts (--max-memory)
 //   numeric.c   element arithmetic of the vector, matrix and switch units
 //   model.c     the model's inputs into SRAM before a run, its outputs checked after
 //   reference.c what a correct program computes, from the graph alone
@@ -252,12 +253,56 @@ typedef struct Sram {
   SramPage *recent[EMU_SRAM_RECENT];  // recently touched pages, by page number mod EMU_SRAM_RECENT
 } Sram;
 
+// A stream's place in one SRAM: the page it touched last.  A stream walks
+// through consecutive vectors, so through its cursor it looks each page up
+// once, whatever other streams of the device touch in between.
+typedef struct SramCursor {
+  SramPage *page;   // NULL: none yet
+  uint32_t number;  // its page number (kept here: the page's header may be out of the cache)
+} SramCursor;
+
 void sram_init(Sram *s, int vector_bytes);
 // The vector at addr, creating its page (zeroed, unwritten) if needed.
 uint8_t *sram_vector(Sram *s, uint32_t addr, int64_t **lands, bool **written);
 // The same without creating anything: NULL when the page was never touched.
 uint8_t *sram_peek(Sram *s, uint32_t addr, int64_t **lands, bool **written);
+// sram_vector and sram_peek through a cursor (c NULL: none), which they
+// move to the page of addr.
+uint8_t *sram_vector_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, bool **written);
+uint8_t *sram_peek_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, bool **written);
+// Starts fetching vector addr and what it carries into the cache, for a
+// stream that reads it (or, for_write, writes it) a few cycles later, so
+// that the access does not wait on memory (a page is created to be written).
+void sram_prefetch(Sram *s, SramCursor *c, uint32_t addr, bool for_write);
 void sram_free(Sram *s);
+// The bytes one page costs (its vectors and what each carries).
+size_t sram_page_bytes(int vector_bytes);
+
+// ===== memory.c: the memory a run needs, before it starts =====================
+//
+// The SRAM pages of every vector the program can write (its records, the
+// manifest's tensor homes, the destinations of RECV and of the compute
+// units' ops), each device's state, and EMU_MEMORY_BASE_BYTES for the rest
+// of the process (the loaded program, the event queue, the reference's
+// blocks), and with a model the reference's dense arrays.  tsp-emu refuses a run whose estimate is over --max-memory
+// (default EMU_DEFAULT_MEMORY_PERCENT percent of the machine's memory).
+
+#define EMU_MEMORY_BASE_BYTES (64ull << 20)
+#define EMU_DEFAULT_MEMORY_PERCENT 90
+
+typedef struct EmuMemory {
+  int devices;
+  uint64_t sram_pages, sram_bytes;  // the pages the program can write, and their bytes
+  uint64_t device_bytes;            // every device's own state
+  uint64_t reference_bytes;         // the references' dense arrays (ref_dense_bytes)
+  uint64_t total;                   // the estimate: all of the above plus EMU_MEMORY_BASE_BYTES
+} EmuMemory;
+
+// refs[0 .. nrefs): the model's references (batch 0's, then each batch's),
+// whose dense arrays the estimate counts (none without a model).
+EmuMemory emu_memory_estimate(const EmuInput *in, Reference *const *refs, int nrefs);
+// The machine's physical memory in bytes (0: unknown).
+uint64_t emu_machine_memory(void);
 
 // ===== reference.c: what a correct compiled program must produce ============
 //
@@ -318,6 +363,11 @@ double ref_input(const Reference *r, const Tensor *t, int device, int64_t elem);
 bool ref_same_on_every_device(const Reference *r, const Tensor *t);
 // The devices holding a copy of an @ each tensor, ascending (its group).
 int ref_group(const Reference *r, const Tensor *t, const int **devices);
+// The most bytes r's dense arrays (the operands and results of the ops read
+// out of order: matmul, softmax, ...) take once all are computed: one array
+// of doubles per tensor, one per device of its group when it varies (a
+// batch's reference: the tensors it holds itself).  The memory estimate's.
+uint64_t ref_dense_bytes(const Reference *r);
 // The tolerance (docs/isa.md section 5, Data checks), from the graph
 // alone: G(t), the growth factor (0 for inputs and params; for a result
 // the operands' largest plus what its op adds), and the largest error

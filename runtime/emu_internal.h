@@ -30,17 +30,23 @@ typedef struct PendingWrite {
   uint32_t addr, nvec;  // vectors addr .. addr + nvec
   int64_t local;        // the cycle the write issues
   int64_t lands;        // the tick it lands
+  struct PendingWrite *next;  // on Emu's free list of one-vector writes
   uint8_t data[];       // nvec vectors
 } PendingWrite;
 
+// 24 bytes: the queue moves events around, so they are kept small.  The
+// type sits in the low bits of `order`, below the sequence number, so it
+// never decides an order.
+#define EMU_EVENT_TYPE_BITS 4
 typedef struct Event {
   Tick t;
-  uint64_t order;  // class << 56 | sequence number: ties broken deterministically
-  EventType type;
-  int dev, unit;
+  uint64_t order;  // class << 56 | sequence number << EMU_EVENT_TYPE_BITS | type: ties broken deterministically
   union {
     struct Stream *stream;  // EV_RECV, EV_SEND, EV_VXM, EV_MXM, EV_INSTALL, EV_SXM
     PendingWrite *write;    // EV_LAND
+    struct {
+      int32_t dev, unit;
+    } at;                   // EV_WAKE (unit -1), EV_UNIT, EV_POLL
   };
 } Event;
 
@@ -59,7 +65,10 @@ typedef struct Stream {
   NumReduction acc;  // VRSUM, VRMAX: the reduction so far
   uint8_t *rows;     // TRANS: the source rows read so far (owned)
   MxmJob *mxm;       // MXM, MXMA (owned)
+  SramCursor cur[3];  // where the stream is in SRAM through operands a, b and c (CUR_A, CUR_B, CUR_C)
 } Stream;
+
+enum { CUR_A, CUR_B, CUR_C };
 
 // A vector on its way to, or waiting in, a port's receive buffer.
 typedef struct RxEntry {
@@ -102,6 +111,7 @@ typedef struct EUnit {
   int64_t next_local;   // when it issues next
   int64_t wait_start;   // when a SYNC or POLL began (for the trace)
   int poll_port;
+  SramCursor land_cur;  // where the unit's results land (its writes come in address order)
   char name[16];
 } EUnit;
 
@@ -163,6 +173,7 @@ struct Emu {
   uint64_t seq;
   size_t polls_queued;       // EV_POLL events in the heap
   PayloadBlock *free_payloads;
+  PendingWrite *free_writes; // one-vector writes, recycled: no allocation per result vector
   Trace *trace;
   uint64_t flows;
   EmuResult *r;
@@ -180,6 +191,9 @@ void emu_violate(Emu *e, ViolationKind kind, int dev, const EUnit *u, int port, 
                  const char *fmt, ...) PRINTF_LIKE(7, 8);
 const uint8_t *emu_sram_read(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t local);
 uint8_t *emu_sram_write(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t local, Tick lands);
+// The same through a stream's cursor (sram.c).
+const uint8_t *emu_sram_read_at(Emu *e, EDev *d, const EUnit *u, SramCursor *c, uint32_t addr, int64_t local);
+uint8_t *emu_sram_write_at(Emu *e, EDev *d, const EUnit *u, SramCursor *c, uint32_t addr, int64_t local, Tick lands);
 void emu_resume(Emu *e, EDev *d, int unit, int64_t local);
 Stream *emu_stream_new(const Instr *in, int dev, int unit, int64_t start, uint32_t n, int every);
 uint64_t emu_rng(uint64_t *state);

@@ -158,15 +158,12 @@ void link_recv(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
 void link_step_send(Emu *e, Stream *s) {
   EDev *d = &e->devs[s->dev];
   int64_t local = s->start + (int64_t)s->k * s->every;
-  const uint8_t *src = emu_sram_read(e, d, &d->units[s->unit], s->in.a + s->k, local);
+  const uint8_t *src = emu_sram_read_at(e, d, &d->units[s->unit], &s->cur[CUR_A], s->in.a + s->k, local);
   uint8_t *payload = payload_new(e);
   memcpy(payload, src, (size_t)e->vector_bytes);
   // The stream reads the next vector `every` cycles from now: start fetching
   // it, so that the copy does not wait on memory (streams are long).
-  if (s->k + 1 < s->n) {
-    const uint8_t *next = sram_vector(&d->sram, s->in.a + s->k + 1, NULL, NULL);
-    for (int off = 0; off < e->vector_bytes; off += 64) __builtin_prefetch(next + off, 0, 0);
-  }
+  if (s->k + 1 < s->n) sram_prefetch(&d->sram, &s->cur[CUR_B], s->in.a + s->k + 1, false);
   depart(e, d, s->unit, s->in.port, local, s->in.a + s->k, payload);
   if (++s->k < s->n)
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_SEND, s->dev, s->unit, s);
@@ -214,11 +211,10 @@ void link_step_recv(Emu *e, Stream *s) {
       emu_violate(e, VIOL_UNDERFLOW, d->id, u, s->in.port, local,
                   "RECV on port %d took a notification (TRANSMIT), not data", s->in.port);
     } else {
-      memcpy(emu_sram_write(e, d, u, s->in.a + s->k, local, now), v.payload, (size_t)e->vector_bytes);
-      if (s->k + 1 < s->n) {  // the next take's destination, as for SEND
-        uint8_t *next = sram_vector(&d->sram, s->in.a + s->k + 1, NULL, NULL);
-        for (int off = 0; off < e->vector_bytes; off += 64) __builtin_prefetch(next + off, 1, 0);
-      }
+      memcpy(emu_sram_write_at(e, d, u, &s->cur[CUR_A], s->in.a + s->k, local, now), v.payload,
+             (size_t)e->vector_bytes);
+      if (s->k + 1 < s->n)  // the next take's destination, as for SEND
+        sram_prefetch(&d->sram, &s->cur[CUR_B], s->in.a + s->k + 1, true);
       payload_free(e, v.payload);
       e->r->vectors_moved++;
       trace_vector(e, &v, d->id, s->unit, now);

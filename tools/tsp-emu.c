@@ -34,6 +34,7 @@ typedef struct Args {
   FaultSpec faults[FAULT_MAX_SPECS];  // --inject, --fail-link, --fail-device
   int nfaults;
   int replays;                       // --replay
+  int64_t max_memory_mib;            // --max-memory (0: EMU_DEFAULT_MEMORY_PERCENT of the machine's)
   Reference **batch_ref;             // with several batches: each one's reference (opt.batch_ref)
   int nbatches;
 } Args;
@@ -65,6 +66,8 @@ static void usage(FILE *out) {
           "                       batch 0's (a param is every batch's)\n"
           "  --max-cycles N       a run longer than N cycles is a hang (default 2^40)\n"
           "  --max-listed N       violations listed (all are counted; default %d)\n"
+          "  --max-memory MIB     refuse a run whose memory estimate is over MIB mebibytes\n"
+          "                       (default %d%% of this machine's memory)\n"
           "\n"
           "faults (docs/isa.md, Faults; CYCLE is a global cycle):\n"
           "  --ber RATE           flip each bit on every link with probability RATE (0 to 1):\n"
@@ -79,7 +82,7 @@ static void usage(FILE *out) {
           "\n"
           "  --quiet              no progress line (shown on a terminal after 2 s)\n"
           "exit status: 0 clean, 2 violations, 1 unusable input\n",
-          EMU_DEFAULT_TRACE_MAX_VECTORS, EMU_DEFAULT_MAX_LISTED, FAULT_MBE_BITS, FAULT_DEFAULT_REPLAYS);
+          EMU_DEFAULT_TRACE_MAX_VECTORS, EMU_DEFAULT_MAX_LISTED, EMU_DEFAULT_MEMORY_PERCENT, FAULT_MBE_BITS, FAULT_DEFAULT_REPLAYS);
 }
 
 static bool number(const char *opt, const char *arg, int64_t lo, int64_t hi, int64_t *out) {
@@ -89,7 +92,7 @@ static bool number(const char *opt, const char *arg, int64_t lo, int64_t hi, int
   return false;
 }
 
-enum { O_SEED = 256, O_DATA_SEED, O_JITTER, O_DRIFT, O_SKEW, O_TRACE, O_TRACE_MAX, O_REPORT, O_INPUT, O_DUMP, O_MAX_CYCLES, O_MAX_LISTED,
+enum { O_SEED = 256, O_DATA_SEED, O_JITTER, O_DRIFT, O_SKEW, O_TRACE, O_TRACE_MAX, O_REPORT, O_INPUT, O_DUMP, O_MAX_CYCLES, O_MAX_LISTED, O_MAX_MEMORY,
        O_BER, O_INJECT, O_FAIL_LINK, O_FAIL_DEVICE, O_REPLAY, O_QUIET, O_VERSION, O_HELP };
 
 // --inject, --fail-link, --fail-device: the syntax here, the devices and
@@ -141,6 +144,7 @@ static bool parse_option(int ch, const char *arg, Args *a) {
     if (!number("--max-listed", arg, 0, 1000000, &v)) return false;
     a->opt.max_listed = (int)v;
     return true;
+  case O_MAX_MEMORY: return number("--max-memory", arg, 1, (int64_t)1 << 40, &a->max_memory_mib);
   case O_BER:
     if (!str_to_double(arg, &a->ber) || !(a->ber >= 0 && a->ber <= 1)) {
       fprintf(stderr, "tsp-emu: error: --ber needs a rate from 0 to 1, got '%s'\n", arg);
@@ -178,7 +182,8 @@ static bool parse_args(int argc, char **argv, Args *a) {
       {"trace", required_argument, 0, O_TRACE},       {"trace-max-vectors", required_argument, 0, O_TRACE_MAX},
       {"report", required_argument, 0, O_REPORT},     {"input", required_argument, 0, O_INPUT},
       {"dump", required_argument, 0, O_DUMP},         {"max-cycles", required_argument, 0, O_MAX_CYCLES},
-      {"max-listed", required_argument, 0, O_MAX_LISTED}, {"ber", required_argument, 0, O_BER},
+      {"max-listed", required_argument, 0, O_MAX_LISTED}, {"max-memory", required_argument, 0, O_MAX_MEMORY},
+      {"ber", required_argument, 0, O_BER},
       {"inject", required_argument, 0, O_INJECT},     {"fail-link", required_argument, 0, O_FAIL_LINK},
       {"fail-device", required_argument, 0, O_FAIL_DEVICE}, {"replay", required_argument, 0, O_REPLAY},
       {"quiet", no_argument, 0, O_QUIET},             {"version", no_argument, 0, O_VERSION},
@@ -684,6 +689,37 @@ static int run_loaded(Arena *a, Args *args, EmuInput *in) {
   return r.nviolations ? EXIT_VIOLATIONS : 0;
 }
 
+static uint64_t mib_up(uint64_t bytes) { return (bytes + (1u << 20) - 1) >> 20; }
+
+// The run's memory estimate (runtime/memory.c) against --max-memory, or
+// without it EMU_DEFAULT_MEMORY_PERCENT of the machine's memory; false after
+// saying what the run needs.
+static bool memory_fits(const EmuInput *in, const Args *a) {
+  Reference *one[1] = {a->opt.ref};
+  Reference *const *refs = a->batch_ref ? a->batch_ref : one;
+  EmuMemory m = emu_memory_estimate(in, refs, a->batch_ref ? a->nbatches : a->opt.ref != NULL);
+  uint64_t limit = a->max_memory_mib ? (uint64_t)a->max_memory_mib << 20
+                                     : emu_machine_memory() / 100 * EMU_DEFAULT_MEMORY_PERCENT;
+  if (limit == 0 || m.total <= limit) return true;
+  char whose[64];
+  if (a->max_memory_mib)
+    snprintf(whose, sizeof whose, "--max-memory");
+  else
+    snprintf(whose, sizeof whose, "%d%% of this machine's memory", EMU_DEFAULT_MEMORY_PERCENT);
+  char reference[64] = "";
+  if (m.reference_bytes)
+    snprintf(reference, sizeof reference, "%llu MiB for the reference's arrays, ",
+             (unsigned long long)mib_up(m.reference_bytes));
+  fprintf(stderr,
+          "tsp-emu: error: this run needs an estimated %llu MiB (%llu MiB for the %llu SRAM pages the program can "
+          "write on %d device%s, %s%llu MiB besides), over the %llu MiB limit (%s); raise it with --max-memory MIB\n",
+          (unsigned long long)mib_up(m.total), (unsigned long long)mib_up(m.sram_bytes),
+          (unsigned long long)m.sram_pages, m.devices, m.devices == 1 ? "" : "s", reference,
+          (unsigned long long)mib_up(m.total - m.sram_bytes - m.reference_bytes),
+          (unsigned long long)(limit >> 20), whose);
+  return false;
+}
+
 // The faults the options ask for, checked against the topology (NULL: none
 // asked for); false after saying why.
 static bool make_faults(const EmuInput *in, Args *args) {
@@ -709,6 +745,11 @@ static int run(Arena *a, Args *args) {
   }
   if (!make_faults(&in, args)) return 1;
   if (!make_reference(&in, args)) {
+    fault_free(args->opt.faults);
+    return 1;
+  }
+  if (!memory_fits(&in, args)) {
+    free_references(args);
     fault_free(args->opt.faults);
     return 1;
   }

@@ -1,0 +1,103 @@
+// memory.c: what a run will cost in memory, known before it starts.  Part
+// of runtime/; tools/tsp-emu.c asks for the estimate after loading an
+// output directory and refuses a run whose figure is over --max-memory,
+// rather than being killed by the kernel part way through.
+//
+// The SRAM (sram.c) costs a page for every EMU_SRAM_PAGE_VECTORS vectors
+// anything writes, and only reads of what was written are legal, so the
+// pages a run creates are those of the vectors its program can write: the
+// .init and .expect records, the manifest's tensor homes (seeded or given
+// before the run, compared after it), and the destinations of RECV and of
+// every vector-, matrix- and switch-unit op.  The estimate is that set of
+// pages, device by device, plus each device's own state, plus the
+// reference's dense arrays (reference.c) when there is a model.
+#include "emu_internal.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+// A range of vectors [first, end) a device may write.
+typedef struct Span {
+  uint64_t first, end;
+} Span;
+
+typedef struct Spans {
+  Span *s;
+  size_t n, cap;
+} Spans;
+
+static void add_span(Spans *sp, uint64_t first, uint64_t count) {
+  if (count == 0) return;
+  if (sp->n == sp->cap) {
+    sp->cap = sp->cap ? 2 * sp->cap : 64;
+    sp->s = xrealloc(sp->s, sp->cap * sizeof *sp->s);
+  }
+  sp->s[sp->n++] = (Span){first, first + count};
+}
+
+// The vectors an instruction writes, from its first to past its last (a
+// TRANS's strided destination counted whole).
+static uint64_t written_vectors(const Instr *in, int vector_bytes) {
+  switch ((Opcode)in->op) {
+  case OPC_RECV: return in->b;
+  case OPC_MXM: case OPC_MXMA: return (uint64_t)in->d * (uint64_t)isa_mxm_row_vectors((DType)in->dtype, vector_bytes);
+  case OPC_TRANS: return ((uint64_t)isa_elems_per_vector((DType)in->dtype, vector_bytes) - 1) * in->d + 1;
+  default: return (uint64_t)isa_dst_vectors(in, vector_bytes);
+  }
+}
+
+static int cmp_span(const void *a, const void *b) {
+  const Span *x = a, *y = b;
+  return (x->first > y->first) - (x->first < y->first);
+}
+
+// Pages the spans touch, each counted once.
+static uint64_t pages_of(Spans *sp) {
+  if (sp->n == 0) return 0;  // a device that writes nothing (qsort takes no NULL array)
+  qsort(sp->s, sp->n, sizeof *sp->s, cmp_span);
+  uint64_t pages = 0, next = 0;  // pages below `next` are counted
+  for (size_t i = 0; i < sp->n; i++) {
+    uint64_t first = MAX(sp->s[i].first / EMU_SRAM_PAGE_VECTORS, next);
+    uint64_t end = (sp->s[i].end + EMU_SRAM_PAGE_VECTORS - 1) / EMU_SRAM_PAGE_VECTORS;
+    if (end > first) pages += end - first, next = end;
+  }
+  return pages;
+}
+
+// Adds the spans device `dev`'s records and instructions may write to sp.
+static void device_spans(const EmuInput *in, int dev, int vector_bytes, Spans *sp) {
+  const DeviceProgram *dp = &in->prog->devices[dev];
+  for (int i = 0; i < dp->records.len; i++) add_span(sp, dp->records.data[i].addr, dp->records.data[i].nvec);
+  for (int u = 0; u < dp->units.len; u++)
+    for (int i = 0; i < dp->units.data[u].code.len; i++) {
+      const Instr *ins = &dp->units.data[u].code.data[i];
+      add_span(sp, ins->a, written_vectors(ins, vector_bytes));
+    }
+}
+
+EmuMemory emu_memory_estimate(const EmuInput *in, Reference *const *refs, int nrefs) {
+  int vb = in->topo->link.vector_bytes, n = in->prog->ndevices;
+  Spans *per = xcalloc((size_t)MAX(n, 1), sizeof *per);
+  for (int i = 0; i < in->prog->tensors.len; i++) {  // the homes, then each device's program
+    const TensorHome *th = &in->prog->tensors.data[i];
+    if (th->device >= 0 && th->device < n) add_span(&per[th->device], th->addr, emu_home_vectors(th, vb));
+  }
+  EmuMemory m = {.devices = n};
+  for (int d = 0; d < n; d++) {
+    device_spans(in, d, vb, &per[d]);
+    m.sram_pages += pages_of(&per[d]);
+    m.device_bytes += sizeof(EDev) + (uint64_t)in->prog->devices[d].units.len * sizeof(EUnit) +
+                      (uint64_t)in->topo->devices[d].nports * sizeof(EPort);
+    free(per[d].s);
+  }
+  free(per);
+  m.sram_bytes = m.sram_pages * sram_page_bytes(vb);
+  for (int i = 0; i < nrefs; i++) m.reference_bytes += ref_dense_bytes(refs[i]);
+  m.total = m.sram_bytes + m.device_bytes + m.reference_bytes + EMU_MEMORY_BASE_BYTES;
+  return m;
+}
+
+uint64_t emu_machine_memory(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+}
