@@ -25,9 +25,6 @@ typedef struct TraceCounts {
   uint64_t slices, arrows, arrows_drawn;
 } TraceCounts;
 
-// The flow arrows a trace draws unless told otherwise: tsp-emu's default
-// (--trace-max-vectors), one arrow a vector in both.
-#define BE_TRACE_DEFAULT_MAX_ARROWS 100000
 
 // What an output directory describes.
 typedef struct ManifestInfo {

@@ -37,8 +37,8 @@
 #include <stdlib.h>
 
 // Track numbers of the link directions: past any unit index, as tsp-emu's.
-#define TRACE_SEND_TRACK 100000
-#define TRACE_RECEIVE_TRACK 200000
+#define TRACE_SEND_TRACK IR_TRACE_LINK_TRACKS
+#define TRACE_RECEIVE_TRACK (2 * IR_TRACE_LINK_TRACKS)
 
 typedef struct TraceOut {
   FILE *f;

@@ -1002,6 +1002,33 @@ static Tensor *emit_op(Checker *c, const Call *call, Op *op, const Tensor *r) {
   return t;
 }
 
+// Whether the topology's vectors can carry the op: a collective or copy
+// moves its dtype's elements, at least one to a vector; a compute op works
+// in f32 scratch (docs/isa.md), so a vector must hold an f32; a cholesky
+// cuts rows into CHOL_BLOCK_ROWS-row blocks of whole vectors of its dtype
+// and of f32.
+static bool fits_vectors(Checker *c, const Call *call, const Tensor *r) {
+  int vb = c->topo->link.vector_bytes;
+  bool moves = ir_op_is_collective(call->kind) || call->kind == OP_COPY;
+  DType need[2] = {r->dtype, moves ? r->dtype : DT_F32};
+  for (int i = 0; i < 2; i++) {
+    int per = isa_elems_per_vector(need[i], vb);
+    if (per < 1) {
+      diag_error(c->d, call->s->op_loc, "%s needs %s elements, and the topology's %d-byte vectors (vector_bytes) hold none",
+                 call->info->name, ir_dtype_names[need[i]], vb);
+      return false;
+    }
+    if (call->kind == OP_CHOLESKY && CHOL_BLOCK_ROWS % per) {
+      diag_error(c->d, call->s->op_loc,
+                 "cholesky cuts rows into %d-row blocks of whole vectors, and a %d-byte vector (vector_bytes) holds "
+                 "%d %s elements, which do not divide %d",
+                 CHOL_BLOCK_ROWS, vb, per, ir_dtype_names[need[i]], CHOL_BLOCK_ROWS);
+      return false;
+    }
+  }
+  return true;
+}
+
 // Checks one op call and returns its result tensor, or NULL after reporting.
 static Tensor *check_call(Checker *c, Call *call, bool carried) {
   Placement given;
@@ -1015,6 +1042,7 @@ static Tensor *check_call(Checker *c, Call *call, bool carried) {
   Tensor r = {0};
   if (!shape_rules[call->kind]) unreachable();  // every op has its rule
   if (!shape_rules[call->kind](c, call, op, &r) || !place_result(c, call, &given, &r.place)) return NULL;
+  if (!fits_vectors(c, call, &r)) return NULL;
   if (carried && !carried_ok(c, call->s, &r)) return NULL;
   return emit_op(c, call, op, &r);
 }

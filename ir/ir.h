@@ -46,6 +46,14 @@ typedef enum {
 // "a block-cyclic distribution of 320 rows on each TSP"): one column tile
 // of the matrix unit.
 #define CHOL_BLOCK_ROWS 320
+
+// Chrome traces, tspc --emit=trace and tsp-emu --trace alike: a unit's
+// track (thread id) is its index, a link direction's its port plus
+// IR_TRACE_LINK_TRACKS on the sending side, plus twice that on the taking
+// side; and the vectors drawn as flow arrows unless --trace-max-vectors
+// says otherwise.
+#define IR_TRACE_LINK_TRACKS 100000
+#define IR_TRACE_DEFAULT_MAX_ARROWS 100000
 // The largest tensor, in bytes, one declaration may describe: 2^50 (1 PiB),
 // far above any real model, low enough that size arithmetic never overflows.
 #define IR_MAX_TENSOR_BYTES ((int64_t)1 << 50)

@@ -163,8 +163,6 @@ static bool result_ok(Verifier *v, const Op *op, int index) {
               made, is);
 }
 
-// One op: its id, operand count, operands defined before it, its result and
-// keywords, and for the ops from mul on, its result type.
 // The operand counts op may have: its kind's, but a cholesky piece that
 // updates a block takes the rows sent as well (passes/split_cholesky.c).
 static unsigned arity_of(const Op *op) {
@@ -172,6 +170,8 @@ static unsigned arity_of(const Op *op) {
   return ir_op_info[op->kind].arity;
 }
 
+// One op: its id, operand count, operands defined before it, its result and
+// keywords, and for the ops from mul on, its result type.
 static bool op_ok(Verifier *v, const Op *op, int index, const bool *defined) {
   const OpInfo *info = &ir_op_info[op->kind];
   if (op->id != index) return fail(v, "op %d has id %d", index, op->id);

@@ -185,12 +185,14 @@ void part_renumber(Graph *g) {
   for (int i = 0; i < g->ops.len; i++) g->ops.data[i]->id = i;
 }
 
-// How many operands of ops name t (a copy counts: it moves t's bytes).
+// Whether devices a and b share a node (every device of a system that is
+// not a dragonfly counts as one node).
 bool part_same_node(const Topology *t, int a, int b) {
   if (t->family != FAMILY_DRAGONFLY) return true;
   return t->devices[a].coord[0] == t->devices[b].coord[0] && t->devices[a].coord[1] == t->devices[b].coord[1];
 }
 
+// How many operands of ops name t (a copy counts: it moves t's bytes).
 int part_readers(const Graph *g, const Tensor *t) {
   int n = 0;
   for (int i = 0; i < g->ops.len; i++)

@@ -132,6 +132,7 @@ static void wheel_put(Emu *e, Event ev) {
 
 // The order key of the next event of this type.
 static uint64_t next_order(Emu *e, EventType type) {
+  if (e->seq >= EMU_MAX_EVENTS) die("tsp-emu: the run reached EMU_MAX_EVENTS (2^52) events");
   return (uint64_t)event_class[type] << 56 | e->seq++ << EMU_EVENT_TYPE_BITS | (uint64_t)type;
 }
 
@@ -1023,7 +1024,7 @@ static void name_trace(Emu *e) {
   }
 }
 
-int emu_trace_track(int unit, int which) { return unit + which * EMU_TRACE_TRACKS; }
+int emu_trace_track(int unit, int which) { return unit + which * IR_TRACE_LINK_TRACKS; }
 
 Emu *emu_new(Arena *a, const EmuInput *in, const EmuOptions *opt, char *err, size_t errlen) {
   if (!one_vector_size(in->topo, err, errlen)) return NULL;

@@ -77,7 +77,6 @@ bool emu_read_manifest(Arena *a, Diag *d, const SrcFile *src, EmuInput *in);
 // Defaults of the options below (named, documented settings).
 #define EMU_DEFAULT_MAX_CYCLES ((int64_t)1 << 40)
 #define EMU_DEFAULT_MAX_LISTED 50
-#define EMU_DEFAULT_TRACE_MAX_VECTORS 100000
 // Events between two looks at the clock for the progress line.
 #define EMU_PROGRESS_EVENTS 65536
 // Cycles from an instruction reading its sources to its result landing:
@@ -294,7 +293,8 @@ typedef struct EmuMemory {
   int devices;
   uint64_t sram_pages, sram_bytes;  // the pages the program can write, and their bytes
   uint64_t device_bytes;            // every device's own state
-  uint64_t reference_bytes;         // the references' dense arrays (ref_dense_bytes)
+  uint64_t reference_bytes;         // the references' dense arrays (ref_dense_bytes) and the largest
+                                    //   cholesky factor check (3 p^2 doubles)
   uint64_t total;                   // the estimate: all of the above plus EMU_MEMORY_BASE_BYTES
 } EmuMemory;
 

@@ -36,8 +36,12 @@ typedef struct PendingWrite {
 
 // 24 bytes: the queue moves events around, so they are kept small.  The
 // type sits in the low bits of `order`, below the sequence number, so it
-// never decides an order.
+// never decides an order.  The sequence number has the 52 bits between
+// (EMU_MAX_EVENTS, about 4.5 x 10^15 events: years of emulation; a run
+// that reached it would stop with an error, not misorder).
 #define EMU_EVENT_TYPE_BITS 4
+#define EMU_MAX_EVENTS (UINT64_C(1) << (56 - EMU_EVENT_TYPE_BITS))
+_Static_assert(EV_TYPE_COUNT <= 1 << EMU_EVENT_TYPE_BITS, "event types must fit EMU_EVENT_TYPE_BITS");
 typedef struct Event {
   Tick t;
   uint64_t order;  // class << 56 | sequence number << EMU_EVENT_TYPE_BITS | type: ties broken deterministically
@@ -203,8 +207,7 @@ uint64_t emu_rng(uint64_t *state);
 uint64_t emu_rng_for(uint64_t seed, uint64_t what, uint64_t index);
 
 // Trace tracks of a unit: which = 0 its instructions, 1 its port's sends,
-// 2 its port's receives.
-#define EMU_TRACE_TRACKS 100000
+// 2 its port's receives (IR_TRACE_LINK_TRACKS apart).
 int emu_trace_track(int unit, int which);
 int64_t emu_trace_cycle(Tick g);
 void emu_trace_span(Emu *e, const EDev *d, int track, const char *name, int64_t local, int64_t cycles);

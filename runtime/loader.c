@@ -191,9 +191,16 @@ static bool decode_debug_entries(Decoder *dc, uint64_t at, const char *str, uint
       if (note != ISA_DEBUG_NONE_NOTE && (note >= size || (note && str[note - 1])))
         FAIL("byte %llu: unit %d instruction %d's note at %u is not the start of a debug string (of %u bytes)",
              (unsigned long long)(at + 8), u, i, note, size);
+      uint32_t line = get_u32(e + 12);
+      if (line > INT32_MAX)
+        FAIL("byte %llu: unit %d instruction %d's .tg line %u is past the largest (2^31 - 1)",
+             (unsigned long long)(at + 12), u, i, line);
+      if (note == ISA_DEBUG_NONE_NOTE && (cycle != ISA_DEBUG_NONE_CYCLE || line))
+        FAIL("byte %llu: unit %d instruction %d has no note but a cycle or a line (an entry without a note is "
+             "all unused)", (unsigned long long)at, u, i);
       up->code.data[i].at = cycle == ISA_DEBUG_NONE_CYCLE ? -1 : (int64_t)cycle;
       up->code.data[i].note = note == ISA_DEBUG_NONE_NOTE ? NULL : str + note;
-      up->code.data[i].loc.line = (int)MIN(get_u32(e + 12), (uint32_t)INT32_MAX);
+      up->code.data[i].loc.line = (int)line;
     }
   }
   return true;

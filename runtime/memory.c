@@ -10,7 +10,8 @@
 // before the run, compared after it), and the destinations of RECV and of
 // every vector-, matrix- and switch-unit op.  The estimate is that set of
 // pages, device by device, plus each device's own state, plus the
-// reference's dense arrays (reference.c) when there is a model.
+// reference's dense arrays (reference.c) and the largest cholesky factor
+// check (model.c) when there is a model.
 #include "emu_internal.h"
 
 #include <stdlib.h>
@@ -75,6 +76,19 @@ static void device_spans(const EmuInput *in, int dev, int vector_bytes, Spans *s
     }
 }
 
+// The most the data check of a cholesky output holds at once after the
+// run (model.c, check_factor): L, L L^T and the operand, p x p doubles each.
+static uint64_t factor_check_bytes(const Graph *g) {
+  uint64_t most = 0;
+  for (int i = 0; g && i < g->outputs.len; i++) {
+    const Tensor *t = g->outputs.data[i];
+    if (!t->def || t->def->kind != OP_CHOLESKY) continue;
+    uint64_t p = (uint64_t)t->shape.dim[0];
+    most = MAX(most, 3 * p * p * sizeof(double));
+  }
+  return most;
+}
+
 EmuMemory emu_memory_estimate(const EmuInput *in, Reference *const *refs, int nrefs) {
   int vb = in->topo->link.vector_bytes, n = in->prog->ndevices;
   Spans *per = xcalloc((size_t)MAX(n, 1), sizeof *per);
@@ -93,6 +107,7 @@ EmuMemory emu_memory_estimate(const EmuInput *in, Reference *const *refs, int nr
   free(per);
   m.sram_bytes = m.sram_pages * sram_page_bytes(vb);
   for (int i = 0; i < nrefs; i++) m.reference_bytes += ref_dense_bytes(refs[i]);
+  if (nrefs) m.reference_bytes += factor_check_bytes(in->graph);
   m.total = m.sram_bytes + m.device_bytes + m.reference_bytes + EMU_MEMORY_BASE_BYTES;
   return m;
 }

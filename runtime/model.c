@@ -652,9 +652,9 @@ static void read_home(Emu *e, const TensorHome *th, int64_t cols, double *out) {
 }
 
 // A cholesky output is also checked as a factor (docs/dsl.md, cholesky):
-// L, gathered from its homes hc[0 .. n) (a whole one, or the shards of a
-// split), times L^T, formed in double, against the lower triangle of the
-// operand, element by element within the output's tolerance (the
+// L, gathered from homes hc[0 .. n) that hold one copy of it (a whole
+// home, or the shards of a split), times L^T, formed in double, against
+// the lower triangle of the operand on hc[0]'s device, element by element within the output's tolerance (the
 // operand's rms as the floor).  False, reporting the worst, if any is
 // beyond it; its largest error / tolerance joins *oc.
 static bool check_factor(Emu *e, const Batch *bt, const Tensor *t, const HomeCheck *hc, int n, OutputCheck *oc) {
@@ -690,6 +690,23 @@ static bool check_factor(Emu *e, const Batch *bt, const Tensor *t, const HomeChe
   return beyond == 0;
 }
 
+// Every copy of L that a cholesky output's homes hold, checked as a
+// factor: a whole home alone (an `@ each` operand gives each device its
+// own a and so its own L), the shards of a split together.
+static bool check_factors(Emu *e, const Batch *bt, const Tensor *t, const HomeCheck *hc, int n, OutputCheck *oc) {
+  HomeCheck *shards = xcalloc((size_t)n + 1, sizeof *shards);
+  int nshards = 0;
+  bool ok = true;
+  for (int h = 0; h < n; h++)
+    if (hc[h].th->is_shard)
+      shards[nshards++] = hc[h];
+    else
+      ok &= check_factor(e, bt, t, &hc[h], 1, oc);
+  if (nshards) ok &= check_factor(e, bt, t, shards, nshards, oc);
+  free(shards);
+  return ok;
+}
+
 // Checks homes hs[0 .. n) of output t in one batch, adding to *oc; false
 // on any home beyond tolerance, unwritten or missing, or an element in no
 // home.  Homes are checked and reported in box order (whole homes first,
@@ -712,7 +729,7 @@ static bool check_output(Emu *e, const Batch *bt, const Tensor *t, const TensorH
     oc->max_ratio = fmax(oc->max_ratio, hc[i].max_ratio);
     oc->beyond += hc[i].beyond;
   }
-  if (ok && n > 0 && t->def && t->def->kind == OP_CHOLESKY) ok = check_factor(e, bt, t, hc, n, oc);
+  if (ok && n > 0 && t->def && t->def->kind == OP_CHOLESKY) ok = check_factors(e, bt, t, hc, n, oc);
   free(hc);
   return ok;
 }

@@ -415,7 +415,7 @@ REF_SEED_WIDE_ATTRS static void seed_block_wide(uint64_t base, int64_t first, in
 
 static void seed_block(uint64_t base, int64_t first, int64_t n, double *out) {
 #if REF_SEED_WIDE
-  if (__builtin_cpu_supports("avx512dq")) {
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
     seed_block_wide(base, first, n, out);
     return;
   }

@@ -82,7 +82,7 @@ static void usage(FILE *out) {
           "\n"
           "  --quiet              no progress line (shown on a terminal after 2 s)\n"
           "exit status: 0 clean, 2 violations, 1 unusable input\n",
-          EMU_DEFAULT_TRACE_MAX_VECTORS, EMU_DEFAULT_MAX_LISTED, EMU_DEFAULT_MEMORY_PERCENT, FAULT_MBE_BITS, FAULT_DEFAULT_REPLAYS);
+          IR_TRACE_DEFAULT_MAX_ARROWS, EMU_DEFAULT_MAX_LISTED, EMU_DEFAULT_MEMORY_PERCENT, FAULT_MBE_BITS, FAULT_DEFAULT_REPLAYS);
 }
 
 static bool number(const char *opt, const char *arg, int64_t lo, int64_t hi, int64_t *out) {
@@ -189,7 +189,7 @@ static bool parse_args(int argc, char **argv, Args *a) {
       {"quiet", no_argument, 0, O_QUIET},             {"version", no_argument, 0, O_VERSION},
       {"help", no_argument, 0, O_HELP},               {0, 0, 0, 0}};
   a->opt = (EmuOptions){.seed = 1, .data_seed = 1, .max_cycles = EMU_DEFAULT_MAX_CYCLES, .max_listed = EMU_DEFAULT_MAX_LISTED,
-                        .trace_max_vectors = EMU_DEFAULT_TRACE_MAX_VECTORS};
+                        .trace_max_vectors = IR_TRACE_DEFAULT_MAX_ARROWS};
   a->replays = FAULT_DEFAULT_REPLAYS;
   opterr = 0;
   for (int ch; (ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {

@@ -82,7 +82,7 @@ static void usage(FILE *out) {
           "      --version, --help\n"
           "\n"
           "passes:\n",
-          BE_TRACE_DEFAULT_MAX_ARROWS, SYNC_DEFAULT_DRIFT_PPM, SYNC_DEFAULT_LAUNCH_WINDOW, DIAG_DEFAULT_MAX_ERRORS);
+          IR_TRACE_DEFAULT_MAX_ARROWS, SYNC_DEFAULT_DRIFT_PPM, SYNC_DEFAULT_LAUNCH_WINDOW, DIAG_DEFAULT_MAX_ERRORS);
   for (int i = 0; i < pass_count; i++)
     fprintf(out, "  %-8s %s\n", pass_pipeline[i].name, pass_pipeline[i].summary);
 }
@@ -177,7 +177,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       {"verify-each", no_argument, 0, OPT_VERIFY},
       {"help", no_argument, 0, OPT_HELP},         {0, 0, 0, 0}};
   *o = (Options){.max_errors = DIAG_DEFAULT_MAX_ERRORS, .drift_ppm = -1, .launch_window = -1,
-                 .trace_max_vectors = BE_TRACE_DEFAULT_MAX_ARROWS};
+                 .trace_max_vectors = IR_TRACE_DEFAULT_MAX_ARROWS};
   double ppm;
   opterr = 0;
   int ch;
@@ -374,13 +374,16 @@ static void print_cholesky(const Compilation *c) {
       const DagNode *d = c->dag->nodes.data[k];
       if (!d->op || d->op->kind != OP_CHOLESKY || cholesky_of(d->op) != cholesky_of(op)) continue;
       start = MIN(start, d->start), finish = MAX(finish, d->finish);
-      int dev = d->op->result->place.index;
-      devices += !on[dev], on[dev] = true;
+      if (d->kind != NODE_COMPUTE) continue;
+      devices += !on[d->device], on[d->device] = true;
     }
+    // An `@ each` factor is one copy a device, each its own p^3/3.
+    bool each = op->result->place.kind == PLACE_EACH;
     double p = (double)op->chol.order, us = (double)(finish - start + 1) / c->topo->clock_mhz;
-    fprintf(stderr, "cholesky.%s: order %.0f %s on %d device%s, %lld cycles, %.1f us, %.3f TFLOPs (p^3/3 operations)\n",
+    fprintf(stderr, "cholesky.%s: order %.0f %s on %d device%s%s, %lld cycles, %.1f us, %.3f TFLOPs (p^3/3 operations%s)\n",
             cholesky_of(op)->name, p, ir_dtype_names[op->result->dtype], devices, devices == 1 ? "" : "s",
-            (long long)(finish - start + 1), us, p * p * p / 3 / us / 1e6);
+            each ? " (a factor each)" : "", (long long)(finish - start + 1), us,
+            p * p * p / 3 * (each ? devices : 1) / us / 1e6, each ? " a factor" : "");
   }
   free(on);
 }
