@@ -33,19 +33,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-// An instruction at its issue cycle (schedule time), before WAITs fill the gaps.
-typedef struct Timed {
-  int64_t at;
-  Instr in;
-} Timed;
-
-typedef VEC(Timed) TimedVec;
-
-// One unit's instructions while they are generated, in any order.
+// One unit's instructions while they are generated, in any order, each at
+// its issue cycle (Instr.at, schedule time) before WAITs fill the gaps.
+// Held in malloc'd memory and freed once emitted: a unit's list grows by
+// doubling, which in the arena would keep every smaller copy too (on
+// system10440 half the instructions' memory).
 typedef struct UnitCode {
   UnitKind kind;
   int port;
-  TimedVec code;
+  struct {
+    Instr *data;
+    int len, cap;
+  } code;
 } UnitCode;
 
 // A scratch buffer of one device: `size` vectors at addr, in use until free_at.
@@ -211,8 +210,27 @@ static int64_t work(Codegen *g, const Op *op, int device) {
 
 static void put(Codegen *g, UnitCode *u, int64_t at, Instr in) {
   in.note = g->note, in.at = at, in.loc = g->loc;
-  Timed t = {at, in};
-  VEC_PUSH(&g->c->arena, &u->code, t);
+  if (u->code.len == u->code.cap) {
+    if (u->code.cap > INT32_MAX / 2) die("codegen: a unit of more than 2^30 instructions");
+    u->code.cap = u->code.cap ? 2 * u->code.cap : 16;
+    u->code.data = xrealloc(u->code.data, sizeof(Instr) * (size_t)u->code.cap);
+  }
+  u->code.data[u->code.len++] = in;
+}
+
+static void forget_code(UnitCode *u) {
+  free(u->code.data);
+  u->code.data = NULL;
+  u->code.len = u->code.cap = 0;
+}
+
+// Frees every unit's list still held (after an error, or units never emitted).
+static void forget_all_code(Codegen *g) {
+  for (int v = 0; v < g->t->ndevices; v++) {
+    DeviceCode *d = &g->dev[v];
+    for (int q = 0; q < g->t->devices[v].nports; q++) forget_code(&d->c2c[q]);
+    forget_code(&d->vxm), forget_code(&d->mxm), forget_code(&d->sxm), forget_code(&d->ctl);
+  }
 }
 
 static Instr instr(Opcode op, int port, DType dt, int64_t a, int64_t b, int64_t c, int64_t d) {
@@ -483,7 +501,7 @@ static void place_results(Codegen *g) {
 // ---- from timed instructions to streams -----------------------------------------
 
 static int compare_timed(const void *x, const void *y) {
-  const Timed *a = x, *b = y;
+  const Instr *a = x, *b = y;
   return (a->at > b->at) - (a->at < b->at);
 }
 
@@ -524,19 +542,19 @@ static void add_resyncs(Codegen *g, DeviceCode *d, int nports) {
 
 // Appends u's instructions to out, WAITs in the gaps, then HALT.
 static void emit_unit(Codegen *g, int device, UnitCode *u, UnitProgram *out) {
-  if (u->code.len) qsort(u->code.data, (size_t)u->code.len, sizeof(Timed), compare_timed);
+  if (u->code.len) qsort(u->code.data, (size_t)u->code.len, sizeof(Instr), compare_timed);
   int64_t now = 0, words = 1;  // the instructions, their WAITs and the HALT
   for (int i = 0; i < u->code.len; i++) {
     int64_t gap = u->code.data[i].at - now;
     words += 1 + (gap > 0 ? (gap + UINT32_MAX - 1) / UINT32_MAX : 0);
-    now = MAX(now, u->code.data[i].at + issue_cycles(g, &u->code.data[i].in));
+    now = MAX(now, u->code.data[i].at + issue_cycles(g, &u->code.data[i]));
   }
   words += out->code.len;  // after the preamble
   if (words > INT32_MAX) die("codegen: device %d: a unit of more than 2^31 instructions", device);
   VEC_RESERVE(&g->c->arena, &out->code, (int)words);
   now = 0;
   for (int i = 0; i < u->code.len; i++) {
-    const Timed *t = &u->code.data[i];
+    const Instr *t = &u->code.data[i];
     if (t->at < now)
       die("codegen: device %d unit %d.%d: an instruction at %lld while the unit is busy until %lld", device,
           (int)u->kind, u->port, (long long)t->at, (long long)now);
@@ -544,12 +562,13 @@ static void emit_unit(Codegen *g, int device, UnitCode *u, UnitProgram *out) {
       Instr w = instr(OPC_WAIT, 0, 0, MIN(gap, (int64_t)UINT32_MAX), 0, 0, 0);
       VEC_PUSH(&g->c->arena, &out->code, w);
     }
-    VEC_PUSH(&g->c->arena, &out->code, t->in);
-    now = t->at + issue_cycles(g, &t->in);
+    VEC_PUSH(&g->c->arena, &out->code, *t);
+    now = t->at + issue_cycles(g, t);
   }
   Instr halt = instr(OPC_HALT, 0, 0, 0, 0, 0, 0);
   VEC_PUSH(&g->c->arena, &out->code, halt);
   note_event(g, now);
+  forget_code(u);
 }
 
 static UnitProgram *add_unit(Codegen *g, DeviceProgram *dp, UnitKind kind, int port) {
@@ -676,7 +695,9 @@ bool pass_codegen(Compilation *c) {
     }
   }
   if (!g.failed) place_results(&g);
-  if (g.failed || !assemble(&g)) return false;
+  bool ok = !g.failed && assemble(&g);
+  forget_all_code(&g);
+  if (!ok) return false;
   record_homes(&g);
   return true;
 }
