@@ -1010,8 +1010,8 @@ static Tensor *emit_op(Checker *c, const Call *call, Op *op, const Tensor *r) {
 static bool fits_vectors(Checker *c, const Call *call, const Tensor *r) {
   int vb = c->topo->link.vector_bytes;
   bool moves = ir_op_is_collective(call->kind) || call->kind == OP_COPY;
-  DType need[2] = {r->dtype, moves ? r->dtype : DT_F32};
-  for (int i = 0; i < 2; i++) {
+  DType need[2] = {r->dtype, DT_F32};
+  for (int i = 0; i < (moves ? 1 : 2); i++) {
     int per = isa_elems_per_vector(need[i], vb);
     if (per < 1) {
       diag_error(c->d, call->s->op_loc, "%s needs %s elements, and the topology's %d-byte vectors (vector_bytes) hold none",

@@ -107,6 +107,15 @@ static void next_generation(PathFinder *f) {
 // to it, else 2 (valid after mark_near for this generation).
 static int hops_at_least(const PathFinder *f, int v, int dst) { return v == dst ? 0 : f->near[v] == f->gen ? 1 : 2; }
 
+// The same bound for src, without a BFS generation: 1 if a link joins it
+// to dst, else 2 (src != dst).
+static int src_hops_at_least(const Topology *t, int src, int dst) {
+  const Device *d = &t->devices[dst];
+  for (int p = 0; p < d->nports; p++)
+    if (d->ports[p].link >= 0 && d->ports[p].peer == src) return 1;
+  return 2;
+}
+
 static void mark_near(PathFinder *f, int dst) {
   const Device *d = &f->t->devices[dst];
   for (int p = 0; p < d->nports; p++)
@@ -194,9 +203,7 @@ int route_more_paths(PathFinder *f, Arena *a, int src, int dst, Path *paths, int
   for (int i = 0; i < have; i++) mark(f, &paths[i], true);
   int n = have;
   while (n < max) {
-    next_generation(f);  // for hops_at_least(src) below
-    mark_near(f, dst);
-    int least = n ? paths[n - 1].nhops : hops_at_least(f, src, dst);  // a later path is never shorter
+    int least = n ? paths[n - 1].nhops : src_hops_at_least(f->t, src, dst);  // a later path is never shorter
     if (!bfs_deepening(f, src, dst, least, max_hops)) {
       *exhausted = max_hops == INT_MAX;  // else: none within max_hops, maybe a longer one
       break;

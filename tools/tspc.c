@@ -155,6 +155,19 @@ static bool parse_emit(const char *list, Options *o, Diag *d) {
   }
 }
 
+// An integer option's value from lo to hi (hi INT64_MAX: no upper bound),
+// or false after saying what it needs: "--X needs a count from 1 to 8".
+static bool read_count(Diag *d, const char *option, const char *noun, const char *arg, int64_t lo, int64_t hi,
+                       int64_t *out) {
+  if (str_to_i64(arg, out) && *out >= lo && *out <= hi) return true;
+  if (hi == INT64_MAX)
+    diag_tool_error(d, "tspc", "%s needs a %s from %lld on, got '%s'", option, noun, (long long)lo, arg);
+  else
+    diag_tool_error(d, "tspc", "%s needs a %s from %lld to %lld, got '%s'", option, noun, (long long)lo,
+                    (long long)hi, arg);
+  return false;
+}
+
 // Parses argv into o; false (with a message) on a usage error.
 static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
   static const struct option longopts[] = {
@@ -209,10 +222,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       if (!parse_emit(optarg, o, d)) return false;
       break;
     case OPT_TRACE_MAX:
-      if (!str_to_i64(optarg, &n) || n < 0) {
-        diag_tool_error(d, "tspc", "--trace-max-vectors needs a count from 0 on, got '%s'", optarg);
-        return false;
-      }
+      if (!read_count(d, "--trace-max-vectors", "count", optarg, 0, INT64_MAX, &n)) return false;
       o->trace_max_vectors = n;
       break;
     case OPT_DRIFT:
@@ -224,11 +234,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       o->drift_ppm = ppm;
       break;
     case OPT_LAUNCH:
-      if (!str_to_i64(optarg, &n) || n < 0 || n > TSPC_MAX_LAUNCH_WINDOW) {
-        diag_tool_error(d, "tspc", "--launch-window needs a cycle count from 0 to %d, got '%s'",
-                        TSPC_MAX_LAUNCH_WINDOW, optarg);
-        return false;
-      }
+      if (!read_count(d, "--launch-window", "cycle count", optarg, 0, TSPC_MAX_LAUNCH_WINDOW, &n)) return false;
       o->launch_window = n;
       break;
     case OPT_ALGO:
@@ -246,10 +252,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       break;
     case OPT_QUIET: o->quiet = true; break;
     case OPT_BATCHES:
-      if (!str_to_i64(optarg, &n) || n < 1 || n > PASS_MAX_BATCHES) {
-        diag_tool_error(d, "tspc", "--batches needs a count from 1 to %d, got '%s'", PASS_MAX_BATCHES, optarg);
-        return false;
-      }
+      if (!read_count(d, "--batches", "count", optarg, 1, PASS_MAX_BATCHES, &n)) return false;
       o->batches = (int)n;
       break;
     case OPT_PARTITION:
@@ -260,17 +263,11 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
       o->partition_none = !strcmp(optarg, "none");
       break;
     case OPT_TREE_CHUNKS:
-      if (!str_to_i64(optarg, &n) || n < 1 || n > TREE_MAX_CHUNKS) {
-        diag_tool_error(d, "tspc", "--tree-chunks needs a count from 1 to %d, got '%s'", TREE_MAX_CHUNKS, optarg);
-        return false;
-      }
+      if (!read_count(d, "--tree-chunks", "count", optarg, 1, TREE_MAX_CHUNKS, &n)) return false;
       o->tree_chunks = (int)n;
       break;
     case OPT_MAX_ERRORS:
-      if (!str_to_i64(optarg, &n) || n < 0 || n > 1000000) {
-        diag_tool_error(d, "tspc", "--max-errors needs a count from 0 to 1000000, got '%s'", optarg);
-        return false;
-      }
+      if (!read_count(d, "--max-errors", "count", optarg, 0, 1000000, &n)) return false;
       o->max_errors = (int)n;
       break;
     case OPT_VERSION: printf("tspc %s\n", TSPC_VERSION); exit(0);
