@@ -36,14 +36,18 @@ static void patch_u32(Buf *b, size_t at, uint32_t v) {
   for (int i = 0; i < 4; i++) b->data[at + (size_t)i] = (char)(v >> (8 * i));
 }
 
+// One instruction, ISA_INSTR_BYTES little-endian bytes, appended at once
+// (the encoder's inner loop: a program is mostly instructions).
 static void put_instr(Buf *b, const Instr *in) {
-  put_u8(b, in->op);
-  put_u8(b, in->dtype);
-  put_u16(b, in->port);
-  put_u32(b, in->a);
-  put_u32(b, in->b);
-  put_u32(b, in->c);
-  put_u32(b, in->d);
+  unsigned char w[ISA_INSTR_BYTES];
+  const uint32_t field[4] = {in->a, in->b, in->c, in->d};
+  w[0] = in->op;
+  w[1] = in->dtype;
+  w[2] = (unsigned char)in->port;
+  w[3] = (unsigned char)(in->port >> 8);
+  for (int f = 0; f < 4; f++)
+    for (int i = 0; i < 4; i++) w[4 + 4 * f + i] = (unsigned char)(field[f] >> (8 * i));
+  buf_append(b, w, sizeof w);
 }
 
 static void put_record(Buf *b, const DataRecord *r) {
@@ -107,7 +111,7 @@ static void put_debug_section(Buf *b, const DeviceProgram *dp) {
       put_u32(&entries, (uint32_t)cycle);
       put_u32(&entries, (uint32_t)(cycle >> 32));
       put_u32(&entries, in->note ? note_offset(&notes, in->note) : ISA_DEBUG_NONE_NOTE);
-      put_u32(&entries, in->note && in->loc.line > 0 ? (uint32_t)in->loc.line : 0);
+      put_u32(&entries, in->note && in->line > 0 ? (uint32_t)in->line : 0);
     }
   buf_append(b, ISA_DEBUG_MAGIC, 4);
   put_u16(b, ISA_DEBUG_VERSION);

@@ -14,17 +14,20 @@ static bool write_bytes(OutDir *od, const char *name, const void *data, size_t n
   return ok;
 }
 
+// One buffer serves every device in turn: a large system's binaries are
+// many and alike, and a fresh buffer each would fault its pages in anew.
 static bool write_binaries(OutDir *od, const Program *p, bool debug, Diag *d, const char *tool) {
-  for (int i = 0; i < p->ndevices; i++) {
-    Buf b = {0};
+  Buf b = {0};
+  bool ok = true;
+  for (int i = 0; i < p->ndevices && ok; i++) {
     char name[32];
+    b.len = 0;
     be_encode_device(&p->devices[i], p->ndevices, debug, &b);
     snprintf(name, sizeof name, "dev%04d.tsp", i);
-    bool ok = write_bytes(od, name, b.data, b.len, d, tool);
-    buf_free(&b);
-    if (!ok) return false;
+    ok = write_bytes(od, name, b.data, b.len, d, tool);
   }
-  return true;
+  buf_free(&b);
+  return ok;
 }
 
 static bool write_assembly(OutDir *od, const Program *p, Diag *d, const char *tool) {

@@ -614,7 +614,8 @@ static void instruction(AsmReader *r) {
     diag_error(r->d, here(r, col, (int)strlen(word)), "%s outside any .unit", word);
     return;
   }
-  Instr in = {.op = (uint8_t)op, .loc = here(r, col, (int)strlen(word))};
+  SrcLoc at = here(r, col, (int)strlen(word));
+  Instr in = {.op = (uint8_t)op};
   const char *slots = isa_opcodes[op].operands;
   for (const char *s = slots; *s; s++)
     if ((s != slots && !expect_char(r, ',')) || !read_operand(r, *s, &in)) return;
@@ -622,7 +623,7 @@ static void instruction(AsmReader *r) {
   char err[160];
   IsaTarget target = isa_target(r->topo, r->dev->device);
   if (!isa_check(&in, &target, r->unit->kind, r->unit->port, err, sizeof err)) {
-    diag_error(r->d, in.loc, "%s", err);
+    diag_error(r->d, at, "%s", err);
     return;
   }
   VEC_PUSH(r->a, &r->unit->code, in);

@@ -563,13 +563,15 @@ typedef struct Instr {
   uint8_t op, dtype;
   uint16_t port;
   uint32_t a, b, c, d;
-  SrcLoc loc;  // where the assembler read it, or the .tg op codegen made it for
-               // (not encoded; a debug section keeps the line)
+  int32_t line;  // the .tg line of the op codegen made it for, 0: none (not
+                 // encoded; a debug section keeps it).  40 bytes in all: a
+                 // long program is mostly instructions.
   // What the compiler made it for (not encoded; --emit=asm prints it as a
   // comment): the node or step it serves, and its schedule cycle.
   const char *note;  // NULL: no comment
   int64_t at;
 } Instr;
+_Static_assert(sizeof(Instr) <= 40, "Instr is kept small: a long program is mostly instructions");
 
 // A compute node's instruction, placed by the scheduler (passes/compute.c)
 // before SRAM is allocated: field a, b, c or d (ref[0..3]) may be an offset

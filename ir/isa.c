@@ -409,11 +409,11 @@ void isa_print_device_source(const DeviceProgram *dp, int ndevices, const SrcFil
     int shown = 0;  // the .tg line quoted last in this unit
     for (int i = 0; i < up->code.len; i++) {
       const Instr *in = &up->code.data[i];
-      if (src && in->note && in->loc.line > 0 && in->loc.line != shown) {
+      if (src && in->note && in->line > 0 && in->line != shown) {
         int len;
-        const char *text = src_line(src, in->loc.line, &len);
-        fprintf(out, "; %s:%d: %.*s\n", src->path, in->loc.line, len, text);
-        shown = in->loc.line;
+        const char *text = src_line(src, in->line, &len);
+        fprintf(out, "; %s:%d: %.*s\n", src->path, in->line, len, text);
+        shown = in->line;
       }
       print_instr(in, out);
     }

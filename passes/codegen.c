@@ -45,6 +45,7 @@ typedef struct UnitCode {
     Instr *data;
     int len, cap;
   } code;
+  int64_t resync_until;  // a SYNC at every resync k I below this (add_resyncs; emit_unit merges them in)
 } UnitCode;
 
 // A scratch buffer of one device: `size` vectors at addr, in use until free_at.
@@ -82,7 +83,7 @@ typedef struct Codegen {
   bool failed;
   int64_t **live;     // [tensor id][device]: [from, until) a compute value lives (NULL row: for good)
   const char *note;   // what the instructions being made serve (Instr.note)
-  SrcLoc loc;         // ... and the .tg op behind them (Instr.loc; line 0: none)
+  int line;           // ... and the .tg line of the op behind them (Instr.line; 0: none)
 } Codegen;
 
 
@@ -209,7 +210,7 @@ static int64_t work(Codegen *g, const Op *op, int device) {
 // ---- instructions -------------------------------------------------------------
 
 static void put(Codegen *g, UnitCode *u, int64_t at, Instr in) {
-  in.note = g->note, in.at = at, in.loc = g->loc;
+  in.note = g->note, in.at = at, in.line = g->line;
   if (u->code.len == u->code.cap) {
     if (u->code.cap > INT32_MAX / 2) die("codegen: a unit of more than 2^30 instructions");
     u->code.cap = u->code.cap ? 2 * u->code.cap : 16;
@@ -512,49 +513,74 @@ static int64_t issue_cycles(const Codegen *g, const Instr *in) {
 }
 
 // Resyncs on one device: a SYNC on every unit with work after the window,
-// and on ctl RUNTIME_DESKEW W - 1 then NOTIFY, waking them at k I + W.
+// and on ctl RUNTIME_DESKEW W - 1 then NOTIFY, waking them at k I + W.  A
+// unit's SYNCs are not put in its list: they fall at every k I up to its
+// last issue, so emit_unit merges them into the sorted code as it goes (a
+// long run's resyncs are most of its instructions).
 static void add_resyncs(Codegen *g, DeviceCode *d, int nports) {
   const SyncPlan *s = &g->c->sync;
   if (!s->interval) return;
   UnitCode **units = ARENA_ARRAY(&g->c->arena, UnitCode *, nports + 3);
-  int64_t *last = ARENA_ARRAY(&g->c->arena, int64_t, nports + 3), busy = 0;
+  int64_t busy = 0;
   int nu = 0;
   for (int p = 0; p < nports; p++) units[nu++] = &d->c2c[p];
   units[nu++] = &d->vxm;
   units[nu++] = &d->mxm;
   units[nu++] = &d->sxm;
   for (int i = 0; i < nu; i++) {  // the unit's last issue (its code is in no order yet)
-    last[i] = -1;
-    for (int j = 0; j < units[i]->code.len; j++) last[i] = MAX(last[i], units[i]->code.data[j].at);
-    busy = MAX(busy, last[i]);
+    int64_t last = -1;
+    for (int j = 0; j < units[i]->code.len; j++) last = MAX(last, units[i]->code.data[j].at);
+    units[i]->resync_until = last;
+    busy = MAX(busy, last);
   }
   g->note = g->c->annotate ? "resync (RUNTIME_DESKEW against drift)" : NULL;
-  g->loc = (SrcLoc){0};
+  g->line = 0;
   for (int64_t k = 1; k * s->interval < busy; k++) {
     int64_t at = k * s->interval;
-    for (int i = 0; i < nu; i++)
-      if (last[i] > at) put(g, units[i], at, instr(OPC_SYNC, 0, 0, 0, 0, 0, 0));
     put(g, &d->ctl, at, instr(OPC_RUNTIME_DESKEW, 0, 0, s->window - 1, 0, 0, 0));
     put(g, &d->ctl, at + s->window - 1, instr(OPC_NOTIFY, 0, 0, 0, 0, 0, 0));
     note_event(g, at + s->window);
   }
 }
 
+static bool is_sorted_by_time(const UnitCode *u) {
+  for (int i = 1; i < u->code.len; i++)
+    if (u->code.data[i].at < u->code.data[i - 1].at) return false;
+  return true;
+}
+
+// The unit's instructions in issue order: its list, sorted, with a SYNC
+// merged in at every resync k I below u->resync_until (after an
+// instruction at the same cycle, as a stable sort of them appended would
+// put it).  *next_sync is the next resync's cycle.
+static const Instr *next_instr(Codegen *g, const UnitCode *u, int *i, int64_t *next_sync, Instr *sync) {
+  const SyncPlan *s = &g->c->sync;
+  bool sync_due = s->interval && *next_sync < u->resync_until;
+  if (*i < u->code.len && (!sync_due || u->code.data[*i].at <= *next_sync)) return &u->code.data[(*i)++];
+  if (!sync_due) return NULL;
+  *sync = instr(OPC_SYNC, 0, 0, 0, 0, 0, 0);
+  sync->note = g->c->annotate ? "resync (RUNTIME_DESKEW against drift)" : NULL;
+  sync->at = *next_sync;
+  *next_sync += s->interval;
+  return sync;
+}
+
 // Appends u's instructions to out, WAITs in the gaps, then HALT.
 static void emit_unit(Codegen *g, int device, UnitCode *u, UnitProgram *out) {
-  if (u->code.len) qsort(u->code.data, (size_t)u->code.len, sizeof(Instr), compare_timed);
-  int64_t now = 0, words = 1;  // the instructions, their WAITs and the HALT
-  for (int i = 0; i < u->code.len; i++) {
-    int64_t gap = u->code.data[i].at - now;
+  if (!is_sorted_by_time(u)) qsort(u->code.data, (size_t)u->code.len, sizeof(Instr), compare_timed);
+  int64_t now = 0, words = 1, next_sync = g->c->sync.interval;  // the instructions, their WAITs and the HALT
+  int i = 0;
+  Instr sync;
+  for (const Instr *t; (t = next_instr(g, u, &i, &next_sync, &sync));) {
+    int64_t gap = t->at - now;
     words += 1 + (gap > 0 ? (gap + UINT32_MAX - 1) / UINT32_MAX : 0);
-    now = MAX(now, u->code.data[i].at + issue_cycles(g, &u->code.data[i]));
+    now = MAX(now, t->at + issue_cycles(g, t));
   }
   words += out->code.len;  // after the preamble
   if (words > INT32_MAX) die("codegen: device %d: a unit of more than 2^31 instructions", device);
   VEC_RESERVE(&g->c->arena, &out->code, (int)words);
-  now = 0;
-  for (int i = 0; i < u->code.len; i++) {
-    const Instr *t = &u->code.data[i];
+  now = 0, i = 0, next_sync = g->c->sync.interval;
+  for (const Instr *t; (t = next_instr(g, u, &i, &next_sync, &sync));) {
     if (t->at < now)
       die("codegen: device %d unit %d.%d: an instruction at %lld while the unit is busy until %lld", device,
           (int)u->kind, u->port, (long long)t->at, (long long)now);
@@ -686,7 +712,7 @@ bool pass_codegen(Compilation *c) {
   for (int i = 0; i < c->dag->nodes.len && !g.failed; i++) {
     const DagNode *n = c->dag->nodes.data[i];
     g.note = c->annotate ? node_note(&g, n) : NULL;
-    g.loc = c->annotate ? n->op->loc : (SrcLoc){0};
+    g.line = c->annotate ? n->op->loc.line : 0;
     switch (n->kind) {
     case NODE_TRANSFER: gen_transfer(&g, n); break;
     case NODE_STAGE: gen_stage(&g, n); break;

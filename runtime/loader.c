@@ -200,7 +200,7 @@ static bool decode_debug_entries(Decoder *dc, uint64_t at, const char *str, uint
              "all unused)", (unsigned long long)at, u, i);
       up->code.data[i].at = cycle == ISA_DEBUG_NONE_CYCLE ? -1 : (int64_t)cycle;
       up->code.data[i].note = note == ISA_DEBUG_NONE_NOTE ? NULL : str + note;
-      up->code.data[i].loc.line = (int)line;
+      up->code.data[i].line = (int32_t)line;
     }
   }
   return true;

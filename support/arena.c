@@ -16,7 +16,8 @@ struct ArenaChunk {
   _Alignas(ARENA_ALIGN) unsigned char mem[];
 };
 
-void *arena_alloc(Arena *a, size_t n) {
+// n bytes, not cleared: for memory the caller fills at once.
+static void *arena_alloc_uncleared(Arena *a, size_t n) {
   n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
   ArenaChunk *c = a->head;
   if (!c || c->size - c->used < n) {
@@ -30,8 +31,10 @@ void *arena_alloc(Arena *a, size_t n) {
   void *p = c->mem + c->used;
   c->used += n;
   a->used += n;
-  return memset(p, 0, n);
+  return p;
 }
+
+void *arena_alloc(Arena *a, size_t n) { return memset(arena_alloc_uncleared(a, n), 0, n); }
 
 char *arena_strndup(Arena *a, const char *s, size_t n) {
   char *p = arena_alloc(a, n + 1);
@@ -79,7 +82,7 @@ void arena_release(Arena *a, ArenaMark m) {
 
 void vec_reserve_(Arena *a, void **data, int *cap, int len, int n, size_t elem) {
   if (n <= *cap) return;
-  void *p = arena_alloc(a, elem * (size_t)n);
+  void *p = arena_alloc_uncleared(a, elem * (size_t)n);  // past len is never read before it is written
   if (*data) memcpy(p, *data, elem * (size_t)len);
   *data = p;
   *cap = n;
@@ -87,7 +90,7 @@ void vec_reserve_(Arena *a, void **data, int *cap, int len, int n, size_t elem) 
 
 void vec_grow_(Arena *a, void **data, int *cap, size_t elem) {
   int ncap = *cap ? *cap * 2 : 8;
-  void *p = arena_alloc(a, elem * (size_t)ncap);
+  void *p = arena_alloc_uncleared(a, elem * (size_t)ncap);
   if (*data) memcpy(p, *data, elem * (size_t)*cap);
   *data = p;
   *cap = ncap;
