@@ -105,7 +105,7 @@ void be_print_collective_report(const CollectiveReport *r, FILE *out);
 // One line per device that computes: the cycles its matrix unit (and install
 // path), vector unit, switch unit and ports are busy, and the matrix unit's
 // utilisation (useful MACs over peak MACs a cycle x the program's cycles).
-void be_print_unit_report(const Graph *g, const Topology *t, const Program *p, FILE *out);
+void be_print_unit_report(const Topology *t, const Program *p, FILE *out);
 
 // ---- dot.c ----
 // Writes op's picture (op a collective of the scheduled DAG d on t):

@@ -1,7 +1,7 @@
 // units.c: how busy each device's functional units are in a compiled
 // program (tspc --stats).  Part of backend/: it reads the device programs
-// code generation wrote, and the graph for the useful work of the matrix
-// unit, and prints one line per device that computes.
+// code generation wrote (the matrix unit's useful work from its MXM and
+// MXMA instructions) and prints one line per device that computes.
 //
 // A unit is busy for the cycles its instructions hold it (isa_issue_cycles:
 // WAIT, SYNC, DESKEW, POLL and HALT are idle; an install holds the matrix
@@ -12,8 +12,9 @@
 // fig 13 does.  The matrix
 // unit's utilisation is the seed's measure (002 s5.2, fig 13): useful
 // multiply-accumulates over what the unit could have done in the whole run,
-//     sum over matmuls of rows x K x N / (peak MACs a cycle x cycles),
-// with peak = rows a cycle x K x ISA_MXM_COLS for the matmul's dtype.
+//     sum over MXM/MXMA of rows x kk x nn / (peak MACs a cycle x cycles),
+// with kk x nn the tile its buffer holds and peak = rows a cycle x K x
+// ISA_MXM_COLS for its dtype (K = elements a vector).
 #include "backend.h"
 
 // Cycles an instruction keeps its unit working (idle instructions: 0); a
@@ -32,19 +33,27 @@ static int port_every(const Topology *t, int device, int port) {
   return link < 0 ? 1 : ir_cycles_per_vector(&t->links.data[link].p, t->clock_mhz);
 }
 
-// The ideal matrix-unit cycles of the matmuls computed on device: useful
-// MACs over the peak rate of their dtype.
-static double ideal_mxm_cycles(const Graph *g, const Topology *t, int device) {
+// The ideal matrix-unit cycles of the multiplies a device's program issues:
+// each MXM or MXMA's useful multiply-accumulates (its rows x the installed
+// tile's kk x nn, the weights the buffer really holds) over the peak rate
+// of its dtype.  Read from the instructions, so every op that multiplies
+// counts: a matmul's tiles, a Cholesky's panel updates.
+static double ideal_mxm_cycles(const DeviceProgram *dp, int vector_bytes) {
+  int64_t kk[ISA_MXM_BUFFERS] = {0}, nn[ISA_MXM_BUFFERS] = {0};
   double cycles = 0;
-  int vb = t->link.vector_bytes;
-  for (int i = 0; i < g->ops.len; i++) {
-    const Op *op = g->ops.data[i];
-    if (op->kind != OP_MATMUL || !ir_place_has(&op->result->place, device)) continue;
-    const Tensor *x = op->args[0], *y = op->result;
-    double k = (double)x->shape.dim[x->shape.rank - 1], n = (double)y->shape.dim[y->shape.rank - 1];
-    double macs = (double)ir_shape_elems(&x->shape) / k * k * n;
-    double peak = (double)isa_mxm_rows_per_cycle(x->dtype) * isa_elems_per_vector(x->dtype, vb) * ISA_MXM_COLS;
-    cycles += macs / peak;
+  for (int u = 0; u < dp->units.len; u++) {
+    const UnitProgram *up = &dp->units.data[u];
+    if (up->kind != UNIT_MXM) continue;
+    for (int i = 0; i < up->code.len; i++) {  // in issue order: an install precedes its multiplies
+      const Instr *in = &up->code.data[i];
+      DType dt = (DType)in->dtype;
+      if (in->port >= ISA_MXM_BUFFERS) continue;  // the loader refuses it; not counted
+      if (in->op == OPC_MXLW) kk[in->port] = in->c, nn[in->port] = in->d;
+      if (in->op == OPC_MXLWT) kk[in->port] = in->d, nn[in->port] = in->c;
+      if (in->op != OPC_MXM && in->op != OPC_MXMA) continue;
+      double peak = (double)isa_mxm_rows_per_cycle(dt) * isa_elems_per_vector(dt, vector_bytes) * ISA_MXM_COLS;
+      cycles += (double)in->d * (double)kk[in->port] * (double)nn[in->port] / peak;
+    }
   }
   return cycles;
 }
@@ -78,13 +87,13 @@ static UnitBusy device_busy(const Topology *t, const DeviceProgram *dp) {
   return b;
 }
 
-void be_print_unit_report(const Graph *g, const Topology *t, const Program *p, FILE *out) {
+void be_print_unit_report(const Topology *t, const Program *p, FILE *out) {
   int64_t cycles = p->predicted_cycles;
   fprintf(out, "units:  # busy cycles of each device that computes, of %lld\n", (long long)cycles);
   for (int d = 0; d < p->ndevices; d++) {
     UnitBusy b = device_busy(t, &p->devices[d]);
     if (!b.vxm && !b.mxm && !b.sxm) continue;
-    double util = cycles > 0 ? ideal_mxm_cycles(g, t, d) / (double)cycles : 0;
+    double util = cycles > 0 ? ideal_mxm_cycles(&p->devices[d], t->link.vector_bytes) / (double)cycles : 0;
     fprintf(out,
             "  - {device: %d, mxm: %lld, mxm_install: %lld, vxm: %lld, sxm: %lld, c2c: %lld, mxm_utilisation: %.4f}\n",
             d, (long long)b.mxm, (long long)b.install, (long long)b.vxm, (long long)b.sxm, (long long)b.c2c, util);

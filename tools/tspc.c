@@ -401,7 +401,7 @@ static void print_stats(const Compilation *c) {
   fprintf(stderr, "ir_bytes: %zu\npeak_rss_kib: %ld\n", c->arena.used, ru.ru_maxrss);
   if (c->choice_log) fputs(c->choice_log, stderr);
   if (c->dag && c->dag->scheduled) print_collectives(c);
-  if (c->program) be_print_unit_report(c->graph, c->topo, c->program, stderr);
+  if (c->program) be_print_unit_report(c->topo, c->program, stderr);
 }
 
 static int compile(Compilation *c, const Options *o) {
