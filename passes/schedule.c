@@ -151,7 +151,7 @@ static void cut_streams(Scheduler *s, DagNode *n) {
   if (!most) return;
   for (int r = 0; r < n->nroutes; r++) pieces += (n->routes[r].count + most - 1) / most;
   if (pieces == n->nroutes) return;
-  Route *cut = ARENA_ARRAY(&s->c->arena, Route, pieces);
+  Route *cut = arena_alloc_uncleared(&s->c->arena, sizeof(Route) * (size_t)pieces);  // every piece written below
   int k = 0;
   for (int r = 0; r < n->nroutes; r++)
     for (int64_t v = 0; v < n->routes[r].count; v += most) {

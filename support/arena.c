@@ -16,8 +16,7 @@ struct ArenaChunk {
   _Alignas(ARENA_ALIGN) unsigned char mem[];
 };
 
-// n bytes, not cleared: for memory the caller fills at once.
-static void *arena_alloc_uncleared(Arena *a, size_t n) {
+void *arena_alloc_uncleared(Arena *a, size_t n) {
   n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
   ArenaChunk *c = a->head;
   if (!c || c->size - c->used < n) {

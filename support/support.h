@@ -52,6 +52,7 @@ typedef struct Arena {
 } Arena;
 
 void *arena_alloc(Arena *a, size_t n);            // zeroed, 16-byte aligned
+void *arena_alloc_uncleared(Arena *a, size_t n);  // the same, not cleared: for memory filled at once
 char *arena_strdup(Arena *a, const char *s);
 char *arena_strndup(Arena *a, const char *s, size_t n);
 char *arena_printf(Arena *a, const char *fmt, ...) PRINTF_LIKE(2, 3);
