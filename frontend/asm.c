@@ -29,6 +29,7 @@ typedef struct AsmReader {
   int line;              // 1-based
   const char *text;      // the current line (not NUL-terminated)
   int len;               // its length without the comment
+  bool crlf;             // it ended in "\r\n" (a .model line keeps the \r)
   int pos;               // the next column to read, 0-based
   DeviceProgram *dev;    // the current .device, or NULL
   UnitProgram *unit;     // the current .unit, or NULL
@@ -630,7 +631,9 @@ static void instruction(AsmReader *r) {
 }
 
 // `.model TEXT` at the start of a line: one line of the model the programs
-// compute (the rest of the line after ".model ", verbatim, ';' and all).
+// compute (the rest of the line after ".model ", verbatim, ';' and all, and
+// its "\r" before the newline: a model written with CRLF comes back byte for
+// byte).
 // False when the line is something else.
 static bool model_line(AsmReader *r) {
   static const char keyword[] = ".model";
@@ -638,7 +641,7 @@ static bool model_line(AsmReader *r) {
   if (r->len < k || memcmp(r->text, keyword, (size_t)k) || (r->len > k && r->text[k] != ' ')) return false;
   int from = MIN(k + 1, r->len);
   buf_append(&r->model, r->text + from, (size_t)(r->len - from));
-  buf_append(&r->model, "\n", 1);
+  buf_append(&r->model, r->crlf ? "\r\n" : "\n", r->crlf ? 2 : 1);
   r->has_model = true;
   return true;
 }
@@ -670,7 +673,8 @@ Program *fe_assemble(Arena *a, Diag *d, const SrcFile *src, const Topology *topo
     const char *nl = memchr(at, '\n', (size_t)(end - at));
     r.text = at;
     r.len = (int)((nl ? nl : end) - at);
-    if (r.len > 0 && r.text[r.len - 1] == '\r') r.len--;
+    r.crlf = r.len > 0 && r.text[r.len - 1] == '\r';
+    if (r.crlf) r.len--;
     const char *nul = memchr(r.text, '\0', (size_t)r.len);
     if (nul)
       diag_error(d, here(&r, (int)(nul - r.text), 1), "unexpected byte 0x00");
