@@ -1006,7 +1006,21 @@ static Tensor *emit_op(Checker *c, const Call *call, Op *op, const Tensor *r) {
 // moves its dtype's elements, at least one to a vector; a compute op works
 // in f32 scratch (docs/isa.md), so a vector must hold an f32; a cholesky
 // cuts rows into CHOL_BLOCK_ROWS-row blocks of whole vectors of its dtype
-// and of f32.
+// and of f32; a matmul installs its weights in tiles of ISA_MXM_COLS
+// columns that start on a vector of each row, so a vector may hold at most
+// ISA_MXM_COLS of its operands' elements.
+static bool fits_mxm_tiles(Checker *c, const Call *call) {
+  int vb = c->topo->link.vector_bytes;
+  DType dt = call->args[0]->dtype;
+  int per = isa_elems_per_vector(dt, vb);
+  if (call->kind != OP_MATMUL || per <= ISA_MXM_COLS) return true;
+  diag_error(c->d, call->s->op_loc,
+             "matmul installs weights in tiles of %d columns, each starting on a vector of its rows, and a %d-byte "
+             "vector (vector_bytes) holds %d %s elements, more than a tile's columns",
+             ISA_MXM_COLS, vb, per, ir_dtype_names[dt]);
+  return false;
+}
+
 static bool fits_vectors(Checker *c, const Call *call, const Tensor *r) {
   int vb = c->topo->link.vector_bytes;
   bool moves = ir_op_is_collective(call->kind) || call->kind == OP_COPY;
@@ -1026,7 +1040,7 @@ static bool fits_vectors(Checker *c, const Call *call, const Tensor *r) {
       return false;
     }
   }
-  return true;
+  return fits_mxm_tiles(c, call);
 }
 
 // Checks one op call and returns its result tensor, or NULL after reporting.
