@@ -432,9 +432,15 @@ static bool agrees(AsmReader *r, int col0, const TensorHome *th, const TensorHom
   return false;
 }
 
+// Whether two homes of one name are different shards (boxes) of it: a
+// device may hold several, as a block-cyclic cholesky's rows.
+static bool other_shards(const TensorHome *a, const TensorHome *b) {
+  return a->is_shard && b->is_shard && memcmp(a->start, b->start, sizeof a->start) != 0;
+}
+
 // Whether the name of home th (at column col) is new on its device in its
-// batch; its other homes (other devices, other batches) into *first (any)
-// and *whole (the first not a shard), NULL when none.  False after
+// batch (or names another shard of it there); its other homes into *first
+// (any) and *whole (the first not a shard), NULL when none.  False after
 // reporting.
 static bool name_is_new(AsmReader *r, int col, const TensorHome *th, const TensorHome **first,
                         const TensorHome **whole) {
@@ -442,7 +448,7 @@ static bool name_is_new(AsmReader *r, int col, const TensorHome *th, const Tenso
   for (int i = 0; i < r->prog->tensors.len; i++) {
     const TensorHome *o = &r->prog->tensors.data[i];
     if (strcmp(o->name, th->name)) continue;
-    if (o->device == th->device && o->batch == th->batch) {
+    if (o->device == th->device && o->batch == th->batch && !other_shards(o, th)) {
       SrcLoc at = here(r, col, (int)strlen(th->name));
       if (th->batch)
         diag_error(r->d, at, "tensor '%s' of batch %d is already named on device %d", th->name, th->batch, th->device);
