@@ -84,7 +84,16 @@ bool pass_sync(Compilation *c) {
   s->interval = (int64_t)(span / 2);
   s->stream_vectors = s->interval / every;
   s->margin = s->drift_cycles;
-  if (span <= 0 || s->stream_vectors < 1 || s->interval < 4 * s->window) {
+  if (span <= 0) {  // even a resync at every cycle leaves more error than the buffers absorb
+    diag_tool_error(&c->diag, "tspc",
+                    "a clock drift of %g ppm cannot be resynced: the receive buffers absorb %lld cycles of error "
+                    "(half the least of a link's rx_buffer_vectors budget and half an epoch of %d cycles), and "
+                    "resyncing needs more than twice the %lld a resync itself leaves; plan for less with --drift-ppm (0: none), or give the "
+                    "topology larger receive buffers (rx_buffer_vectors) or a longer epoch (epoch_cycles)",
+                    s->drift_ppm, (long long)s->drift_cycles, t->epoch_cycles, (long long)s->residual);
+    return false;
+  }
+  if (s->stream_vectors < 1 || s->interval < 4 * s->window) {
     diag_tool_error(&c->diag, "tspc",
                     "a clock drift of %g ppm would need a resync every %lld cycles, too often to schedule anything "
                     "(the receive buffers absorb %lld cycles of error); plan for less with --drift-ppm",
