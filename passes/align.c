@@ -34,6 +34,7 @@
 typedef struct Child {
   int device, port;
   int64_t min, max;  // the link's latency range
+  int64_t every;     // cycles a vector (the notification too) holds the link
   int64_t at;        // planning: the least send time landing after the (k-1)-th boundary;
                      // emitting: the send time
 } Child;
@@ -52,7 +53,8 @@ static int children_of(const AlignPlan *plan, const Topology *t, int v, Child *o
     const Port *port = &d->ports[p];
     if (port->link < 0 || plan->parent[port->peer] != v || plan->parent_port[port->peer] != port->peer_port) continue;
     const LinkParams *lp = &t->links.data[port->link].p;
-    out[n++] = (Child){.device = port->peer, .port = p, .min = lp->latency_min, .max = lp->latency_max};
+    out[n++] = (Child){.device = port->peer, .port = p, .min = lp->latency_min, .max = lp->latency_max,
+                       .every = ir_cycles_per_vector(lp, t->clock_mhz)};
   }
   return n;
 }
@@ -68,9 +70,12 @@ static int64_t fit_in_epoch(int64_t t, int64_t min, int64_t max, int64_t E, int 
 }
 
 // Times device v's TRANSMITs and its children's releases; returns the
-// cycles its TRANSMITs take after its release (0: a leaf).
+// cycles after its release until they are issued and their ports free
+// again (0: a leaf): a notification holds its link for the link's cycles
+// a vector, as any vector does, and the program's first SEND on that port
+// comes after the NOTIFY.
 static int64_t plan_sends(AlignPlan *plan, const Topology *t, int v, Child *kids) {
-  int64_t E = t->epoch_cycles, k = plan->epochs_per_level, next = 0;
+  int64_t E = t->epoch_cycles, k = plan->epochs_per_level, next = 0, held = 0;
   int n = children_of(plan, t, v, kids);
   for (int i = 0; i < n; i++) kids[i].at = MAX(0, (k - 1) * E + 1 - kids[i].min);
   qsort(kids, (size_t)n, sizeof *kids, by_send_time);
@@ -80,8 +85,9 @@ static int64_t plan_sends(AlignPlan *plan, const Topology *t, int v, Child *kids
     plan->send_at[kids[i].device] = at;
     plan->release[kids[i].device] = plan->release[v] + epochs;
     next = at + 1;  // a TRANSMIT issues in one cycle
+    held = MAX(held, at + kids[i].every);
   }
-  return next;
+  return MAX(next, held);
 }
 
 // A tree link whose own latency range is E - 1 cycles or more: no send time
