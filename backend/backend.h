@@ -80,9 +80,11 @@ typedef struct CollectiveReport {
   int64_t hop_latency;    // the cheapest hop's latency_max plus the receive slack
   int link_directions;    // working link directions of the topology
   int64_t busy;           // link-direction cycles the op's routes hold
+  int64_t held_until;     // when its last hold of a link ends (on a link slower than its
+                          // latency a vector is taken before its link is free again)
   double efficiency;      // bound / cycles (1 when nothing took any cycle)
   double busbw_gbps;      // nccl-tests' bus bandwidth, GB/s (1e9 bytes)
-  double link_util;       // busy / (link_directions x cycles)
+  double link_util;       // busy / (link_directions x (MAX(finish, held_until) - start))
   int timesteps;          // the longest chain of the op's transfers
   int links_used;         // link directions its routes cross (of link_directions)
 } CollectiveReport;

@@ -229,9 +229,21 @@ static double total_bandwidth(const Topology *t, int *directions, int64_t *hop) 
   return bw;
 }
 
+// When route rt's last hold of a link ends: hop h's vectors leave
+// (latency_max + rx_slack) after hop h - 1's, as the scheduler places them.
+static int64_t route_held_until(const Route *rt, const Topology *t, int64_t rx_slack) {
+  int64_t leave = rt->start, until = rt->start;
+  for (int h = 0; h < rt->path.nhops; h++) {
+    until = MAX(until, leave + rt->count * rt->every);
+    leave += t->links.data[rt->path.hops[h].link].p.latency_max + rx_slack;
+  }
+  return until;
+}
+
 // The cycles the op's transfers and stages span, the link-direction cycles
-// its routes hold, its deepest timestep, and the link directions they cross.
-static void measure(CollectiveReport *r, const Topology *t, const Dag *d, const int *step) {
+// its routes hold and until when, its deepest timestep, and the link
+// directions they cross.
+static void measure(CollectiveReport *r, const Topology *t, const Dag *d, const int *step, int64_t rx_slack) {
   char *used = xcalloc(2 * (size_t)t->links.len + 1, 1);  // by link direction
   bool any = false;
   for (int i = 0; i < d->nodes.len; i++) {
@@ -245,6 +257,7 @@ static void measure(CollectiveReport *r, const Topology *t, const Dag *d, const 
     for (int k = 0; k < n->nroutes; k++) {
       const Path *p = &n->routes[k].path;
       r->busy += n->routes[k].count * n->routes[k].every * p->nhops;
+      r->held_until = MAX(r->held_until, route_held_until(&n->routes[k], t, rx_slack));
       for (int h = 0; h < p->nhops; h++) {
         const Link *link = &t->links.data[p->hops[h].link];
         used[2 * p->hops[h].link + (p->hops[h].from != link->a)] = 1;
@@ -276,7 +289,8 @@ static void bound(CollectiveReport *r, const Topology *t, const SyncPlan *s) {
   double seconds = (double)r->cycles / (t->clock_mhz * 1e6);
   double per = r->ngroup ? factor / r->ngroup : 0;  // nccl-tests: busbw = algbw x 2(N-1)/N or (N-1)/N
   r->busbw_gbps = seconds > 0 ? (double)r->bytes / seconds * per / 1e9 : 0;
-  r->link_util = r->cycles > 0 && r->link_directions ? (double)r->busy / ((double)r->link_directions * (double)r->cycles) : 0;
+  int64_t held = MAX(r->finish, r->held_until) - r->start;  // the links' busy span
+  r->link_util = held > 0 && r->link_directions ? (double)r->busy / ((double)r->link_directions * (double)held) : 0;
 }
 
 static void report_one(CollectiveReport *r, const Topology *t, const Dag *d, const SyncPlan *s, const int *step) {
@@ -286,7 +300,7 @@ static void report_one(CollectiveReport *r, const Topology *t, const Dag *d, con
   for (int g = 0; g < r->ngroup; g++) member[group[g]] = 1;
   const Tensor *buffer = r->op->kind == OP_ALL_GATHER ? r->op->result : r->op->args[0];
   r->bytes = ir_tensor_bytes(buffer);
-  measure(r, t, d, step);
+  measure(r, t, d, step, s->rx_slack);
   if (r->ngroup >= 2) search_cuts(r, t, group, member);
   else snprintf(r->cut_name, sizeof r->cut_name, "none");
   bound(r, t, s);
