@@ -12,6 +12,12 @@
 // as a whole array of doubles per (tensor, device), one array when the
 // tensor is the same on every device; matmul is one cblas_dgemm.
 //
+// A lazy tensor read more than once (by two operands, or by an operand and
+// the output checks) keeps the last block computed of it: a chain such as
+// `repeat 28 { b = relu(a); a = add(a, b); }` asks each step's block of a
+// twice, and without the memo every step would double the work (2^28
+// evaluations of the input).
+//
 // Batches (several inferences in flight, the manifest's `batches:`): batch
 // 0's reference is the one ref_new makes; batch b's (ref_new_batch) seeds
 // its inputs differently and leaves every tensor that depends on no input
@@ -25,6 +31,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+// The last block computed of a lazy tensor read more than once.
+typedef struct BlockMemo {
+  int device;
+  int64_t first, n;  // n 0: none yet
+  double *v;
+  int64_t cap;
+} BlockMemo;
+
 struct Reference {
   const Graph *g;
   const Topology *t;
@@ -36,6 +50,8 @@ struct Reference {
   uint8_t ***given_on;   // by tensor id, then device: one copy's values (ref_set_input_on)
   bool *varies;          // by tensor id: its value may depend on the device
   bool *dense;           // by tensor id: materialised (read out of order, or such a result)
+  BlockMemo *memo;       // by tensor id: a lazy tensor's last block, when it is read more than once (shared)
+  bool *shared;
   double ***arrays;      // by tensor id, then device (0 when !varies): the dense values
   int *growth;           // by tensor id: G(t), the tolerance's growth factor
   bool *on_inputs;       // by tensor id: its value depends on an input (each batch has its own)
@@ -174,6 +190,21 @@ static void find_dense(Reference *r) {
   }
 }
 
+// Marks the lazy tensors computed from others and read more than once:
+// their blocks are kept (BlockMemo).
+static void find_shared(Reference *r) {
+  int *reads = xcalloc((size_t)r->g->tensors.len + 1, sizeof *reads);
+  for (int i = 0; i < r->g->ops.len; i++) {
+    const Op *op = r->g->ops.data[i];
+    for (int k = 0; k < op->nargs; k++) reads[op->args[k]->id]++;
+  }
+  for (int i = 0; i < r->g->tensors.len; i++) {
+    const Tensor *t = r->g->tensors.data[i];
+    r->shared[i] = t->def && !r->dense[i] && reads[i] + t->is_output > 1;
+  }
+  free(reads);
+}
+
 // The elements whose sum or normalisation op computes, for its growth.
 static int64_t axis_length(const Op *op) { return op->args[0]->shape.dim[op->axis]; }
 
@@ -246,6 +277,8 @@ Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed) {
   r->given_on = xcalloc(count, sizeof *r->given_on);
   r->varies = xcalloc(count, sizeof *r->varies);
   r->dense = xcalloc(count, sizeof *r->dense);
+  r->memo = xcalloc(count, sizeof *r->memo);
+  r->shared = xcalloc(count, sizeof *r->shared);
   r->arrays = xcalloc(count, sizeof *r->arrays);
   r->growth = xcalloc(count, sizeof *r->growth);
   r->on_inputs = xcalloc(count, sizeof *r->on_inputs);
@@ -255,6 +288,7 @@ Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed) {
   find_groups(r);
   find_varying(r);
   find_dense(r);
+  find_shared(r);
   find_growth(r);
   return r;
 }
@@ -269,9 +303,12 @@ Reference *ref_new_batch(Reference *base, int batch) {
   return r;
 }
 
-// Forgets every materialised array (the inputs changed, or ref_forget).
+// Forgets every materialised array and kept block (the inputs changed, or
+// ref_forget).
 static void drop_arrays(Reference *r) {
   for (int i = 0; i < r->g->tensors.len; i++) {
+    free(r->memo[i].v);
+    r->memo[i] = (BlockMemo){0};
     if (!r->arrays[i]) continue;
     for (int d = 0; d < r->t->ndevices; d++) free(r->arrays[i][d]);
     free(r->arrays[i]);
@@ -298,6 +335,8 @@ void ref_free(Reference *r) {
   free(r->given_on);
   free(r->varies);
   free(r->dense);
+  free(r->memo);
+  free(r->shared);
   free(r->arrays);
   free(r->growth);
   free(r->on_inputs);
@@ -789,10 +828,30 @@ static void lazy_block(Reference *r, const Tensor *t, int device, int64_t first,
   store_all(t->dtype, out, n);
 }
 
+// A shared lazy tensor's block: the kept one when it is the same, else
+// computed and kept.
+static void memo_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out) {
+  BlockMemo *m = &r->memo[t->id];
+  if (m->n == n && m->first == first && m->device == device) {
+    memcpy(out, m->v, (size_t)n * sizeof *out);
+    return;
+  }
+  lazy_block(r, t, device, first, n, out);
+  if (n > m->cap) {
+    free(m->v);
+    m->v = xmalloc((size_t)n * sizeof *m->v);
+    m->cap = n;
+  }
+  memcpy(m->v, out, (size_t)n * sizeof *out);
+  *m = (BlockMemo){.device = device, .first = first, .n = n, .v = m->v, .cap = m->cap};
+}
+
 void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out) {
   r = owner(r, t);
   if (r->dense[t->id])
     memcpy(out, dense_values(r, t, device) + first, (size_t)n * sizeof *out);
+  else if (r->shared[t->id])
+    memo_block(r, t, device, first, n, out);
   else
     lazy_block(r, t, device, first, n, out);
 }
