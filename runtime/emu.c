@@ -130,10 +130,12 @@ static void wheel_put(Emu *e, Event ev) {
   e->in_wheel++;
 }
 
-// The order key of the next event of this type.
-static uint64_t next_order(Emu *e, EventType type) {
-  if (e->seq >= EMU_MAX_EVENTS) die("tsp-emu: the run reached EMU_MAX_EVENTS (2^52) events");
-  return (uint64_t)event_class[type] << 56 | e->seq++ << EMU_EVENT_TYPE_BITS | (uint64_t)type;
+// The order key of device dev's next event of this type.
+static uint64_t next_order(Emu *e, EventType type, int dev) {
+  EDev *d = &e->devs[dev];
+  if (d->seq >= EMU_MAX_EVENTS) die("tsp-emu: device %d reached EMU_MAX_EVENTS (2^37) events", dev);
+  return (uint64_t)event_class[type] << EMU_EVENT_CLASS_SHIFT | (uint64_t)dev << EMU_EVENT_DEV_SHIFT |
+         d->seq++ << EMU_EVENT_TYPE_BITS | (uint64_t)type;
 }
 
 static EventType event_type(const Event *ev) { return (EventType)(ev->order & ((1u << EMU_EVENT_TYPE_BITS) - 1)); }
@@ -155,7 +157,7 @@ static void queue_put(Emu *e, Event ev) {
 }
 
 void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s) {
-  Event ev = {.t = t, .order = next_order(e, type)};
+  Event ev = {.t = t, .order = next_order(e, type, s ? s->dev : dev)};
   if (s)
     ev.stream = s;
   else
@@ -165,7 +167,7 @@ void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s) {
 }
 
 void emu_push_write(Emu *e, Tick t, PendingWrite *w) {
-  queue_put(e, (Event){.t = t, .order = next_order(e, EV_LAND), .write = w});
+  queue_put(e, (Event){.t = t, .order = next_order(e, EV_LAND, w->dev), .write = w});
 }
 
 static size_t queued(const Emu *e) { return e->in_wheel + e->nheap; }

@@ -35,16 +35,28 @@ typedef struct PendingWrite {
 } PendingWrite;
 
 // 24 bytes: the queue moves events around, so they are kept small.  The
-// type sits in the low bits of `order`, below the sequence number, so it
-// never decides an order.  The sequence number has the 52 bits between
-// (EMU_MAX_EVENTS, about 4.5 x 10^15 events: years of emulation; a run
-// that reached it would stop with an error, not misorder).
+// order key is (class, device, the device's own sequence number, type),
+// high bits to low: events at one tick run in class order, then by device,
+// then in the order the device pushed them.  The type sits in the low bits,
+// below the sequence number, so it never decides an order.  No part of the
+// key depends on how the devices are split among threads or ranks (emu.c,
+// windows): a device's events are pushed only by its own events, so its
+// sequence numbers are the same however the run is split.  The sequence
+// number has EMU_EVENT_SEQ_BITS bits (EMU_MAX_EVENTS a device, about 1.4 x
+// 10^11: days of emulation of one device; a run that reached it would stop
+// with an error, not misorder).
 #define EMU_EVENT_TYPE_BITS 4
-#define EMU_MAX_EVENTS (UINT64_C(1) << (56 - EMU_EVENT_TYPE_BITS))
+#define EMU_EVENT_SEQ_BITS 37
+#define EMU_EVENT_DEV_BITS 20
+#define EMU_EVENT_DEV_SHIFT (EMU_EVENT_TYPE_BITS + EMU_EVENT_SEQ_BITS)
+#define EMU_EVENT_CLASS_SHIFT (EMU_EVENT_DEV_SHIFT + EMU_EVENT_DEV_BITS)
+#define EMU_MAX_EVENTS (UINT64_C(1) << EMU_EVENT_SEQ_BITS)
 _Static_assert(EV_TYPE_COUNT <= 1 << EMU_EVENT_TYPE_BITS, "event types must fit EMU_EVENT_TYPE_BITS");
+_Static_assert(IR_MAX_DEVICES <= 1 << EMU_EVENT_DEV_BITS, "device ids must fit EMU_EVENT_DEV_BITS");
+_Static_assert(EMU_EVENT_CLASS_SHIFT + 3 <= 64, "the five classes must fit above the device");
 typedef struct Event {
   Tick t;
-  uint64_t order;  // class << 56 | sequence number << EMU_EVENT_TYPE_BITS | type: ties broken deterministically
+  uint64_t order;  // class | device | the device's sequence number | type: ties broken deterministically
   union {
     struct Stream *stream;  // EV_RECV, EV_SEND, EV_VXM, EV_MXM, EV_INSTALL, EV_SXM
     PendingWrite *write;    // EV_LAND
@@ -145,6 +157,7 @@ typedef struct EDev {
   WeightBuffer wbuf[ISA_MXM_BUFFERS];
   int64_t install_busy_until;  // the install path reads until this local cycle
   Tick dies_at;            // fault.c: the device does nothing from this tick on (INT64_MAX: never)
+  uint64_t seq;            // the sequence number of its next event (the order key)
 } EDev;
 
 typedef struct PayloadBlock {
@@ -174,7 +187,6 @@ struct Emu {
   size_t in_wheel;
   Event *heap;               // events EMU_WHEEL_CYCLES or more past the cursor
   size_t nheap, heap_cap;
-  uint64_t seq;
   size_t polls_queued;       // EV_POLL events in the heap
   PayloadBlock *free_payloads;
   PendingWrite *free_writes; // one-vector writes, recycled: no allocation per result vector
