@@ -986,6 +986,23 @@ static void init_ports(Emu *e, EDev *d) {
   }
 }
 
+// Each port's senders: the units whose program SENDs or TRANSMITs on it
+// (window.c bounds what a window can send with them).
+static void count_senders(EDev *d) {
+  int *last = xmalloc((size_t)MAX(d->nports, 1) * sizeof *last);  // the last unit counted for each port
+  for (int p = 0; p < d->nports; p++) last[p] = -1;
+  for (int u = 0; u < d->nunits; u++) {
+    const UnitProgram *up = d->units[u].prog;
+    for (int i = 0; i < up->code.len; i++) {
+      const Instr *in = &up->code.data[i];
+      if ((in->op != OPC_SEND && in->op != OPC_TRANSMIT) || in->port >= d->nports || last[in->port] == u) continue;
+      last[in->port] = u;
+      d->ports[in->port].senders++;
+    }
+  }
+  free(last);
+}
+
 static void init_device(Emu *e, EDev *d, int id) {
   uint64_t rng = emu_rng_for(e->opt.seed, 2, (uint64_t)id);
   d->id = id;
@@ -1006,13 +1023,11 @@ static void init_device(Emu *e, EDev *d, int id) {
     EUnit *unit = &d->units[u];
     unit->prog = &d->prog->units.data[u];
     unit->last_poll = -1;
-    for (int i = 0; i < unit->prog->code.len; i++) {
-      const Instr *in = &unit->prog->code.data[i];
-      if (in->op == OPC_POLL) unit->last_poll = i;
-      if ((in->op == OPC_SEND || in->op == OPC_TRANSMIT) && in->port < d->nports) d->ports[in->port].senders++;
-    }
+    for (int i = 0; i < unit->prog->code.len; i++)
+      if (unit->prog->code.data[i].op == OPC_POLL) unit->last_poll = i;
     isa_unit_format(unit->name, sizeof unit->name, unit->prog->kind, unit->prog->port);
   }
+  count_senders(d);
   init_records(e, d);
 }
 
