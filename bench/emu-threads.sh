@@ -25,7 +25,7 @@ echo "machine: $(nproc) cores available to this process; load average before: $(
 run() {
   local name=$1 label=$2
   shift 2
-  /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" bin/tsp-emu "$work/ar64" --quiet \
+  TSP_EMU_WINDOWS=1 /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" bin/tsp-emu "$work/ar64" --quiet \
     --report "$work/$name.yaml" --trace "$work/$name.json" "$@" > "$work/$name.txt" 2> "$work/$name.err"
   read -r wall user sys rss < "$work/$name.time"
   echo "$label: $(head -1 "$work/$name.txt"); $wall s wall, $(echo "$user + $sys" | bc) s CPU, peak RSS $((rss / 1024)) MiB"
@@ -38,6 +38,7 @@ run default "no --threads"
 for name in t2 default; do
   for f in txt err yaml json; do cmp "$work/t1.$f" "$work/$name.$f"; done
 done
+sed 's/^tsp-emu: /windows (TSP_EMU_WINDOWS, the same in each run): /' "$work/t1.err"
 echo "byte-identical (cmp) in all three runs: summary ($(wc -l < "$work/t1.txt") lines), report ($(stat -c %s "$work/t1.yaml") bytes), trace ($(stat -c %s "$work/t1.json") bytes)"
 python3 -c "
 t1, t2, d = $(cat "$work/t1.wall"), $(cat "$work/t2.wall"), $(cat "$work/default.wall")

@@ -35,6 +35,10 @@
 #include <string.h>
 #include <unistd.h>
 
+// Set in the environment, tsp-emu says on stderr how many windows the run
+// took and how many of them ran on one thread (the same for any --threads).
+#define EMU_WINDOWS_ENV "TSP_EMU_WINDOWS"
+
 void emu_list_grow(void **data, size_t *cap, size_t elem) {
   *cap = *cap ? 2 * *cap : 64;
   *data = xrealloc(*data, *cap * elem);
@@ -387,6 +391,7 @@ void window_run(Emu *m, Tick limit) {
   m->buffered = true;
   uint64_t shown = 0;
   bool hang = false;
+  int64_t windows = 0, serial = 0;
   for (;;) {
     Tick W = next_tick(m);
     if (W == INT64_MAX) break;
@@ -394,8 +399,9 @@ void window_run(Emu *m, Tick limit) {
       hang = true;
       break;
     }
+    windows++;
     if (plan_window(m, W, limit, &w.end))
-      run_serial(m, w.end);
+      run_serial(m, w.end), serial++;
     else
       run_parallel(&w);
     merge_window(m);
@@ -406,6 +412,8 @@ void window_run(Emu *m, Tick limit) {
     if (stopped(m)) break;
   }
   stop_workers(&w, workers);
+  if (getenv(EMU_WINDOWS_ENV))
+    fprintf(stderr, "tsp-emu: %lld windows, %lld of them on one thread\n", (long long)windows, (long long)serial);
   fold_parts(m);
   m->buffered = false;
   if (hang) {
