@@ -38,7 +38,7 @@ run default "no --threads"
 for name in t2 default; do
   for f in txt err yaml json; do cmp "$work/t1.$f" "$work/$name.$f"; done
 done
-sed 's/^tsp-emu: /windows (TSP_EMU_WINDOWS, the same in each run): /' "$work/t1.err"
+sed -n 's/^tsp-emu: \([0-9]* windows\)/windows (TSP_EMU_WINDOWS, the same in each run): \1/p' "$work/t1.err"
 echo "byte-identical (cmp) in all three runs: summary ($(wc -l < "$work/t1.txt") lines), report ($(stat -c %s "$work/t1.yaml") bytes), trace ($(stat -c %s "$work/t1.json") bytes)"
 python3 -c "
 t1, t2, d = $(cat "$work/t1.wall"), $(cat "$work/t2.wall"), $(cat "$work/default.wall")

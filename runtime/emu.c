@@ -1,6 +1,8 @@
 // emu.c: the discrete-event emulator: clocks, the event queue, the units of
 // every device and what their instructions do.  Part of runtime/; link.c
-// moves vectors between devices, check.c judges the run when it ends.
+// moves vectors between devices, window.c runs the events in windows on
+// threads (one queue a partition of the devices), check.c judges the run
+// when it ends.
 //
 // Nothing here trusts the compiler.  Every instruction is timed by the
 // rules of docs/isa.md on the device's own drifting clock, every vector is

@@ -2,6 +2,7 @@
 //
 //   loader.c    manifest.yaml and devNNNN.tsp -> Program (validated, never trusted)
 //   emu.c       the discrete-event emulator: units, links, SRAM, clocks
+//   window.c    the run in conservative windows on threads (--threads)
 //   sram.c      sparse SRAM: memory grows with what is touched
 //   memory.c    the memory a run needs, estimated before it starts (--max-memory)
 //   numeric.c   element arithmetic of the vector, matrix and switch units

@@ -16,6 +16,11 @@
 //     FEC corrects or detects them) or be lost in a cable that died; a
 //     take that finds nothing on a dead cable is not an underflow, since
 //     fault.c reports the cable itself.
+//
+// The run goes in windows (window.c): a vector put on a link joins the
+// peer's receive FIFO at the window's end, through link_apply in event-key
+// order, as do the takes that found the FIFO empty; nothing sent in a
+// window can arrive before it ends, so no take can tell.
 #include "emu_internal.h"
 
 #include <stdlib.h>
