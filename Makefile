@@ -64,8 +64,9 @@ BLAS_LIBS   := $(shell $(PKG_CONFIG) --libs openblas 2>/dev/null || echo -lopenb
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CPPFLAGS += -D_POSIX_C_SOURCE=200809L -I$(GEN) -Ifrontend $(YAML_CFLAGS) $(BLAS_CFLAGS)
-ALL_CFLAGS = -std=c11 $(WARN) $(OPT) $(CFLAGS)
-LDLIBS   += $(YAML_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) -lm
+# -pthread: tsp-emu runs its windows on threads (runtime/window.c).
+ALL_CFLAGS = -std=c11 -pthread $(WARN) $(OPT) $(CFLAGS)
+LDLIBS   += $(YAML_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) -lm -pthread
 
 # ---- sources ---------------------------------------------------------------
 RUNTIME_SRCS := $(wildcard runtime/*.c)

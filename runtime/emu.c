@@ -1,6 +1,8 @@
 // emu.c: the discrete-event emulator: clocks, the event queue, the units of
 // every device and what their instructions do.  Part of runtime/; link.c
-// moves vectors between devices, check.c judges the run when it ends.
+// moves vectors between devices, window.c runs the events in windows on
+// threads (one queue a partition of the devices), check.c judges the run
+// when it ends.
 //
 // Nothing here trusts the compiler.  Every instruction is timed by the
 // rules of docs/isa.md on the device's own drifting clock, every vector is
@@ -130,16 +132,18 @@ static void wheel_put(Emu *e, Event ev) {
   e->in_wheel++;
 }
 
-// The order key of the next event of this type.
-static uint64_t next_order(Emu *e, EventType type) {
-  if (e->seq >= EMU_MAX_EVENTS) die("tsp-emu: the run reached EMU_MAX_EVENTS (2^52) events");
-  return (uint64_t)event_class[type] << 56 | e->seq++ << EMU_EVENT_TYPE_BITS | (uint64_t)type;
+// The order key of device dev's next event of this type.
+static uint64_t next_order(Emu *e, EventType type, int dev) {
+  EDev *d = &e->devs[dev];
+  if (d->seq >= EMU_MAX_EVENTS) die("tsp-emu: device %d reached EMU_MAX_EVENTS (2^37) events", dev);
+  return (uint64_t)event_class[type] << EMU_EVENT_CLASS_SHIFT | (uint64_t)dev << EMU_EVENT_DEV_SHIFT |
+         d->seq++ << EMU_EVENT_TYPE_BITS | (uint64_t)type;
 }
 
 static EventType event_type(const Event *ev) { return (EventType)(ev->order & ((1u << EMU_EVENT_TYPE_BITS) - 1)); }
 
 // The device an event belongs to.
-static int event_dev(const Event *ev) {
+int emu_event_dev(const Event *ev) {
   switch (event_type(ev)) {
   case EV_WAKE: case EV_UNIT: case EV_POLL: return ev->at.dev;
   case EV_LAND: return ev->write->dev;
@@ -155,7 +159,7 @@ static void queue_put(Emu *e, Event ev) {
 }
 
 void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s) {
-  Event ev = {.t = t, .order = next_order(e, type)};
+  Event ev = {.t = t, .order = next_order(e, type, s ? s->dev : dev)};
   if (s)
     ev.stream = s;
   else
@@ -165,17 +169,17 @@ void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s) {
 }
 
 void emu_push_write(Emu *e, Tick t, PendingWrite *w) {
-  queue_put(e, (Event){.t = t, .order = next_order(e, EV_LAND), .write = w});
+  queue_put(e, (Event){.t = t, .order = next_order(e, EV_LAND, w->dev), .write = w});
 }
 
-static size_t queued(const Emu *e) { return e->in_wheel + e->nheap; }
+size_t emu_queued(const Emu *e) { return e->in_wheel + e->nheap; }
 
 static void stream_free(Stream *s);
 
 static void write_free(Emu *e, PendingWrite *w);
 
 // The event's owned memory, for a run that stops early.
-static void event_free(Emu *e, Event *ev) {
+void emu_event_free(Emu *e, Event *ev) {
   EventType type = event_type(ev);
   if (type == EV_LAND)
     write_free(e, ev->write);
@@ -188,31 +192,44 @@ static void refill_wheel(Emu *e) {
   while (e->nheap > 0 && cycle_of(e->heap[0].t) < e->cursor + EMU_WHEEL_CYCLES) wheel_put(e, heap_pop(e));
 }
 
-static Event pop(Emu *e) {
+// The wheel's cursor moves up to the earliest event, which nothing pushed
+// later can precede (an event pushes only at or after its own tick).
+Event *emu_queue_peek(Emu *e) {
+  if (emu_queued(e) == 0) return NULL;
   if (e->in_wheel == 0) e->cursor = MAX(e->cursor, cycle_of(e->heap[0].t));
   refill_wheel(e);
   for (;;) {
     Bucket *b = &e->wheel[e->cursor & (EMU_WHEEL_CYCLES - 1)];
-    if (b->head < b->len) {
-      Event ev = b->e[b->head++];
-      e->in_wheel--;
-      if (event_type(&ev) == EV_POLL) e->polls_queued--;
-      return ev;
-    }
+    if (b->head < b->len) return &b->e[b->head];
     e->cursor++;
     refill_wheel(e);
   }
 }
 
-// Frees what is still queued when a run stops early.
-static void drain_queue(Emu *e) {
+Event emu_queue_pop(Emu *e) {
+  Event ev = *emu_queue_peek(e);
+  e->wheel[e->cursor & (EMU_WHEEL_CYCLES - 1)].head++;
+  e->in_wheel--;
+  if (event_type(&ev) == EV_POLL) e->polls_queued--;
+  return ev;
+}
+
+bool emu_event_is_poll(const Event *ev) { return event_type(ev) == EV_POLL; }
+
+void emu_queue_drain(Emu *e) {
   for (int i = 0; i < EMU_WHEEL_CYCLES; i++) {
     Bucket *b = &e->wheel[i];
-    for (uint32_t k = b->head; k < b->len; k++) event_free(e, &b->e[k]);
+    for (uint32_t k = b->head; k < b->len; k++) emu_event_free(e, &b->e[k]);
     b->head = b->len = 0;
   }
-  for (size_t i = 0; i < e->nheap; i++) event_free(e, &e->heap[i]);
+  for (size_t i = 0; i < e->nheap; i++) emu_event_free(e, &e->heap[i]);
   e->in_wheel = e->nheap = 0;
+}
+
+void emu_queue_free(Emu *e) {
+  for (int i = 0; i < EMU_WHEEL_CYCLES; i++) free(e->wheel[i].e);
+  free(e->wheel);
+  free(e->heap);
 }
 
 // ---- violations and SRAM -------------------------------------------------------------------
@@ -236,11 +253,25 @@ static int listing_slot(Emu *e, ViolationKind kind) {
   return causes;
 }
 
+// Counts v and lists it in its place; v.message is malloc'd (freed here).
+void emu_list_violation(Emu *e, Violation v) {
+  e->r->nviolations++;
+  int at = listing_slot(e, v.kind);
+  char *message = (char *)v.message;
+  if (at >= 0) {
+    v.message = arena_strdup(e->a, message);
+    VEC_PUSH(e->a, &e->r->listed, v);
+    Violation *l = e->r->listed.data;
+    memmove(l + at + 1, l + at, sizeof *l * (size_t)(e->r->listed.len - 1 - at));
+    l[at] = v;
+  }
+  free(message);
+}
+
+// A partition's violations wait for the window's end (window.c), to be
+// listed in key order; the run's own are listed at once.
 void emu_violate(Emu *e, ViolationKind kind, int dev, const EUnit *u, int port, int64_t cycle,
                  const char *fmt, ...) {
-  e->r->nviolations++;
-  int at = listing_slot(e, kind);
-  if (at < 0) return;
   Violation v = {.kind = kind, .device = dev, .port = port, .cycle = cycle};
   if (u) snprintf(v.unit, sizeof v.unit, "%s", u->name);
   va_list ap;
@@ -248,12 +279,14 @@ void emu_violate(Emu *e, ViolationKind kind, int dev, const EUnit *u, int port, 
   Buf b = {0};
   buf_vprintf(&b, fmt, ap);
   va_end(ap);
-  v.message = arena_strdup(e->a, b.data);
-  buf_free(&b);
-  VEC_PUSH(e->a, &e->r->listed, v);
-  Violation *l = e->r->listed.data;
-  memmove(l + at + 1, l + at, sizeof *l * (size_t)(e->r->listed.len - 1 - at));
-  l[at] = v;
+  v.message = b.data ? b.data : xstrdup("");
+  if (!e->buffered) {
+    emu_list_violation(e, v);
+    return;
+  }
+  ViolRec *rec = EMU_LIST_PUSH(&e->viols);
+  *rec = (ViolRec){.k = e->cur, .v = v};
+  e->cur.sub++;
 }
 
 // A read of vector addr at local cycle `local`: it must have been written,
@@ -320,14 +353,14 @@ int64_t emu_trace_cycle(Tick g) { return (g + EMU_TICKS_PER_CYCLE / 2) / EMU_TIC
 // A trace slice [local, local + cycles) in global cycles.  Spans too long to
 // convert exactly (a stream of 2^30 slow vectors) keep their local length.
 void emu_trace_span(Emu *e, const EDev *d, int track, const char *name, int64_t local, int64_t cycles) {
-  if (!e->trace) return;
+  if (!e->opt.trace_path) return;
   cycles = MAX(cycles, 1);
   int64_t start = emu_trace_cycle(emu_global_at(d, local)), end;
   if (cycles < (INT64_MAX - d->start) / d->period - local)
     end = emu_trace_cycle(emu_global_at(d, local + cycles));
   else
     end = start + cycles;
-  trace_slice(e->trace, d->id, track, name, start, MAX(end - start, 1));
+  window_trace_slice(e, d->id, track, name, start, MAX(end - start, 1));
 }
 
 static void trace_instr(Emu *e, const EDev *d, int unit, const char *name, int64_t local, int64_t cycles) {
@@ -351,6 +384,14 @@ static PendingWrite *pending_write(Emu *e, const EDev *d, int unit, uint32_t add
     w = xmalloc(sizeof *w + (size_t)nvec * (size_t)e->vector_bytes);
   *w = (PendingWrite){.dev = d->id, .unit = unit, .addr = addr, .nvec = nvec, .local = local, .lands = lands};
   return w;
+}
+
+void emu_free_writes(Emu *e) {
+  while (e->free_writes) {
+    PendingWrite *w = e->free_writes;
+    e->free_writes = w->next;
+    free(w);
+  }
 }
 
 static void write_free(Emu *e, PendingWrite *w) {
@@ -947,6 +988,23 @@ static void init_ports(Emu *e, EDev *d) {
   }
 }
 
+// Each port's senders: the units whose program SENDs or TRANSMITs on it
+// (window.c bounds what a window can send with them).
+static void count_senders(EDev *d) {
+  int *last = xmalloc((size_t)MAX(d->nports, 1) * sizeof *last);  // the last unit counted for each port
+  for (int p = 0; p < d->nports; p++) last[p] = -1;
+  for (int u = 0; u < d->nunits; u++) {
+    const UnitProgram *up = d->units[u].prog;
+    for (int i = 0; i < up->code.len; i++) {
+      const Instr *in = &up->code.data[i];
+      if ((in->op != OPC_SEND && in->op != OPC_TRANSMIT) || in->port >= d->nports || last[in->port] == u) continue;
+      last[in->port] = u;
+      d->ports[in->port].senders++;
+    }
+  }
+  free(last);
+}
+
 static void init_device(Emu *e, EDev *d, int id) {
   uint64_t rng = emu_rng_for(e->opt.seed, 2, (uint64_t)id);
   d->id = id;
@@ -966,8 +1024,12 @@ static void init_device(Emu *e, EDev *d, int id) {
   for (int u = 0; u < d->nunits; u++) {
     EUnit *unit = &d->units[u];
     unit->prog = &d->prog->units.data[u];
+    unit->last_poll = -1;
+    for (int i = 0; i < unit->prog->code.len; i++)
+      if (unit->prog->code.data[i].op == OPC_POLL) unit->last_poll = i;
     isa_unit_format(unit->name, sizeof unit->name, unit->prog->kind, unit->prog->port);
   }
+  count_senders(d);
   init_records(e, d);
 }
 
@@ -1082,7 +1144,7 @@ bool emu_read_tensor(Emu *e, const TensorHome *th, void *data, char *err, size_t
 
 // ---- the run ----------------------------------------------------------------------------------
 
-static void dispatch(Emu *e, const Event *ev) {
+void emu_dispatch(Emu *e, const Event *ev) {
   switch (event_type(ev)) {
   case EV_WAKE: wake_parked(e, &e->devs[ev->at.dev], ev->t); break;
   case EV_RECV: link_step_recv(e, ev->stream); break;
@@ -1096,14 +1158,6 @@ static void dispatch(Emu *e, const Event *ev) {
   case EV_POLL: link_step_poll(e, &e->devs[ev->at.dev], ev->at.unit, ev->t); break;
   case EV_TYPE_COUNT: unreachable();
   }
-}
-
-// The progress line: simulated cycles against the prediction (or against
-// --max-cycles when there is none).
-static void show_progress(Emu *e, Tick now) {
-  int64_t predicted = e->in->prog->predicted_cycles, cycles = (now - e->first_start) / EMU_TICKS_PER_CYCLE;
-  double of = (double)(predicted > 0 ? predicted : e->opt.max_cycles);
-  progress_update(e->opt.progress, "emulating", (double)cycles / of);
 }
 
 // Each link direction's vectors, from the ports they left.
@@ -1134,38 +1188,20 @@ void emu_run(Emu *e, EmuResult *r) {
   fault_begin_run(e);
   e->first_start = INT64_MAX;
   for (int i = 0; i < e->ndevs; i++) {
-    EDev *d = &e->devs[i];
-    e->first_start = MIN(e->first_start, d->start);
-    e->last_activity = MAX(e->last_activity, d->start);
-    for (int u = 0; u < d->nunits; u++) emu_resume(e, d, u, 0);
+    e->first_start = MIN(e->first_start, e->devs[i].start);
+    e->last_activity = MAX(e->last_activity, e->devs[i].start);
   }
+  window_begin(e);
+  for (int i = 0; i < e->ndevs; i++)
+    for (int u = 0; u < e->devs[i].nunits; u++) emu_resume(e->parts[e->part_of[i]], &e->devs[i], u, 0);
   Tick limit = e->first_start + e->opt.max_cycles * EMU_TICKS_PER_CYCLE;
-  uint64_t events = 0;
-  while (queued(e) > 0 && !e->stop) {
-    Event ev = pop(e);
-    if (e->opt.progress && ++events % EMU_PROGRESS_EVENTS == 0) show_progress(e, ev.t);
-    if (ev.t > limit) {
-      emu_violate(e, VIOL_HANG, -1, NULL, -1, e->opt.max_cycles,
-                  "still running after %lld cycles (--max-cycles)", (long long)e->opt.max_cycles);
-      event_free(e, &ev);
-      e->last_activity = limit;  // the run lasted until it was cut
-      break;
-    }
-    const EDev *d = &e->devs[event_dev(&ev)];
-    if (ev.t >= d->dies_at) {  // a dead device does nothing (fault.c)
-      e->last_activity = MAX(e->last_activity, d->dies_at);  // the run lasted until it died
-      event_free(e, &ev);
-      continue;
-    }
-    e->last_activity = MAX(e->last_activity, ev.t);
-    dispatch(e, &ev);
-  }
+  window_run(e, limit);
   if (!e->stop && e->last_activity > limit) {  // results that land past the limit
     emu_violate(e, VIOL_HANG, -1, NULL, -1, e->opt.max_cycles,
                 "still running after %lld cycles (--max-cycles)", (long long)e->opt.max_cycles);
     e->last_activity = limit;
   }
-  drain_queue(e);
+  window_end(e);
   r->cycles = (e->last_activity - e->first_start + EMU_TICKS_PER_CYCLE - 1) / EMU_TICKS_PER_CYCLE;
   count_link_vectors(e, r);
   check_after_run(e);
@@ -1194,13 +1230,7 @@ void emu_free(Emu *e) {
     free(e->devs[i].ports);
   }
   free(e->devs);
-  for (int i = 0; i < EMU_WHEEL_CYCLES; i++) free(e->wheel[i].e);
-  free(e->wheel);
-  free(e->heap);
-  while (e->free_writes) {
-    PendingWrite *w = e->free_writes;
-    e->free_writes = w->next;
-    free(w);
-  }
+  emu_queue_free(e);
+  emu_free_writes(e);
   free(e);
 }

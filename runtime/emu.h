@@ -2,6 +2,7 @@
 //
 //   loader.c    manifest.yaml and devNNNN.tsp -> Program (validated, never trusted)
 //   emu.c       the discrete-event emulator: units, links, SRAM, clocks
+//   window.c    the run in conservative windows on threads (--threads)
 //   sram.c      sparse SRAM: memory grows with what is touched
 //   memory.c    the memory a run needs, estimated before it starts (--max-memory)
 //   numeric.c   element arithmetic of the vector, matrix and switch units
@@ -90,6 +91,8 @@ bool emu_read_manifest(Arena *a, Diag *d, const SrcFile *src, EmuInput *in);
 // any buffer (rx_buffer_vectors) and any link's latency / cycles a vector,
 // so only a run that already overflowed reaches it; it is then stopped.
 #define EMU_MAX_QUEUED_VECTORS (1 << 16)
+// The most threads (--threads) a run's windows use.
+#define EMU_MAX_THREADS 256
 // The largest vector the emulator handles (a multiple of 4 bytes).
 #define EMU_MAX_VECTOR_BYTES 1024
 
@@ -111,6 +114,7 @@ typedef struct EmuOptions {
   int64_t trace_max_vectors;
   Faults *faults;          // link errors, dead cables and devices (NULL: none); kept across replays
   Progress *progress;      // the progress line on a terminal (NULL: none)
+  int threads;             // threads the run's windows use (0: the cores available; window.c)
 } EmuOptions;
 
 // kind           spelling        what went wrong
@@ -217,6 +221,9 @@ bool emu_write_tensor(Emu *e, const TensorHome *th, const void *data, char *err,
 // Copies a named tensor out after the run (--dump); data holds its bytes.
 bool emu_read_tensor(Emu *e, const TensorHome *th, void *data, char *err, size_t errlen);
 void emu_run(Emu *e, EmuResult *r);
+// The threads a run uses by default: the cores this process may run on
+// (sched_getaffinity; else the cores online), at most EMU_MAX_THREADS.
+int emu_default_threads(void);
 // Finishes the trace file, if any: false if any of it failed to write.
 bool emu_close_trace(Emu *e);
 // Vectors that crossed a link in the run, and how many of them the trace

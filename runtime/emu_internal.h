@@ -35,16 +35,28 @@ typedef struct PendingWrite {
 } PendingWrite;
 
 // 24 bytes: the queue moves events around, so they are kept small.  The
-// type sits in the low bits of `order`, below the sequence number, so it
-// never decides an order.  The sequence number has the 52 bits between
-// (EMU_MAX_EVENTS, about 4.5 x 10^15 events: years of emulation; a run
-// that reached it would stop with an error, not misorder).
+// order key is (class, device, the device's own sequence number, type),
+// high bits to low: events at one tick run in class order, then by device,
+// then in the order the device pushed them.  The type sits in the low bits,
+// below the sequence number, so it never decides an order.  No part of the
+// key depends on how the devices are split among threads or ranks (emu.c,
+// windows): a device's events are pushed only by its own events, so its
+// sequence numbers are the same however the run is split.  The sequence
+// number has EMU_EVENT_SEQ_BITS bits (EMU_MAX_EVENTS a device, about 1.4 x
+// 10^11: days of emulation of one device; a run that reached it would stop
+// with an error, not misorder).
 #define EMU_EVENT_TYPE_BITS 4
-#define EMU_MAX_EVENTS (UINT64_C(1) << (56 - EMU_EVENT_TYPE_BITS))
+#define EMU_EVENT_SEQ_BITS 37
+#define EMU_EVENT_DEV_BITS 20
+#define EMU_EVENT_DEV_SHIFT (EMU_EVENT_TYPE_BITS + EMU_EVENT_SEQ_BITS)
+#define EMU_EVENT_CLASS_SHIFT (EMU_EVENT_DEV_SHIFT + EMU_EVENT_DEV_BITS)
+#define EMU_MAX_EVENTS (UINT64_C(1) << EMU_EVENT_SEQ_BITS)
 _Static_assert(EV_TYPE_COUNT <= 1 << EMU_EVENT_TYPE_BITS, "event types must fit EMU_EVENT_TYPE_BITS");
+_Static_assert(IR_MAX_DEVICES <= 1 << EMU_EVENT_DEV_BITS, "device ids must fit EMU_EVENT_DEV_BITS");
+_Static_assert(EMU_EVENT_CLASS_SHIFT + 3 <= 64, "the five classes must fit above the device");
 typedef struct Event {
   Tick t;
-  uint64_t order;  // class << 56 | sequence number << EMU_EVENT_TYPE_BITS | type: ties broken deterministically
+  uint64_t order;  // class | device | the device's sequence number | type: ties broken deterministically
   union {
     struct Stream *stream;  // EV_RECV, EV_SEND, EV_VXM, EV_MXM, EV_INSTALL, EV_SXM
     PendingWrite *write;    // EV_LAND
@@ -88,7 +100,6 @@ typedef struct RxQueue {
   RxEntry *e;
   size_t head, len, cap;
   uint64_t appended, taken;
-  Tick last_arrival;  // arrivals on one link keep their order
 } RxQueue;
 
 typedef struct EPort {
@@ -104,6 +115,9 @@ typedef struct EPort {
   bool overflow_reported;
   RxQueue rx;
   int64_t sent;           // vectors that left on this port, data and notifications (the report's links:)
+  Tick last_arrival;      // the latest arrival of what left it: arrivals on one link keep their order
+  int senders;            // units whose program SENDs or TRANSMITs on it (window.c's bound)
+  int sending;            // SEND streams going on it
 } EPort;
 
 typedef enum { UNIT_READY, UNIT_PARKED, UNIT_POLLING, UNIT_HALTED, UNIT_FELL_OFF } UnitState;
@@ -115,6 +129,7 @@ typedef struct EUnit {
   int64_t next_local;   // when it issues next
   int64_t wait_start;   // when a SYNC or POLL began (for the trace)
   int poll_port;
+  int last_poll;        // the index of its program's last POLL (-1: none)
   SramCursor land_cur;  // where the unit's results land (its writes come in address order)
   char name[16];
 } EUnit;
@@ -145,11 +160,59 @@ typedef struct EDev {
   WeightBuffer wbuf[ISA_MXM_BUFFERS];
   int64_t install_busy_until;  // the install path reads until this local cycle
   Tick dies_at;            // fault.c: the device does nothing from this tick on (INT64_MAX: never)
+  uint64_t seq;            // the sequence number of its next event (the order key)
 } EDev;
 
 typedef struct PayloadBlock {
   struct PayloadBlock *next;
 } PayloadBlock;
+
+// ---- window.c's records --------------------------------------------------
+// What an event does that other partitions see or that goes to the report
+// and the trace is buffered with a key: the event's (t, order) and a count
+// within the event (sub), so that merging every partition's buffers in key
+// order gives the order one queue would have run them in.
+typedef struct Key {
+  Tick t;
+  uint64_t order;
+  uint32_t sub;
+} Key;
+
+// A growable malloc'd array (window.c's buffers).
+#define EMU_LIST(T) struct { T *data; size_t len, cap; }
+#define EMU_LIST_PUSH(l) \
+  (((l)->len == (l)->cap ? emu_list_grow((void **)&(l)->data, &(l)->cap, sizeof *(l)->data) : (void)0), \
+   &(l)->data[(l)->len++])
+void emu_list_grow(void **data, size_t *cap, size_t elem);
+
+typedef struct ViolRec {
+  Key k;
+  Violation v;  // v.message malloc'd
+} ViolRec;
+
+// A trace slice (pid0, tid0, name, a = start, b = duration) or flow arrow
+// (name NULL: from (pid0, tid0) at a to (pid1, tid1) at b), in cycles.
+typedef struct TraceRec {
+  Key k;
+  const char *name;
+  int pid0, tid0, pid1, tid1;
+  int64_t a, b;
+} TraceRec;
+
+// What crosses between devices, applied at the window's end in key order
+// (link.c): a vector leaving a port, or a take that found its port's
+// buffer empty (what it finds depends on what else left in the window).
+typedef enum { NET_DEPART, NET_TAKE } NetKind;
+typedef struct NetOp {
+  Key k;                   // then k.sub + 1 and + 2 for what applying it reports
+  NetKind kind;
+  int dev, port, unit;     // the sender (DEPART), the taker (TAKE)
+  Tick at, arrives;        // DEPART: it leaves at, arrives; TAKE: the take's tick
+  int64_t local;           // TAKE: the take's local cycle
+  uint32_t addr;           // DEPART: the SRAM vector it came from (UINT32_MAX: a notification)
+  uint8_t *payload;        // DEPART (NULL: a notification)
+} NetOp;
+#define EMU_NET_SUBS 3     // keys a NetOp takes
 
 // The event queue: a timing wheel of one bucket a cycle over the next
 // EMU_WHEEL_CYCLES cycles (each bucket kept sorted), and a heap for what lies
@@ -174,7 +237,6 @@ struct Emu {
   size_t in_wheel;
   Event *heap;               // events EMU_WHEEL_CYCLES or more past the cursor
   size_t nheap, heap_cap;
-  uint64_t seq;
   size_t polls_queued;       // EV_POLL events in the heap
   PayloadBlock *free_payloads;
   PendingWrite *free_writes; // one-vector writes, recycled: no allocation per result vector
@@ -184,9 +246,40 @@ struct Emu {
   Tick first_start;
   Tick last_activity;  // the last HALT, take, or landing result: the end of the run
   bool stop;
+  // window.c: the run's Emu (`main`) splits the devices into partitions,
+  // each an Emu of its own that shares the devices and has its own queue,
+  // free lists, counters and buffers.
+  Emu *main;            // the run's Emu (a partition's; the run's own: itself)
+  Emu **parts;          // main: the partitions
+  int nparts;
+  int *part_of;         // main: [device] its partition
+  bool buffered;        // violations and trace go into the lists below, merged in key order
+  Key cur;              // the event being run: the key of what it buffers next
+  EMU_LIST(ViolRec) viols;
+  EMU_LIST(TraceRec) traces;
+  EMU_LIST(NetOp) net;
+  EmuResult part_r;     // a partition's counters (its r)
+  uint64_t events;      // events run
+  uint64_t flow_ids;    // main: the trace's flow arrows numbered so far
+  bool polls_over;      // main: no unit can issue a POLL any more
+  Tick window;          // main: a window's ticks, the smallest link latency
+  size_t *merge_at;     // main: merge_lists' place in each list
 };
 
 // ---- emu.c ----
+// The queue (each partition has one).
+size_t emu_queued(const Emu *e);
+Event *emu_queue_peek(Emu *e);  // the earliest event (NULL: none); it stays queued
+Event emu_queue_pop(Emu *e);
+void emu_queue_drain(Emu *e);   // frees what is still queued
+void emu_queue_free(Emu *e);
+int emu_event_dev(const Event *ev);
+bool emu_event_is_poll(const Event *ev);
+void emu_event_free(Emu *e, Event *ev);
+void emu_dispatch(Emu *e, const Event *ev);
+// A violation formatted by a partition, into the run's list (window.c's merge).
+void emu_list_violation(Emu *e, Violation v);
+void emu_free_writes(Emu *e);
 Tick emu_global_at(const EDev *d, int64_t local);
 int64_t emu_local_at_or_after(const EDev *d, Tick g);
 void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s);
@@ -213,6 +306,9 @@ int64_t emu_trace_cycle(Tick g);
 void emu_trace_span(Emu *e, const EDev *d, int track, const char *name, int64_t local, int64_t cycles);
 
 // ---- link.c ----
+// A window's NetOp applied to the ports, as one queue would have at its key.
+void link_apply(Emu *m, const NetOp *op);
+void link_free_payloads(Emu *e);
 void link_send(Emu *e, EDev *d, int unit, const Instr *in, int64_t local);
 void link_recv(Emu *e, EDev *d, int unit, const Instr *in, int64_t local);
 void link_transmit(Emu *e, EDev *d, int unit, const Instr *in, int64_t local);
@@ -241,6 +337,21 @@ void fault_after_run(Emu *e);
 // length is then no measure of the schedule: time is not checked).
 bool fault_data_untrusted(const Emu *e);
 bool fault_cut_short(const Emu *e);
+
+// ---- window.c ----
+// Splits the devices into partitions (opt.threads) before the first event.
+void window_begin(Emu *m);
+// Runs every event up to `limit` window by window; the --max-cycles hang
+// when events are left past it.
+void window_run(Emu *m, Tick limit);
+// Trace records of the event being run (buffered).
+void window_trace_slice(Emu *e, int pid, int tid, const char *name, int64_t start, int64_t dur);
+void window_trace_flow(Emu *e, int pid0, int tid0, int64_t t0, int pid1, int tid1, int64_t t1);
+NetOp *window_net_op(Emu *e, NetKind kind);
+// Whether only POLL checks are left in every partition's queue.
+bool window_only_polls_left(const Emu *e);
+// Sums the partitions' counters into the run's and frees them.
+void window_end(Emu *m);
 
 // ---- check.c ----
 void check_after_run(Emu *e);

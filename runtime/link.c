@@ -16,6 +16,11 @@
 //     FEC corrects or detects them) or be lost in a cable that died; a
 //     take that finds nothing on a dead cable is not an underflow, since
 //     fault.c reports the cable itself.
+//
+// The run goes in windows (window.c): a vector put on a link joins the
+// peer's receive FIFO at the window's end, through link_apply in event-key
+// order, as do the takes that found the FIFO empty; nothing sent in a
+// window can arrive before it ends, so no take can tell.
 #include "emu_internal.h"
 
 #include <stdlib.h>
@@ -66,36 +71,78 @@ static RxEntry rx_pop(RxQueue *q) {
 }
 
 // Puts a vector (read from SRAM vector addr; a notification: payload NULL)
-// on the link leaving (d, port) at local cycle `local`.
+// on the link leaving (d, port) at local cycle `local`.  Its arrival is
+// drawn now; it joins the peer's receive FIFO at the window's end
+// (link_apply), at least a link latency before it can arrive.
 static void depart(Emu *e, EDev *d, int unit, int port, int64_t local, uint32_t addr, uint8_t *payload) {
   EPort *out = &d->ports[port];
-  EPort *in = &e->devs[out->peer_dev].ports[out->peer_port];
-  RxQueue *q = &in->rx;
   out->sent++;  // it holds the link, whatever becomes of it
   Tick now = emu_global_at(d, local);
   int64_t latency = out->latency_max;
   if (e->opt.jitter)
     latency = out->latency_min + (int64_t)(emu_rng(&out->rng) % (uint64_t)(out->latency_max - out->latency_min + 1));
-  Tick arrives = MAX(now + latency * EMU_TICKS_PER_CYCLE, q->last_arrival);
-  q->last_arrival = arrives;
-  if (e->opt.faults && !fault_on_wire(e, d, port, now, arrives, addr, payload)) {  // a dead cable
+  Tick arrives = MAX(now + latency * EMU_TICKS_PER_CYCLE, out->last_arrival);
+  out->last_arrival = arrives;
+  NetOp *op = window_net_op(e, NET_DEPART);
+  op->dev = d->id, op->port = port, op->unit = unit;
+  op->at = now, op->arrives = arrives, op->addr = addr, op->payload = payload;
+}
+
+// A departure at the window's end, as it would have been at its own key:
+// through the wire's faults, then into the peer's FIFO.
+static void apply_depart(Emu *m, const NetOp *op) {
+  EDev *d = &m->devs[op->dev];
+  EPort *out = &d->ports[op->port];
+  RxQueue *q = &m->devs[out->peer_dev].ports[out->peer_port].rx;
+  if (m->opt.faults && !fault_on_wire(m, d, op->port, op->at, op->arrives, op->addr, op->payload)) {  // a dead cable
     q->appended++;
-    payload_free(e, payload);
+    payload_free(m, op->payload);
     return;
   }
   if (q->appended++ < q->taken) {  // its take slot has passed: reported as an underflow
-    payload_free(e, payload);
+    payload_free(m, op->payload);
     return;
   }
   if (q->len >= EMU_MAX_QUEUED_VECTORS) {  // nothing takes them: bound the memory, stop
-    emu_violate(e, VIOL_OVERFLOW, out->peer_dev, NULL, out->peer_port, -1,
+    emu_violate(m, VIOL_OVERFLOW, out->peer_dev, NULL, out->peer_port, -1,
                 "port %d holds %d vectors nothing takes; the run is stopped", out->peer_port,
                 EMU_MAX_QUEUED_VECTORS);
-    payload_free(e, payload);
-    e->stop = true;
+    payload_free(m, op->payload);
+    m->stop = true;
     return;
   }
-  rx_push(q, (RxEntry){.departed = now, .arrives = arrives, .payload = payload, .from_dev = d->id, .from_unit = unit});
+  rx_push(q, (RxEntry){.departed = op->at, .arrives = op->arrives, .payload = op->payload, .from_dev = d->id,
+                       .from_unit = op->unit});
+}
+
+// A take that found its FIFO empty, at the window's end: a vector that left
+// for it earlier in the window (it cannot have arrived yet) was its
+// vector, late; else none was sent, or a dead cable lost it (fault.c names
+// the cable).
+static void apply_take(Emu *m, const NetOp *op) {
+  EDev *d = &m->devs[op->dev];
+  EPort *p = &d->ports[op->port];
+  const EUnit *u = &d->units[op->unit];
+  if (p->rx.len > 0) {
+    emu_violate(m, VIOL_UNDERFLOW, d->id, u, op->port, op->local,
+                "RECV wants a vector on port %d at cycle %lld; it arrives at cycle %lld", op->port,
+                (long long)op->local, (long long)emu_local_at_or_after(d, rx_at(&p->rx, 0)->arrives));
+    payload_free(m, rx_pop(&p->rx).payload);  // the late vector was meant for this slot: drop it
+    return;
+  }
+  if (op->at < p->dies_at)
+    emu_violate(m, VIOL_UNDERFLOW, d->id, u, op->port, op->local,
+                "RECV wants a vector on port %d at cycle %lld; none has been sent", op->port, (long long)op->local);
+  p->rx.taken++;
+}
+
+void link_apply(Emu *m, const NetOp *op) {
+  m->cur = op->k;
+  m->cur.sub++;
+  if (op->kind == NET_DEPART)
+    apply_depart(m, op);
+  else
+    apply_take(m, op);
 }
 
 // ---- issuing ----------------------------------------------------------------------------
@@ -127,6 +174,7 @@ void link_send(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
   EPort *p = &d->ports[in->port];
   check_tx_free(e, d, unit, in->port, local, (int64_t)in->b * p->every);
   trace_stream(e, d, unit, 1, "SEND", local, (int64_t)in->b * p->every);
+  p->sending++;
   emu_push(e, emu_global_at(d, local), EV_SEND, d->id, unit, emu_stream_new(in, d->id, unit, local, in->b, p->every));
 }
 
@@ -165,10 +213,12 @@ void link_step_send(Emu *e, Stream *s) {
   // it, so that the copy does not wait on memory (streams are long).
   if (s->k + 1 < s->n) sram_prefetch(&d->sram, &s->cur[CUR_B], s->in.a + s->k + 1, false);
   depart(e, d, s->unit, s->in.port, local, s->in.a + s->k, payload);
-  if (++s->k < s->n)
+  if (++s->k < s->n) {
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_SEND, s->dev, s->unit, s);
-  else
+  } else {
+    d->ports[s->in.port].sending--;
     free(s);
+  }
 }
 
 // Overflow: a vector arrived while rx_buffer_vectors others were waiting,
@@ -193,9 +243,9 @@ static void check_overflow(Emu *e, EDev *d, const EUnit *u, int port, int64_t lo
 
 static void trace_vector(Emu *e, const RxEntry *v, int dev, int unit, Tick now) {
   e->flows++;
-  if (!e->trace || (int64_t)e->flows > e->opt.trace_max_vectors) return;
-  trace_flow(e->trace, e->flows, v->from_dev, emu_trace_track(v->from_unit, 1), emu_trace_cycle(v->departed),
-             dev, emu_trace_track(unit, 2), emu_trace_cycle(now));
+  if (!e->opt.trace_path) return;
+  window_trace_flow(e, v->from_dev, emu_trace_track(v->from_unit, 1), emu_trace_cycle(v->departed), dev,
+                    emu_trace_track(unit, 2), emu_trace_cycle(now));
 }
 
 void link_step_recv(Emu *e, Stream *s) {
@@ -219,23 +269,14 @@ void link_step_recv(Emu *e, Stream *s) {
       e->r->vectors_moved++;
       trace_vector(e, &v, d->id, s->unit, now);
     }
-  } else if (p->rx.len == 0 && now >= p->dies_at) {
-    p->rx.taken++;  // what this take wanted was lost in a dead cable: fault.c names the cable
-  } else {
-    if (p->rx.len > 0)
-      emu_violate(e, VIOL_UNDERFLOW, d->id, u, s->in.port, local,
-                  "RECV wants a vector on port %d at cycle %lld; it arrives at cycle %lld", s->in.port,
-                  (long long)local, (long long)emu_local_at_or_after(d, rx_at(&p->rx, 0)->arrives));
-    else
-      emu_violate(e, VIOL_UNDERFLOW, d->id, u, s->in.port, local,
-                  "RECV wants a vector on port %d at cycle %lld; none has been sent", s->in.port,
-                  (long long)local);
-    if (p->rx.len > 0) {  // the late vector was meant for this slot: drop it
-      RxEntry late = rx_pop(&p->rx);
-      payload_free(e, late.payload);
-    } else {
-      p->rx.taken++;
-    }
+  } else if (p->rx.len > 0) {
+    emu_violate(e, VIOL_UNDERFLOW, d->id, u, s->in.port, local,
+                "RECV wants a vector on port %d at cycle %lld; it arrives at cycle %lld", s->in.port,
+                (long long)local, (long long)emu_local_at_or_after(d, rx_at(&p->rx, 0)->arrives));
+    payload_free(e, rx_pop(&p->rx).payload);  // the late vector was meant for this slot: drop it
+  } else {  // what finds an empty FIFO depends on the window's other departures: apply_take
+    NetOp *op = window_net_op(e, NET_TAKE);
+    op->dev = d->id, op->port = s->in.port, op->unit = s->unit, op->at = now, op->local = local;
   }
   if (++s->k < s->n)
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_RECV, s->dev, s->unit, s);
@@ -298,10 +339,10 @@ void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary) {
   while (p->rx.len > 0 && rx_at(&p->rx, 0)->arrives <= boundary) {
     RxEntry v = rx_pop(&p->rx);
     if (!v.payload) {
-      if (e->trace) trace_vector(e, &v, d->id, unit, boundary);
-      if (e->trace) {
+      if (e->opt.trace_path) {
+        trace_vector(e, &v, d->id, unit, boundary);
         int64_t start = emu_trace_cycle(emu_global_at(d, u->wait_start));
-        trace_slice(e->trace, d->id, unit, "POLL", start, MAX(emu_trace_cycle(emu_global_at(d, local)) - start, 1));
+        window_trace_slice(e, d->id, unit, "POLL", start, MAX(emu_trace_cycle(emu_global_at(d, local)) - start, 1));
       }
       emu_resume(e, d, unit, local);
       return;
@@ -310,7 +351,7 @@ void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary) {
                 "POLL on port %d found data, not a notification", u->poll_port);
     payload_free(e, v.payload);
   }
-  if (e->in_wheel + e->nheap == e->polls_queued && !polls_can_progress(e, boundary)) {
+  if (window_only_polls_left(e) && !polls_can_progress(e, boundary)) {
     report_hang(e, boundary);
     return;
   }
@@ -324,6 +365,10 @@ void link_free(Emu *e) {
       while (q->len > 0) payload_free(e, rx_pop(q).payload);
       free(q->e);
     }
+  link_free_payloads(e);
+}
+
+void link_free_payloads(Emu *e) {
   while (e->free_payloads) {
     PayloadBlock *b = e->free_payloads;
     e->free_payloads = b->next;

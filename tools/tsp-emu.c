@@ -6,6 +6,7 @@
 //   tsp-emu DIR [--seed S] [--data-seed N] [--jitter on|off] [--drift-ppm P] [--start-skew C]
 //               [--trace FILE] [--report FILE] [--input NAME[#B][@DEV]=F.npy] [--dump NAME[#B][@DEV|@all]=F.npy]
 //               [--ber RATE] [--inject sbe|mbe:A-B@C] [--fail-link A-B@C] [--fail-device N@C] [--replay N]
+//               [--threads N]
 //
 // With faults (runtime/fault.c), a run the hardware flags (a detected link
 // error, a cable or device that died) is replayed from the start, up to
@@ -68,6 +69,9 @@ static void usage(FILE *out) {
           "  --max-listed N       violations listed (all are counted; default %d)\n"
           "  --max-memory MIB     refuse a run whose memory estimate is over MIB mebibytes\n"
           "                       (default %d%% of this machine's memory)\n"
+          "  --threads N          run the devices on N threads, in windows of the smallest link\n"
+          "                       latency (default: the cores this process may use); the report\n"
+          "                       and trace are the same for any N\n"
           "\n"
           "faults (docs/isa.md, Faults; CYCLE is a global cycle):\n"
           "  --ber RATE           flip each bit on every link with probability RATE (0 to 1):\n"
@@ -93,7 +97,7 @@ static bool number(const char *opt, const char *arg, int64_t lo, int64_t hi, int
 }
 
 enum { O_SEED = 256, O_DATA_SEED, O_JITTER, O_DRIFT, O_SKEW, O_TRACE, O_TRACE_MAX, O_REPORT, O_INPUT, O_DUMP, O_MAX_CYCLES, O_MAX_LISTED, O_MAX_MEMORY,
-       O_BER, O_INJECT, O_FAIL_LINK, O_FAIL_DEVICE, O_REPLAY, O_QUIET, O_VERSION, O_HELP };
+       O_THREADS, O_BER, O_INJECT, O_FAIL_LINK, O_FAIL_DEVICE, O_REPLAY, O_QUIET, O_VERSION, O_HELP };
 
 // --inject, --fail-link, --fail-device: the syntax here, the devices and
 // cables once the topology is loaded (fault_new).
@@ -145,6 +149,10 @@ static bool parse_option(int ch, const char *arg, Args *a) {
     a->opt.max_listed = (int)v;
     return true;
   case O_MAX_MEMORY: return number("--max-memory", arg, 1, (int64_t)1 << 40, &a->max_memory_mib);
+  case O_THREADS:
+    if (!number("--threads", arg, 1, EMU_MAX_THREADS, &v)) return false;
+    a->opt.threads = (int)v;
+    return true;
   case O_BER:
     if (!str_to_double(arg, &a->ber) || !(a->ber >= 0 && a->ber <= 1)) {
       fprintf(stderr, "tsp-emu: error: --ber needs a rate from 0 to 1, got '%s'\n", arg);
@@ -183,7 +191,7 @@ static bool parse_args(int argc, char **argv, Args *a) {
       {"report", required_argument, 0, O_REPORT},     {"input", required_argument, 0, O_INPUT},
       {"dump", required_argument, 0, O_DUMP},         {"max-cycles", required_argument, 0, O_MAX_CYCLES},
       {"max-listed", required_argument, 0, O_MAX_LISTED}, {"max-memory", required_argument, 0, O_MAX_MEMORY},
-      {"ber", required_argument, 0, O_BER},
+      {"threads", required_argument, 0, O_THREADS},   {"ber", required_argument, 0, O_BER},
       {"inject", required_argument, 0, O_INJECT},     {"fail-link", required_argument, 0, O_FAIL_LINK},
       {"fail-device", required_argument, 0, O_FAIL_DEVICE}, {"replay", required_argument, 0, O_REPLAY},
       {"quiet", no_argument, 0, O_QUIET},             {"version", no_argument, 0, O_VERSION},
