@@ -200,7 +200,8 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
     fprintf(ch->log, " -> %s, fewest cycles and of those the fewest vector-hops (%lld against %lld)",
             ir_algo_names[best], (long long)best_vectors, (long long)tied_vectors);
   else fprintf(ch->log, " -> %s, fewest cycles", ir_algo_names[best]);
-  fprintf(ch->log, "%s\n", cached ? " (cached: a collective like it was costed before)" : "");
+  fprintf(ch->log, "%s%s\n", cached ? " (cached: a collective like it was costed before)" : "",
+          ch->c->trial_dag ? " (its trial is the compile's: lower, route and schedule keep it)" : "");
   return best;
 }
 

@@ -37,8 +37,11 @@ extern const char *const route_mode_names[ROUTE_MODE_COUNT];
 #define SCHEDULE_AUTO_LAG_PERCENT 15
 // Gap filling (a transfer's fill_gaps): the fewest vectors a piece of a
 // route placed in a gap carries, so a stream is not cut into pieces that
-// cost more instructions than the gap is worth.
+// cost more instructions than the gap is worth; and at least a
+// SCHEDULE_GAP_MAX_PIECES-th of the route, so a long stream is cut into at
+// most that many (instructions grow with transfers, not with bytes).
 #define SCHEDULE_GAP_MIN_VECTORS 4
+#define SCHEDULE_GAP_MAX_PIECES 16
 #define SCHEDULE_AUTO_LAG_GRACE_PERCENT 10
 // The longest one transfer may take, and the latest a schedule may end, in
 // cycles (named limits far past any real program: a node starts before

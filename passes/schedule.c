@@ -238,9 +238,10 @@ static int64_t place_filling(Scheduler *s, DagNode *n, int64_t ready, int64_t bo
   for (int r = 0; r < n->nroutes; r++) {
     Route rest = n->routes[r];
     int64_t t = ready, retry;
+    int64_t least = MAX(SCHEDULE_GAP_MIN_VECTORS, (rest.count + SCHEDULE_GAP_MAX_PIECES - 1) / SCHEDULE_GAP_MAX_PIECES);
     while (rest.count) {
       Route probe = rest;
-      probe.count = MIN(rest.count, SCHEDULE_GAP_MIN_VECTORS);
+      probe.count = MIN(rest.count, least);
       if (bound >= 0 && t + route_finish(&rest, 1) >= bound) return -1;
       if (!route_fits(s, &probe, t, &retry)) {
         t = retry;
