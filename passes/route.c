@@ -216,8 +216,8 @@ static bool route_transfer(Router *r, DagNode *n) {
 }
 
 void route_choose(DagNode *n, RouteMode mode) {
-  bool spread = mode == ROUTE_NONMINIMAL ||
-                (mode == ROUTE_AUTO && route_finish(n->spread, n->nspread) < route_finish(n->minimal, 1));
+  bool spread = !n->fill_gaps && (mode == ROUTE_NONMINIMAL || (mode == ROUTE_AUTO && route_finish(n->spread, n->nspread) <
+                                                                                       route_finish(n->minimal, 1)));
   n->nonminimal = spread;
   n->routes = spread ? n->spread : n->minimal;
   n->nroutes = spread ? n->nspread : 1;
