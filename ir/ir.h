@@ -619,6 +619,8 @@ typedef struct DagNode {
   bool nonminimal;   // TRANSFER, after routing: routes are the spread ones
   bool on_cycle;     // TRANSFER: a ring's hop between neighbours on its cycle;
                      //   --route=auto keeps it on the link between them
+  bool fill_gaps;     // TRANSFER: the scheduler may cut its routes into pieces in the
+                     //   gaps other transfers leave (passes/schedule.c, place_filling)
   int lane;          // TRANSFER of a collective: which of its algorithm's rings or trees
                      //   carried it (0 ..), for --emit=dot pictures and the manifest
   int ngroup;        // COLLECTIVE: the participating devices, ascending

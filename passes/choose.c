@@ -66,12 +66,28 @@ static int64_t link_vectors(const Dag *d) {
   return sum;
 }
 
+// Whether a trial's DAG, routed and scheduled minimally, is what the
+// compile's route and schedule passes would make of it: under
+// --route=minimal, or when every transfer fills gaps (such a transfer is
+// routed minimally under any mode, and with nothing to spread the
+// load-aware schedule is the minimal one).
+static bool kept_as_final(const Compilation *c, const Dag *d) {
+  if (c->route_mode == ROUTE_MINIMAL) return true;
+  if (c->route_mode != ROUTE_AUTO) return false;
+  for (int i = 0; i < d->nodes.len; i++)
+    if (d->nodes.data[i]->kind != NODE_TRANSFER || !d->nodes.data[i]->fill_gaps) return false;
+  return true;
+}
+
 // The makespan of `old` lowered with c->algos, routed and scheduled, -1
 // when a pass refuses it, or ABANDONED past bound (>= 0).  Everything the
 // trial builds is released and its diagnostics are discarded.
 // as_compiled: routed and scheduled as the compile will (--route=auto's
 // load-aware schedule against the all-minimal one), not minimally.
-static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vectors, bool as_compiled) {
+// keep (optional): a trial that is what lower, route and schedule would
+// make (kept_as_final) is kept, scheduled, in *keep instead (its memory
+// stays in the arena).
+static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vectors, bool as_compiled, Dag **keep) {
   ArenaMark mark = arena_mark(&c->arena);
   Dag *dag, *model = c->dag;
   int64_t makespan = -1;
@@ -84,6 +100,11 @@ static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vec
     if (routed && as_compiled) makespan = schedule_as_compiled(c, bound);
     else if (routed) makespan = schedule_makespan(c, trial_route(c), bound);
     if (vectors && makespan >= 0) *vectors = link_vectors(dag);
+    if (keep && makespan >= 0 && kept_as_final(c, dag)) {
+      dag->makespan = makespan, dag->scheduled = true, *keep = dag;
+      c->dag = model;
+      return makespan;
+    }
   }
   c->dag = model;
   arena_release(&c->arena, mark);
@@ -102,7 +123,7 @@ static bool same_signature(const Cost *k, const DagNode *n, bool in_place, int64
 
 // Collective n alone under algo, from the cache when it was tried there
 // under a bound no tighter than this one.
-static Cost isolated(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound, bool as_compiled) {
+static Cost isolated(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound, bool as_compiled, Dag **keep) {
   Compilation *c = ch->c;
   bool in_place = lower_in_place(c->graph, n->op);
   int64_t bytes = layout_bytes(c, n->op->args[0]) + layout_bytes(c, n->op->result);
@@ -125,7 +146,7 @@ static Cost isolated(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound
   c->algos[n->op->id] = algo;
   Cost k = {.like = n->op, .ngroup = n->ngroup, .group = n->group, .in_place = in_place, .bytes = bytes,
             .algo = algo, .divisor = divisor_of(c, n->op), .as_compiled = as_compiled, .bound = bound};
-  k.cycles = trial(c, &mini, bound, &k.link_vectors, as_compiled);
+  k.cycles = trial(c, &mini, bound, &k.link_vectors, as_compiled, keep);
   c->algos[n->op->id] = before;
   VEC_PUSH(&c->arena, &ch->cache, k);
   return k;
@@ -151,8 +172,14 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
             ir_algo_names[cand[0]]);
     return cand[0];
   }
+  // The first candidate's trial is kept when the model is this collective
+  // alone and the trial would be the compile's own (kept_as_final); lower
+  // then takes it if it wins.  A tree algorithm's chunk count is chosen
+  // after, so its trial is not the compile's.
+  bool alone = ch->c->keep_trials && ch->c->dag->nodes.len == 1 && !lower_uses_tree_chunks(cand[0]);
+  Dag *kept = NULL;
   for (int i = 0; i < k; i++) {
-    Cost cost = isolated(ch, n, cand[i], best_cycles, false);
+    Cost cost = isolated(ch, n, cand[i], best_cycles, false, alone && i == 0 ? &kept : NULL);
     cached &= cost.cached;
     log_cost(ch->log, cand[i], cost.cycles, best_cycles);
     if (cost.cycles < 0) continue;
@@ -164,6 +191,7 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
       tied_vectors = cost.link_vectors;
     }
   }
+  if (kept && best == cand[0]) ch->c->trial_dag = kept;
   if (best == ALGO_AUTO) fprintf(ch->log, " -> none applies");
   else if (tied_vectors == best_vectors)
     fprintf(ch->log, " -> %s, fewest cycles (a tie in cycles and vector-hops: the first in registry order)",
@@ -172,7 +200,8 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
     fprintf(ch->log, " -> %s, fewest cycles and of those the fewest vector-hops (%lld against %lld)",
             ir_algo_names[best], (long long)best_vectors, (long long)tied_vectors);
   else fprintf(ch->log, " -> %s, fewest cycles", ir_algo_names[best]);
-  fprintf(ch->log, "%s\n", cached ? " (cached: a collective like it was costed before)" : "");
+  fprintf(ch->log, "%s%s\n", cached ? " (cached: a collective like it was costed before)" : "",
+          ch->c->trial_dag ? " (its trial is the compile's: lower, route and schedule keep it)" : "");
   return best;
 }
 
@@ -190,7 +219,7 @@ static void assign(Compilation *c, const DagNode *const *colls, int n, const Alg
 static int64_t whole(Compilation *c, const DagNode *const *colls, int n, const AlgoKind *as, AlgoKind one,
                      int64_t bound) {
   assign(c, colls, n, as, one);
-  return trial(c, c->dag, bound, NULL, false);
+  return trial(c, c->dag, bound, NULL, false, NULL);
 }
 
 static bool applies_to_all(Compilation *c, const DagNode *const *colls, int n, AlgoKind algo) {
@@ -268,16 +297,16 @@ static void choose_tree_chunks(Chooser *ch, const DagNode *n) {
       fprintf(ch->log, " %d: the same %d chunks", divisors[i], counts[i]);
       continue;
     }
-    Cost k = isolated(ch, n, algo, best, false);
+    Cost k = isolated(ch, n, algo, best, false, NULL);
     if (k.cycles >= 0) fprintf(ch->log, " %d: %lld", divisors[i], (long long)k.cycles);
     else fprintf(ch->log, " %d: %s", divisors[i], k.cycles == ABANDONED ? ">best" : "refused");
     if (k.cycles >= 0 && (best < 0 || k.cycles < best)) best = k.cycles, pick = divisors[i];
   }
   if (pick != 1 && c->route_mode == ROUTE_AUTO) {
     c->tree_chunk_divisor[op] = 1;
-    Cost formula = isolated(ch, n, algo, -1, true);
+    Cost formula = isolated(ch, n, algo, -1, true, NULL);
     c->tree_chunk_divisor[op] = pick;
-    Cost other = isolated(ch, n, algo, formula.cycles, true);
+    Cost other = isolated(ch, n, algo, formula.cycles, true, NULL);
     fprintf(ch->log, "; as compiled 1: %lld %d: ", (long long)formula.cycles, pick);
     if (other.cycles >= 0) fprintf(ch->log, "%lld", (long long)other.cycles);
     else fprintf(ch->log, "%s", other.cycles == ABANDONED ? ">best" : "refused");

@@ -35,6 +35,13 @@ extern const char *const route_mode_names[ROUTE_MODE_COUNT];
 // SCHEDULE_AUTO_LAG_GRACE_PERCENT of the nodes, before it is abandoned
 // for it (named settings: see schedule.c, pass_schedule).
 #define SCHEDULE_AUTO_LAG_PERCENT 15
+// Gap filling (a transfer's fill_gaps): the fewest vectors a piece of a
+// route placed in a gap carries, so a stream is not cut into pieces that
+// cost more instructions than the gap is worth; and at least a
+// SCHEDULE_GAP_MAX_PIECES-th of the route, so a long stream is cut into at
+// most that many (instructions grow with transfers, not with bytes).
+#define SCHEDULE_GAP_MIN_VECTORS 4
+#define SCHEDULE_GAP_MAX_PIECES 16
 #define SCHEDULE_AUTO_LAG_GRACE_PERCENT 10
 // The longest one transfer may take, and the latest a schedule may end, in
 // cycles (named limits far past any real program: a node starts before
@@ -111,6 +118,10 @@ typedef struct Compilation {
   int *tree_chunk_divisor;        // after choose: by op id, what the tree engine divides its
                                   //   chunk count by (algo_tree.c; 0 or 1: the formula's)
   const char *choice_log;         // after choose: what algo=auto tried (--stats)
+  bool keep_trials;               // choose may hand its winning trial to lower (no pass's dump or
+                                  //   stop was asked for: each pass then shows its own work)
+  Dag *trial_dag;                 // after choose: the winner's trial, lowered, routed and scheduled
+                                  //   as lower, route and schedule would (NULL: they run)
   bool partition_none;            // --partition=none: place, split nothing, no pipeline
   int batches;                    // --batches: inferences in flight (0 or 1: one)
   Progress *progress;             // the progress line on a terminal (NULL: none)
@@ -156,6 +167,9 @@ int64_t schedule_makespan(Compilation *c, RouteMode mode, int64_t bound);
 // SCHEDULE_ABANDONED past bound, -1 after an error; c->dag is left
 // scheduled some way.
 int64_t schedule_as_compiled(Compilation *c, int64_t bound);
+// Whether --route=auto's scheduler could route some transfer of d other
+// than minimally (when not, its schedule is the minimal one).
+bool schedule_may_spread(const Dag *d);
 // The generated program as assembly, every device (--dump-after=codegen).
 void codegen_dump(const Compilation *c, FILE *out);
 
@@ -179,6 +193,9 @@ typedef struct Reservations {
 bool resv_is_free(const Reservations *r, int64_t start, int64_t len);
 // The earliest t >= from with [t, t + len) free.
 int64_t resv_earliest(const Reservations *r, int64_t from, int64_t len);
+// How long r is free from `at` on: 0 if busy at `at`, INT64_MAX if free
+// for ever.
+int64_t resv_free_run(const Reservations *r, int64_t at);
 // Marks [start, start + len) busy; it must be free (an internal error if not).
 void resv_take(Reservations *r, int64_t start, int64_t len);
 
@@ -295,6 +312,7 @@ typedef struct Lowering {
   int lane;             // the ring or tree the next lower_send belongs to (0 ..);
                         // algorithms with several set it, for pictures
   bool on_cycle;        // the next lower_send is a ring's hop between neighbours
+  bool fill_gaps;       // the next lower_send may be cut around what is scheduled before it
   void *state;          // lower.c's own
 } Lowering;
 

@@ -89,6 +89,7 @@ static bool run_passes(Compilation *c, const char *dump_after, const char *stop_
 }
 
 bool pass_run_pipeline(Compilation *c, const char *dump_after, const char *stop_after) {
+  c->keep_trials = !dump_after && !stop_after;
   bool ok = run_passes(c, dump_after, stop_after);
   lower_trees_forget(c);
   return ok;

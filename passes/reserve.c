@@ -56,6 +56,12 @@ int64_t resv_earliest(const Reservations *r, int64_t from, int64_t len) {
   return t;
 }
 
+int64_t resv_free_run(const Reservations *r, int64_t at) {
+  int i = first_ending_after(r, at);
+  if (i == r->len) return INT64_MAX;
+  return r->iv[i].start <= at ? 0 : r->iv[i].start - at;
+}
+
 // Takes [start, start + len), merging with the intervals it touches; fills
 // u (if not NULL) with what it replaced.
 static void take(Reservations *r, int64_t start, int64_t len, ResvUndo *u) {

@@ -112,10 +112,10 @@ static void extend(Router *r, PairPaths *pp, int max_hops, int max) {
 
 // The pair's paths, enough for a transfer of `bytes` (in the vectors of
 // the minimal path: every candidate the router keeps has its vector size).
-static const PairPaths *candidates(Router *r, int src, int dst, int64_t bytes) {
+static const PairPaths *candidates(Router *r, int src, int dst, int64_t bytes, bool minimal) {
   PairPaths *pp = pair_entry(r, src, dst);
   if (!pp->npaths && !pp->exhausted) extend(r, pp, INT_MAX, 1);  // the minimal path
-  if (!pp->npaths || pp->exhausted || r->c->route_mode == ROUTE_MINIMAL) return pp;  // minimal: no spreading
+  if (!pp->npaths || pp->exhausted || minimal || r->c->route_mode == ROUTE_MINIMAL) return pp;  // no spreading
   const Topology *t = r->c->topo;
   int64_t latency;
   int every, vb;
@@ -174,15 +174,17 @@ static int split(Route *routes, int k, int64_t n) {
 
 static bool route_transfer(Router *r, DagNode *n) {
   const Topology *t = r->c->topo;
-  const PairPaths *pp = candidates(r, n->src, n->dst, n->bytes);
+  const PairPaths *pp = candidates(r, n->src, n->dst, n->bytes, n->fill_gaps);
   if (!pp->npaths) {
     diag_error(&r->c->diag, n->op->loc, "no working path from device %d to device %d for %s", n->src, n->dst,
                n->tensor->name);
     return false;
   }
-  Route *cand = ARENA_ARRAY(&r->c->arena, Route, pp->npaths);
+  // A transfer that fills gaps is cut in time, not spread over paths.
+  int npaths = n->fill_gaps ? 1 : pp->npaths;
+  Route *cand = ARENA_ARRAY(&r->c->arena, Route, npaths);
   int k = 0, vector_bytes = 0;
-  for (int i = 0; i < pp->npaths; i++) {
+  for (int i = 0; i < npaths; i++) {
     Route rt = {.path = pp->paths[i], .hop_slack = r->c->sync.rx_slack};
     int vb = 0;
     if (!path_params(t, &rt.path, rt.hop_slack, &rt.latency, &rt.every, &vb) || (k && (rt.every != cand[0].every || vb != vector_bytes))) {
@@ -214,14 +216,15 @@ static bool route_transfer(Router *r, DagNode *n) {
 }
 
 void route_choose(DagNode *n, RouteMode mode) {
-  bool spread = mode == ROUTE_NONMINIMAL ||
-                (mode == ROUTE_AUTO && route_finish(n->spread, n->nspread) < route_finish(n->minimal, 1));
+  bool spread = !n->fill_gaps && (mode == ROUTE_NONMINIMAL || (mode == ROUTE_AUTO && route_finish(n->spread, n->nspread) <
+                                                                                       route_finish(n->minimal, 1)));
   n->nonminimal = spread;
   n->routes = spread ? n->spread : n->minimal;
   n->nroutes = spread ? n->nspread : 1;
 }
 
 bool pass_route(Compilation *c) {
+  if (c->dag->scheduled) return true;  // choose's trial, kept (c->trial_dag)
   Router r = {.c = c, .finder = route_finder_new(c->topo), .min_hop = least_hop(c)};
   bool ok = true;
   for (int i = 0; i < c->dag->nodes.len && ok; i++) {

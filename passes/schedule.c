@@ -29,6 +29,7 @@
 #include "passes.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct Scheduler {
   Compilation *c;
@@ -41,6 +42,8 @@ typedef struct Scheduler {
   int64_t *weights_free;   // by device: when the last matmul placed is done with the weight buffers
   RouteMode mode;          // how transfers are routed (auto: each as the links' load makes it finish first)
   ResvJournal tried;       // the takes of a routing being tried
+  Route *pieces;           // place_filling's pieces of one node, before they go to the arena
+  int npieces, pieces_cap;
   bool failed;             // an error was reported
 } Scheduler;
 
@@ -186,8 +189,12 @@ static bool reduction_waits(const DagNode *n) { return last_war(n) > n->id; }
 // its earliest fit from `ready` on, recording the takes in j (NULL: not
 // recorded); returns when the last vector is taken, or -1 as soon as a
 // route cannot finish before `bound` (when bound >= 0; what it took stays
-// in j).
+// in j).  A node that fills gaps has its routes cut around what is taken
+// already (place_filling).
+static int64_t place_filling(Scheduler *s, DagNode *n, int64_t ready, int64_t bound, ResvJournal *j);
+
 static int64_t place_routes(Scheduler *s, DagNode *n, int64_t ready, int64_t bound, ResvJournal *j) {
+  if (n->fill_gaps) return place_filling(s, n, ready, bound, j);
   int64_t done = ready;
   for (int r = 0; r < n->nroutes; r++) {
     Route *rt = &n->routes[r];
@@ -200,6 +207,62 @@ static int64_t place_routes(Scheduler *s, DagNode *n, int64_t ready, int64_t bou
     route_take(s, rt, t, j);
     done = MAX(done, t + took);
   }
+  return done;
+}
+
+// The most vectors of rt (at least `least`, which fit) that can leave at t:
+// as many as every hop's link has free cycles for from when the stream
+// reaches it, if route_fits agrees (a resync window may want its margin).
+static int64_t prefix_fitting(Scheduler *s, const Route *rt, int64_t t, int64_t least) {
+  int64_t most = rt->count, at = t, retry;
+  for (int j = 0; j < rt->path.nhops; j++) {
+    const Hop *h = &rt->path.hops[j];
+    most = MIN(most, resv_free_run(link_dir(s, h), at) / rt->every);
+    at += hop_latency(s, h);
+  }
+  Route head = *rt;
+  head.count = most;
+  return most > least && route_fits(s, &head, t, &retry) ? most : least;
+}
+
+// Gap filling (a node's fill_gaps, set by its algorithm): each route leaves
+// as early as SCHEDULE_GAP_MIN_VECTORS of it fit, with as many vectors as
+// fit there; the rest goes on as a route of its own on the same path, from
+// the end of that run on.  The node's routes become the pieces, in vector
+// and time order, as cut_streams' are.  A short transfer of another stage
+// placed before it is then not waited for whole, and it does not wait for
+// a gap as long as itself.
+static int64_t place_filling(Scheduler *s, DagNode *n, int64_t ready, int64_t bound, ResvJournal *j) {
+  s->npieces = 0;
+  int64_t done = ready;
+  for (int r = 0; r < n->nroutes; r++) {
+    Route rest = n->routes[r];
+    int64_t t = ready, retry;
+    int64_t least = MAX(SCHEDULE_GAP_MIN_VECTORS, (rest.count + SCHEDULE_GAP_MAX_PIECES - 1) / SCHEDULE_GAP_MAX_PIECES);
+    while (rest.count) {
+      Route probe = rest;
+      probe.count = MIN(rest.count, least);
+      if (bound >= 0 && t + route_finish(&rest, 1) >= bound) return -1;
+      if (!route_fits(s, &probe, t, &retry)) {
+        t = retry;
+        continue;
+      }
+      Route head = rest;
+      head.count = prefix_fitting(s, &rest, t, probe.count);
+      route_take(s, &head, t, j);
+      if (s->npieces == s->pieces_cap) {
+        s->pieces_cap = s->pieces_cap ? 2 * s->pieces_cap : 16;
+        s->pieces = xrealloc(s->pieces, sizeof(Route) * (size_t)s->pieces_cap);
+      }
+      s->pieces[s->npieces++] = head;
+      done = MAX(done, t + route_finish(&head, 1));
+      rest.first += head.count, rest.count -= head.count;
+      t += head.count * rest.every;
+    }
+  }
+  if (s->npieces != n->nroutes) n->routes = ARENA_ARRAY(&s->c->arena, Route, s->npieces);
+  memcpy(n->routes, s->pieces, sizeof(Route) * (size_t)s->npieces);
+  n->nroutes = s->npieces;
   return done;
 }
 
@@ -311,6 +374,7 @@ static void scheduler_free(Scheduler *s) {
   free(s->weights_free);
   free(s->port_base);
   free(s->tried.e);
+  free(s->pieces);
 }
 
 // Schedules every node with its transfers routed as mode says; returns the
@@ -395,12 +459,22 @@ int64_t schedule_makespan(Compilation *c, RouteMode mode, int64_t bound) { retur
 // but 1.55 at node 29, hence the grace).  That cut 256 MiB compiles by
 // 2-3x; a schedule cut wrongly costs cycles, never correctness (the
 // minimal one is kept).
+bool schedule_may_spread(const Dag *d) {
+  for (int i = 0; i < d->nodes.len; i++) {
+    const DagNode *n = d->nodes.data[i];
+    if (n->kind == NODE_TRANSFER && !n->on_cycle && n->nspread >= 2) return true;
+  }
+  return false;
+}
+
 // What pass_schedule does, with `bound` for the choose pass's trials (-1:
 // none); *lost: the load-aware schedule lost to the minimal one and was
 // abandoned (the DAG then holds neither whole).
 static int64_t schedule_modes(Compilation *c, int64_t bound, bool *lost) {
   *lost = false;
   if (c->route_mode != ROUTE_AUTO) return schedule_all(c, c->route_mode, bound, NULL);
+  // Nothing to spread: the load-aware schedule would be the minimal one.
+  if (!schedule_may_spread(c->dag)) return schedule_all(c, ROUTE_MINIMAL, bound, NULL);
   // The minimal schedule is not bounded: the load-aware one may beat a
   // bound the minimal one misses.
   int64_t *pace = xmalloc(sizeof(int64_t) * ((size_t)c->dag->nodes.len + 1));
@@ -420,6 +494,7 @@ int64_t schedule_as_compiled(Compilation *c, int64_t bound) {
 }
 
 bool pass_schedule(Compilation *c) {
+  if (c->dag->scheduled) return true;  // choose's trial, kept (c->trial_dag)
   bool lost;
   int64_t makespan = schedule_modes(c, -1, &lost);
   if (lost) makespan = schedule_all(c, ROUTE_MINIMAL, -1, NULL);  // the DAG holds the load-aware try

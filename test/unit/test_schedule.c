@@ -21,6 +21,12 @@ static int64_t model_earliest(const bool *busy, int64_t from, int64_t len) {
     if (model_free(busy, t, len)) return t;
 }
 
+static int64_t model_free_run(const bool *busy, int64_t at) {
+  for (int64_t t = at; t < HORIZON; t++)
+    if (busy[t]) return t - at;
+  return INT64_MAX;
+}
+
 // Random takes and queries agree with the model, and the table stays sorted,
 // disjoint and merged (no two intervals touch).
 static void reservations_match_a_cycle_by_cycle_model(void **state) {
@@ -35,6 +41,7 @@ static void reservations_match_a_cycle_by_cycle_model(void **state) {
       assert_int_equal(resv_is_free(&r, from, len), model_free(busy, from, len));
       int64_t t = resv_earliest(&r, from, len);
       assert_int_equal(t, model_earliest(busy, from, len));
+      assert_int_equal(resv_free_run(&r, from), model_free_run(busy, from));
       if (t + len <= HORIZON && (seed & 1)) {
         resv_take(&r, t, len);
         for (int64_t c = t; c < t + len; c++) busy[c] = true;
