@@ -221,6 +221,7 @@ static int served_by(const ServedVec *v, int device, const UnitProgram *up, cons
     unit = -1;
   else
     return -1;
+  if (!v->len) return -1;  // no transfers, no reductions (bsearch wants a base even for none)
   Served key = {device, unit, in->at, 0};
   const Served *hit = bsearch(&key, v->data, (size_t)v->len, sizeof(Served), served_cmp);
   return hit ? hit->node : -1;

@@ -29,25 +29,33 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-// SIGINT, SIGTERM and SIGHUP while an output directory is being written:
-// the handler removes what this run created (only async-signal-safe calls:
-// unlink, rmdir, rename), puts back a previous output moved aside, and
-// dies of the signal.  SIGKILL cannot be caught; the next run cleans up.
+// SIGINT, SIGTERM, SIGHUP and SIGABRT (an internal error) while an output
+// directory is being written, or an exit() before it is committed (out of
+// memory): the handler removes what this run created (only
+// async-signal-safe calls: unlink, rmdir, rename), puts back a previous
+// output moved aside, and dies of the signal.  SIGKILL cannot be caught;
+// the next run cleans up.
 static OutDir *volatile active;
-static const int fatal_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static const int fatal_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGABRT};
+
+static void remove_active(void) {
+  OutDir *o = active;
+  active = NULL;
+  if (!o) return;
+  for (int i = 0; i < o->nfiles; i++) unlink(o->files[i]);
+  rmdir(o->tmp_path);
+  if (o->old_path) rename(o->old_path, o->final_path);
+}
 
 static void on_fatal_signal(int sig) {
-  OutDir *o = active;
-  if (o) {
-    for (int i = 0; i < o->nfiles; i++) unlink(o->files[i]);
-    rmdir(o->tmp_path);
-    if (o->old_path) rename(o->old_path, o->final_path);
-  }
+  remove_active();
   signal(sig, SIG_DFL);
   raise(sig);
 }
 
 static void watch_signals(OutDir *o) {
+  static bool at_exit;
+  if (!at_exit) at_exit = atexit(remove_active) == 0;
   active = o;
   struct sigaction sa = {.sa_handler = on_fatal_signal};
   sigemptyset(&sa.sa_mask);

@@ -32,13 +32,14 @@
 #endif
 
 // ---- die.c: internal errors --------------------------------------------
-// An internal error is a bug in tspc, never the user's fault: it names the
+// An internal error is a bug in the tools, never the user's fault: it names the
 // source position of the check that failed and aborts.
 NORETURN void die_at(const char *file, int line, const char *fmt, ...) PRINTF_LIKE(3, 4);
 #define die(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
 #define unreachable() die_at(__FILE__, __LINE__, "unreachable")
 
-// Allocation that cannot fail (out of memory is reported through die()).
+// Allocation that cannot fail: out of memory is said as an error naming the
+// tool (not an internal one), exit status 1.
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
