@@ -18,6 +18,13 @@
 // twice, and without the memo every step would double the work (2^28
 // evaluations of the input).
 //
+// A lazy block recurses through its operands, a frame or two a step, so a
+// chain of lazy ops deeper than REF_MAX_LAZY_DEPTH (`repeat 100000 { a =
+// relu(a); }` overflowed the stack) is cut by *checkpoints*: every
+// REF_MAX_LAZY_DEPTH-th tensor of the chain is dense, and a checkpoint is
+// materialised only after the checkpoints before it, so no evaluation
+// recurses deeper than that.
+//
 // Batches (several inferences in flight, the manifest's `batches:`): batch
 // 0's reference is the one ref_new makes; batch b's (ref_new_batch) seeds
 // its inputs differently and leaves every tensor that depends on no input
@@ -39,6 +46,8 @@ typedef struct BlockMemo {
   int64_t cap;
 } BlockMemo;
 
+#define REF_MAX_LAZY_DEPTH 1024
+
 struct Reference {
   const Graph *g;
   const Topology *t;
@@ -52,6 +61,7 @@ struct Reference {
   bool *dense;           // by tensor id: materialised (read out of order, or such a result)
   BlockMemo *memo;       // by tensor id: a lazy tensor's last block, when it is read more than once (shared)
   bool *shared;
+  bool *checkpoint;      // by tensor id: dense to cut a chain of lazy ops (REF_MAX_LAZY_DEPTH)
   double ***arrays;      // by tensor id, then device (0 when !varies): the dense values
   int *growth;           // by tensor id: G(t), the tolerance's growth factor
   bool *on_inputs;       // by tensor id: its value depends on an input (each batch has its own)
@@ -190,6 +200,22 @@ static void find_dense(Reference *r) {
   }
 }
 
+// Marks the checkpoints: a lazy tensor REF_MAX_LAZY_DEPTH lazy ops above
+// the nearest input or dense tensor (ops come in dependency order).
+static void find_checkpoints(Reference *r) {
+  int *depth = xcalloc((size_t)r->g->tensors.len + 1, sizeof *depth);  // lazy ops down to a dense or input tensor
+  for (int i = 0; i < r->g->ops.len; i++) {
+    const Op *op = r->g->ops.data[i];
+    int t = op->result->id;
+    if (r->dense[t]) continue;
+    for (int k = 0; k < op->nargs; k++) depth[t] = MAX(depth[t], depth[op->args[k]->id]);
+    if (++depth[t] < REF_MAX_LAZY_DEPTH) continue;
+    r->dense[t] = r->checkpoint[t] = true;
+    depth[t] = 0;
+  }
+  free(depth);
+}
+
 // Marks the lazy tensors computed from others and read more than once:
 // their blocks are kept (BlockMemo).
 static void find_shared(Reference *r) {
@@ -279,6 +305,7 @@ Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed) {
   r->dense = xcalloc(count, sizeof *r->dense);
   r->memo = xcalloc(count, sizeof *r->memo);
   r->shared = xcalloc(count, sizeof *r->shared);
+  r->checkpoint = xcalloc(count, sizeof *r->checkpoint);
   r->arrays = xcalloc(count, sizeof *r->arrays);
   r->growth = xcalloc(count, sizeof *r->growth);
   r->on_inputs = xcalloc(count, sizeof *r->on_inputs);
@@ -288,6 +315,7 @@ Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed) {
   find_groups(r);
   find_varying(r);
   find_dense(r);
+  find_checkpoints(r);
   find_shared(r);
   find_growth(r);
   return r;
@@ -337,6 +365,7 @@ void ref_free(Reference *r) {
   free(r->dense);
   free(r->memo);
   free(r->shared);
+  free(r->checkpoint);
   free(r->arrays);
   free(r->growth);
   free(r->on_inputs);
@@ -673,12 +702,21 @@ static void compute_dense(Reference *r, const Tensor *t, int device, double *out
 
 // t's values on `device` as one array, computed on first use: one array for
 // all devices when t is the same on every device.
+static double **dense_slot(Reference *r, const Tensor *t, int device) {
+  int slot = r->varies[t->id] ? device : 0;
+  if (!r->arrays[t->id]) r->arrays[t->id] = xcalloc((size_t)r->t->ndevices, sizeof(double *));
+  return &r->arrays[t->id][slot];
+}
+
 static const double *dense_values(Reference *r, const Tensor *t, int device) {
   r = owner(r, t);
   assert(r->dense[t->id]);
-  int slot = r->varies[t->id] ? device : 0;
-  if (!r->arrays[t->id]) r->arrays[t->id] = xcalloc((size_t)r->t->ndevices, sizeof(double *));
-  double **a = &r->arrays[t->id][slot];
+  double **a = dense_slot(r, t, device);
+  if (!*a && r->checkpoint[t->id])  // the checkpoints below it first, each recursing only down to the last
+    for (int i = 0; i < t->id; i++) {
+      const Tensor *c = r->g->tensors.data[i];
+      if (r->checkpoint[i] && owner(r, c) == r && !*dense_slot(r, c, device)) dense_values(r, c, device);
+    }
   if (!*a) {
     *a = xmalloc((size_t)ir_shape_elems(&t->shape) * sizeof(double) + 1);
     compute_dense(r, t, device, *a);
