@@ -234,6 +234,7 @@ typedef struct TensorArg {
   int batch;
   int device;
   const char *path;
+  const TensorHome *home;  // --dump NAME@all: the one home meant (NULL: by name, batch and device)
 } TensorArg;
 
 // The number between `from` and `to` (a batch or a device), from 0 to
@@ -296,11 +297,23 @@ static bool names_home(const TensorArg *ta, const TensorHome *th) {
 }
 
 // The manifest's home of the named tensor in its batch: on ta->device when
-// given, else the first listed; NULL after saying why.
+// given, else the first listed; NULL after saying why, also when the
+// device holds several shards of it (a block-cyclic cholesky's rows):
+// NAME@DEV must name one home.
 static const TensorHome *find_home(const Program *p, const TensorArg *ta) {
+  if (ta->home) return ta->home;
+  const TensorHome *found = NULL;
+  int n = 0;
   for (int i = 0; i < p->tensors.len; i++)
-    if (names_home(ta, &p->tensors.data[i])) return &p->tensors.data[i];
-  no_home(p, ta, ta->device >= 0);
+    if (names_home(ta, &p->tensors.data[i]) && !n++) found = &p->tensors.data[i];
+  if (n == 1 || (found && ta->device < 0)) return found;
+  if (!found) {
+    no_home(p, ta, ta->device >= 0);
+    return NULL;
+  }
+  fprintf(stderr, "tsp-emu: error: device %d holds %d shards of tensor '%.*s': NAME@DEV names one home; give NAME "
+          "alone for the whole tensor, or NAME@all for every home in its own file\n", ta->device, n, (int)ta->len,
+          ta->name);
   return NULL;
 }
 
@@ -543,12 +556,22 @@ static bool dump_tensor(Emu *e, const EmuInput *in, const TensorArg *ta) {
 }
 
 // F.npy -> F.devNNNN.npy (F -> F.devNNNN without the .npy): where
-// --dump NAME@all=F.npy writes device NNNN's copy (malloc'd).
-static char *copy_path(const char *path, int device) {
+// --dump NAME@all=F.npy writes device NNNN's copy; a device's further
+// shards (k >= 1) to F.devNNNN.K.npy (malloc'd).
+static char *copy_path(const char *path, int device, int k) {
   size_t n = strlen(path), stem = n >= 4 && !strcmp(path + n - 4, ".npy") ? n - 4 : n;
   Buf b = {0};
-  buf_printf(&b, "%.*s.dev%04d%s", (int)stem, path, device, path + stem);
+  buf_printf(&b, "%.*s.dev%04d", (int)stem, path, device);
+  if (k) buf_printf(&b, ".%d", k);
+  buf_printf(&b, "%s", path + stem);
   return b.data;
+}
+
+// How many of homes[0 .. i) are on homes[i]'s device.
+static int homes_before_on_device(const TensorHome **homes, int i) {
+  int k = 0;
+  for (int j = 0; j < i; j++) k += homes[j]->device == homes[i]->device;
+  return k;
 }
 
 // --dump NAME[#B]@all=F.npy: every home of the tensor in its batch, each
@@ -562,7 +585,8 @@ static bool dump_every_copy(Emu *e, const EmuInput *in, const char *arg, const c
   for (int i = 0; ok && i < nt.n; i++) {
     TensorArg one = ta;
     one.device = nt.homes[i]->device;
-    char *path = copy_path(ta.path, one.device);
+    one.home = nt.homes[i];
+    char *path = copy_path(ta.path, one.device, homes_before_on_device(nt.homes, i));
     one.path = path;
     ok = dump_tensor(e, in, &one);
     free(path);
