@@ -351,6 +351,22 @@ static bool read_latency(Loader *L, const Entry *entry, LinkParams *p) {
 // The most bytes one vector may carry (a named limit: the machine's is 320).
 #define FE_MAX_VECTOR_BYTES (1 << 20)
 
+// A receive buffer must absorb a link's latency range: vectors that leave
+// `every` cycles apart may land as far apart as the range allows, and the
+// compiler budgets rx_buffer_vectors x every - 1 cycles of it (the
+// synchronisation pass, docs/passes.md).  False after saying so at the
+// link's latency_cycles (or its gbps, or the link, when inherited).
+static bool buffer_absorbs_latency(Loader *L, yaml_node_t *where, const Entry *e, const LinkParams *p) {
+  int64_t every = ir_cycles_per_vector(p, L->t->clock_mhz), absorbs = (int64_t)L->t->rx_buffer_vectors * every - 1;
+  if (p->latency_max - p->latency_min <= absorbs) return true;
+  error_at(L, e[LK_LATENCY].key ? e[LK_LATENCY].value : e[LK_GBPS].key ? e[LK_GBPS].value : where,
+           "latency_cycles varies by %d cycles (%d to %d), more than a receive buffer absorbs: rx_buffer_vectors "
+           "(%d) x %lld cycles a vector - 1 = %lld; give a narrower range, more rx_buffer_vectors or slower links",
+           p->latency_max - p->latency_min, p->latency_min, p->latency_max, L->t->rx_buffer_vectors,
+           (long long)every, (long long)absorbs);
+  return false;
+}
+
 // Reads the link-parameter entries e[] over *p (which holds the inherited values).
 static bool read_link_entries(Loader *L, yaml_node_t *where, Entry *e, LinkParams *p) {
   bool ok = true;
@@ -374,7 +390,7 @@ static bool read_link_entries(Loader *L, yaml_node_t *where, Entry *e, LinkParam
              IR_MAX_CYCLES_PER_VECTOR, p->wire_bytes, p->gbps, L->t->clock_mhz);
     ok = false;
   }
-  return ok;
+  return ok && buffer_absorbs_latency(L, where, e, p);
 }
 
 static bool read_link_params(Loader *L, yaml_node_t *n, LinkParams *p) {

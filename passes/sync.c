@@ -57,13 +57,8 @@ bool pass_sync(Compilation *c) {
                                                            : SYNC_DEFAULT_LAUNCH_WINDOW};
   int every;
   link_budget(t, &s->tolerance, &every);
-  if (s->tolerance < 0) {
-    diag_tool_error(&c->diag, "tspc",
-                    "%s: a link's latency range is wider than its receive buffer of %d vectors absorbs "
-                    "(rx_buffer_vectors x cycles a vector must exceed latency max - min)",
-                    t->src->path, t->rx_buffer_vectors);
-    return false;
-  }
+  if (s->tolerance < 0)  // frontend/topology.c refuses such a link at its latency_cycles
+    die("sync: a link's latency range is wider than its receive buffer absorbs");
   char err[256];
   if (!align_plan(&c->arena, t, ir_topo_first_working(t), s->launch_window, &s->align, err, sizeof err)) {
     diag_tool_error(&c->diag, "tspc", "cannot align the devices: %s", err);
