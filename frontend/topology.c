@@ -196,12 +196,26 @@ static bool expect_plain_scalar(Loader *L, const yaml_node_t *n, const char *wha
 
 static const char *scalar(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
 
+// Whether s is all decimal digits after an optional sign: an integer,
+// whatever its size.
+static bool is_digits(const char *s) {
+  s += *s == '-' || *s == '+';
+  if (!*s) return false;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9') return false;
+  return true;
+}
+
 static bool read_int(Loader *L, const yaml_node_t *n, const char *what, int64_t lo, int64_t hi,
                      int64_t *out) {
   if (!expect_plain_scalar(L, n, what, "an integer")) return false;
   int64_t v;
   if (!str_to_i64(scalar(n), &v)) {
-    error_at(L, n, "%s must be an integer, got '%s'", what, scalar(n));
+    if (is_digits(scalar(n)))  // past int64: out of range, not "not an integer"
+      error_at(L, n, "%s must be %s %lld, got %s", what, *scalar(n) == '-' ? "at least" : "at most",
+               (long long)(*scalar(n) == '-' ? lo : hi), scalar(n));
+    else
+      error_at(L, n, "%s must be an integer, got '%s'", what, scalar(n));
     return false;
   }
   if (v < lo) {
