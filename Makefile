@@ -2,7 +2,8 @@
 #
 #   make              build bin/tspc (release: -O2, warnings are errors)
 #   make check        install missing packages, build release and ASan+UBSan
-#                     variants, run every unit and lit test on both
+#                     variants, run every unit and lit test on both, and the
+#                     threaded emulator's tests on a ThreadSanitizer build
 #   make demo         install, build, describe rack72, compile and run an
 #                     allreduce on it, and an MLP on one TSP
 #   make install      the four tools, their manual pages (mandir/man1),
@@ -10,6 +11,7 @@
 #                     (datadir/examples); PREFIX/prefix, bindir, mandir,
 #                     docdir, datadir and DESTDIR are honoured
 #   make VARIANT=asan the sanitizer build, into build/asan/bin
+#   make VARIANT=tsan the ThreadSanitizer build, into build/tsan/bin
 #   make fuzz         libFuzzer (clang, ASan+UBSan) on the whole .tg pipeline,
 #                     the topology loader, the assembler, the binary loader,
 #                     the manifest reader and the .npy reader, FUZZ_SECONDS
@@ -44,12 +46,15 @@ ifeq ($(VARIANT),asan)
 else ifeq ($(VARIANT),release)
   OPT    := -O2 -g
   BINDIR := bin
+else ifeq ($(VARIANT),tsan)
+  OPT    := -O1 -g -fsanitize=thread
+  BINDIR := build/tsan/bin
 else ifeq ($(VARIANT),fuzz)
   CC     := clang
   OPT    := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
   BINDIR := build/fuzz/bin
 else
-  $(error VARIANT must be release, asan or fuzz)
+  $(error VARIANT must be release, asan, tsan or fuzz)
 endif
 
 OBJ      := build/$(VARIANT)
@@ -149,6 +154,7 @@ deps:
 check: deps
 	$(MAKE) VARIANT=release all
 	$(MAKE) VARIANT=asan all
+	$(MAKE) VARIANT=tsan tools
 	test/run-tests.sh
 
 demo: deps

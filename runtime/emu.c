@@ -272,6 +272,10 @@ void emu_list_violation(Emu *e, Violation v) {
 // listed in key order; the run's own are listed at once.
 void emu_violate(Emu *e, ViolationKind kind, int dev, const EUnit *u, int port, int64_t cycle,
                  const char *fmt, ...) {
+  if (e->buffered && !is_cause(kind) && e->main->r->listed.len >= e->opt.max_listed) {
+    e->r->nviolations++;  // never listed: counted, not formatted (a partition's count: fold_parts)
+    return;
+  }
   Violation v = {.kind = kind, .device = dev, .port = port, .cycle = cycle};
   if (u) snprintf(v.unit, sizeof v.unit, "%s", u->name);
   va_list ap;

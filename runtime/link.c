@@ -90,17 +90,34 @@ static void depart(Emu *e, EDev *d, int unit, int port, int64_t local, uint32_t 
 
 // A departure at the window's end, as it would have been at its own key:
 // through the wire's faults, then into the peer's FIFO.
+// The payload's block goes back to the sender's partition, or the
+// receiver's partition (which frees it after the take) hands the sender one
+// of its free blocks: each partition's pool stays as large as what it sends.
+static void return_block(Emu *m, const NetOp *op, bool dropped) {
+  Emu *from = m->parts[m->part_of[op->dev]];
+  if (dropped) {
+    payload_free(from, op->payload);
+    return;
+  }
+  Emu *to = m->parts[m->part_of[m->devs[op->dev].ports[op->port].peer_dev]];
+  if (to == from || !to->free_payloads) return;
+  PayloadBlock *b = to->free_payloads;
+  to->free_payloads = b->next;
+  b->next = from->free_payloads;
+  from->free_payloads = b;
+}
+
 static void apply_depart(Emu *m, const NetOp *op) {
   EDev *d = &m->devs[op->dev];
   EPort *out = &d->ports[op->port];
   RxQueue *q = &m->devs[out->peer_dev].ports[out->peer_port].rx;
   if (m->opt.faults && !fault_on_wire(m, d, op->port, op->at, op->arrives, op->addr, op->payload)) {  // a dead cable
     q->appended++;
-    payload_free(m, op->payload);
+    return_block(m, op, true);
     return;
   }
   if (q->appended++ < q->taken) {  // its take slot has passed: reported as an underflow
-    payload_free(m, op->payload);
+    return_block(m, op, true);
     return;
   }
   if (q->len >= EMU_MAX_QUEUED_VECTORS) {  // nothing takes them: bound the memory, stop
@@ -111,6 +128,7 @@ static void apply_depart(Emu *m, const NetOp *op) {
     m->stop = true;
     return;
   }
+  if (op->payload) return_block(m, op, false);
   rx_push(q, (RxEntry){.departed = op->at, .arrives = op->arrives, .payload = op->payload, .from_dev = d->id,
                        .from_unit = op->unit});
 }

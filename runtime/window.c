@@ -29,15 +29,27 @@
 #define _GNU_SOURCE  // sched_getaffinity
 #include "emu_internal.h"
 
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 // Set in the environment, tsp-emu says on stderr how many windows the run
 // took and how many of them ran on one thread (the same for any --threads).
 #define EMU_WINDOWS_ENV "TSP_EMU_WINDOWS"
+// The longest window, in cycles: what a window buffers (trace records,
+// violations) is held in memory until its end.
+#define EMU_MAX_WINDOW_CYCLES 65536
+// Without --threads, windows shorter than this run on one thread: two
+// barriers a window cost more than a few cycles of events gain (a ring
+// of 1-cycle links ran 4-8x slower on 2 threads than on one).  The
+// default's the only thing it changes: --threads N is always taken.
+#define EMU_MIN_PARALLEL_WINDOW_CYCLES 64
 
 void emu_list_grow(void **data, size_t *cap, size_t elem) {
   *cap = *cap ? 2 * *cap : 64;
@@ -83,7 +95,9 @@ static Emu *part_new(Emu *m) {
 }
 
 void window_begin(Emu *m) {
-  int threads = m->opt.threads > 0 ? m->opt.threads : emu_default_threads();
+  m->window = window_ticks(m->topo);
+  bool short_windows = m->window < (Tick)EMU_MIN_PARALLEL_WINDOW_CYCLES * EMU_TICKS_PER_CYCLE;
+  int threads = m->opt.threads > 0 ? m->opt.threads : short_windows ? 1 : emu_default_threads();
   int per = block_devices(m->topo), blocks = (m->ndevs + per - 1) / per;
   m->main = m;
   m->nparts = MAX(1, MIN(threads, blocks));
@@ -91,7 +105,6 @@ void window_begin(Emu *m) {
   for (int i = 0; i < m->nparts; i++) m->parts[i] = part_new(m);
   m->part_of = xmalloc((size_t)MAX(m->ndevs, 1) * sizeof *m->part_of);
   for (int dev = 0; dev < m->ndevs; dev++) m->part_of[dev] = (int)((int64_t)(dev / per) * m->nparts / blocks);
-  m->window = window_ticks(m->topo);
   m->merge_at = xcalloc((size_t)m->nparts + 1, sizeof *m->merge_at);
 }
 
@@ -287,7 +300,8 @@ static bool fifo_may_fill(const Emu *m, Tick W, Tick end) {
 
 // The window from W: its end, and whether it runs on one thread.
 static bool plan_window(Emu *m, Tick W, Tick limit, Tick *end) {
-  Tick e = W > INT64_MAX - m->window ? INT64_MAX : W + m->window;
+  Tick span = MIN(m->window, (Tick)EMU_MAX_WINDOW_CYCLES * EMU_TICKS_PER_CYCLE);  // bounds what a window buffers
+  Tick e = W > INT64_MAX - span ? INT64_MAX : W + span;
   e = MIN(e, limit + 1);
   if (may_poll(m, W)) {
     Tick E = (Tick)m->topo->epoch_cycles * EMU_TICKS_PER_CYCLE;
@@ -299,11 +313,50 @@ static bool plan_window(Emu *m, Tick W, Tick limit, Tick *end) {
 
 // ---- threads -----------------------------------------------------------------------------
 
+// A window of a few cycles holds little work, so its two barriers must be
+// cheap: a thread that arrives early spins for EMU_BARRIER_SPINS rounds
+// (tens of microseconds), then sleeps on a futex, which the last to arrive
+// wakes only when someone sleeps.  (pthread_barrier_wait sleeps at once:
+// 2 threads ran a 2-device ring's 643,000 windows 16x slower than one.)
+#define EMU_BARRIER_SPINS 20000
+
+typedef struct Barrier {
+  atomic_int phase;     // how many times every thread has arrived
+  atomic_int arrived;   // threads arrived in this phase
+  atomic_int sleepers;  // threads asleep on phase
+  int n;
+} Barrier;
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static void barrier_wait(Barrier *b) {
+  int phase = atomic_load_explicit(&b->phase, memory_order_acquire);
+  if (atomic_fetch_add_explicit(&b->arrived, 1, memory_order_acq_rel) == b->n - 1) {  // the last: release the rest
+    atomic_store_explicit(&b->arrived, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->phase, phase + 1, memory_order_release);
+    if (atomic_load_explicit(&b->sleepers, memory_order_acquire))
+      syscall(SYS_futex, &b->phase, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    return;
+  }
+  for (int spins = 0; spins < EMU_BARRIER_SPINS; spins++) {
+    if (atomic_load_explicit(&b->phase, memory_order_acquire) != phase) return;
+    cpu_relax();
+  }
+  atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_acq_rel);
+  while (atomic_load_explicit(&b->phase, memory_order_acquire) == phase)  // the futex returns at once if it moved
+    syscall(SYS_futex, &b->phase, FUTEX_WAIT_PRIVATE, phase, NULL, NULL, 0);
+  atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_acq_rel);
+}
+
 typedef struct Windows {
   Emu *m;
   Tick end;
   bool done;
-  pthread_barrier_t start, finish;
+  Barrier start, finish;
 } Windows;
 
 typedef struct Worker {
@@ -312,8 +365,8 @@ typedef struct Worker {
   pthread_t thread;
 } Worker;
 
-static void barrier(Windows *w, pthread_barrier_t *b) {
-  if (w->m->nparts > 1) pthread_barrier_wait(b);
+static void barrier(Windows *w, Barrier *b) {
+  if (w->m->nparts > 1) barrier_wait(b);
 }
 
 static void *worker_main(void *arg) {
@@ -335,10 +388,7 @@ static void run_parallel(Windows *w) {
 
 static Worker *start_workers(Windows *w) {
   Emu *m = w->m;
-  if (m->nparts > 1) {
-    pthread_barrier_init(&w->start, NULL, (unsigned)m->nparts);
-    pthread_barrier_init(&w->finish, NULL, (unsigned)m->nparts);
-  }
+  w->start.n = w->finish.n = m->nparts;
   Worker *k = xcalloc((size_t)m->nparts, sizeof *k);
   for (int i = 1; i < m->nparts; i++) {
     k[i] = (Worker){.w = w, .part = i};
@@ -351,10 +401,6 @@ static void stop_workers(Windows *w, Worker *k) {
   w->done = true;
   barrier(w, &w->start);
   for (int i = 1; i < w->m->nparts; i++) pthread_join(k[i].thread, NULL);
-  if (w->m->nparts > 1) {
-    pthread_barrier_destroy(&w->start);
-    pthread_barrier_destroy(&w->finish);
-  }
   free(k);
 }
 
@@ -381,6 +427,7 @@ static void fold_parts(Emu *m) {
     m->last_activity = MAX(m->last_activity, p->last_activity);
     m->stop |= p->stop;
     m->r->vectors_moved += p->part_r.vectors_moved;
+    m->r->nviolations += p->part_r.nviolations;
     emu_queue_drain(p);
   }
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # run-tests.sh: runs every test of tspc on the release and the ASan+UBSan
-# builds (cmocka unit tests, then lit end-to-end tests) and ends with one
-# line "N passed, N failed".  Exit status 0 only if nothing failed.
+# builds (cmocka unit tests, then lit end-to-end tests), the tests of the
+# threaded emulator (test/lit/emu/threads-*) on the ThreadSanitizer build,
+# and ends with one line "N passed, N failed".  Exit status 0 only if
+# nothing failed.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -33,9 +35,11 @@ run_unit() {
   done
 }
 
-# run_lit BINDIR LABEL
+# run_lit BINDIR LABEL [TESTS...] (default: all of test/lit)
 run_lit() {
-  out=$($LIT -sv -Dbindir="$1" test/lit 2>&1)
+  local bindir=$1 label=$2
+  shift 2
+  out=$($LIT -sv -Dbindir="$bindir" "${@:-test/lit}" 2>&1)
   printf '%s\n' "$out" | grep -E '^(FAIL|XPASS|UNRESOLVED|TIMEOUT):' || true
   printf '%s\n' "$out" | grep -E -A40 '^\*{20}$' | head -200 | grep -v '^$' || true
   p=$(printf '%s\n' "$out" | sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p')
@@ -46,7 +50,7 @@ run_lit() {
     printf '%s\n' "$out" | tail -20
     f=1
   fi
-  echo "lit $2: $p passed, $f failed"
+  echo "lit $label: $p passed, $f failed"
   passed=$((passed + p))
   failed=$((failed + f))
 }
@@ -55,6 +59,7 @@ run_unit release
 run_unit asan
 run_lit bin release
 run_lit build/asan/bin asan
+run_lit build/tsan/bin tsan test/lit/emu/threads-*.test
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -33,6 +33,7 @@ config.environment['PATH'] = os.pathsep.join([llvm_bin, os.environ.get('PATH', '
 config.environment['ASAN_OPTIONS'] = 'exitcode=86:detect_leaks=1:abort_on_error=0'
 config.environment['UBSAN_OPTIONS'] = 'halt_on_error=1:exitcode=87:print_stacktrace=1'
 config.environment['LSAN_OPTIONS'] = 'exitcode=88'
+config.environment['TSAN_OPTIONS'] = 'halt_on_error=1:exitcode=89'  # the ThreadSanitizer build (make check)
 # The release build: tests too slow under the sanitizers (a whole BERT
 # layer emulated) say REQUIRES: release.
 if os.path.basename(os.path.dirname(bindir)) != 'asan':
