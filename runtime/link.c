@@ -44,6 +44,10 @@ static void payload_free(Emu *e, uint8_t *p) {
   e->free_payloads = b;
 }
 
+uint8_t *link_payload_new(Emu *e) { return payload_new(e); }
+
+void link_payload_free(Emu *e, uint8_t *p) { payload_free(e, p); }
+
 // ---- the receive FIFO ---------------------------------------------------------------------
 
 // The ring's capacity is a power of two, so positions wrap with a mask.
@@ -300,15 +304,14 @@ void link_poll(Emu *e, EDev *d, int unit, int port, int64_t local) {
   emu_push(e, next_boundary_after(e, emu_global_at(d, local)), EV_POLL, d->id, unit, NULL);
 }
 
-static void report_hang(Emu *e, Tick now) {
+void link_report_polling(Emu *e, Tick now) {
   for (int i = 0; i < e->ndevs; i++)
-    for (int u = 0; u < e->devs[i].nunits && now < e->devs[i].dies_at; u++) {
+    for (int u = 0; u < e->devs[i].nunits && now < e->devs[i].dies_at && emu_owns(e, i); u++) {
       EUnit *unit = &e->devs[i].units[u];
       if (unit->state == UNIT_POLLING)
         emu_violate(e, VIOL_HANG, i, unit, unit->poll_port, unit->wait_start,
                     "POLL on port %d waits for a notification that never comes", unit->poll_port);
     }
-  e->stop = true;
 }
 
 // At an epoch boundary: a notification that has arrived lets the unit go on
@@ -323,9 +326,9 @@ static bool holds_notification(RxQueue *q) {
 // Only polls are left to run: they can still end if some polling unit has a
 // notification on its way to (or waiting at) the port it polls (on a device
 // still alive: a dead one's units never poll again).
-static bool polls_can_progress(Emu *e, Tick now) {
+bool link_polls_can_progress(Emu *e, Tick now) {
   for (int i = 0; i < e->ndevs; i++)
-    for (int u = 0; u < e->devs[i].nunits && now < e->devs[i].dies_at; u++) {
+    for (int u = 0; u < e->devs[i].nunits && now < e->devs[i].dies_at && emu_owns(e, i); u++) {
       EUnit *unit = &e->devs[i].units[u];
       if (unit->state == UNIT_POLLING && holds_notification(&e->devs[i].ports[unit->poll_port].rx)) return true;
     }
@@ -351,8 +354,8 @@ void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary) {
                 "POLL on port %d found data, not a notification", u->poll_port);
     payload_free(e, v.payload);
   }
-  if (window_only_polls_left(e) && !polls_can_progress(e, boundary)) {
-    report_hang(e, boundary);
+  if (window_only_polls_left(e) && !link_polls_can_progress(e, boundary) && !e->main->others_can_progress) {
+    window_poll_hang(e, boundary);
     return;
   }
   emu_push(e, next_boundary_after(e, boundary), EV_POLL, d->id, unit, NULL);

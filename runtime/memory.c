@@ -99,7 +99,7 @@ EmuMemory emu_memory_estimate(const EmuInput *in, Reference *const *refs, int nr
   EmuMemory m = {.devices = n};
   for (int d = 0; d < n; d++) {
     device_spans(in, d, vb, &per[d]);
-    m.sram_pages += pages_of(&per[d]);
+    if (window_part_of(in->topo, n, ranks_count(), d) == ranks_me()) m.sram_pages += pages_of(&per[d]);  // ranks: its own
     m.device_bytes += sizeof(EDev) + (uint64_t)in->prog->devices[d].units.len * sizeof(EUnit) +
                       (uint64_t)in->topo->devices[d].nports * sizeof(EPort);
     free(per[d].s);
