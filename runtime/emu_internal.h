@@ -119,6 +119,7 @@ typedef struct EPort {
   int senders;            // units whose program SENDs or TRANSMITs on it (window.c's bound)
   int sending;            // SEND streams going on it (a peer on another rank: as last told)
   int sending_told;       // ranks: the count the peer's rank was last told
+  bool sending_dirty;     // ranks: on the main Emu's list of ports to tell about
 } EPort;
 
 typedef enum { UNIT_READY, UNIT_PARKED, UNIT_POLLING, UNIT_HALTED, UNIT_FELL_OFF } UnitState;
@@ -269,6 +270,7 @@ struct Emu {
   // partition; the others' EDevs are there but never run, and hold no SRAM.
   int rank, nranks;     // main: this process's rank, the ranks (1: no MPI)
   int *rank_of;         // main: [device] the rank that owns it
+  EMU_LIST(int64_t) dirty; // main, ranks: ports (device << 16 | port) whose SEND streams changed
   EMU_LIST(ViolRec) kept;  // main, ranks: this rank's violations in key order, for rank 0
   int64_t kept_causes, kept_others, dropped;  // how many of each kind kept; counted, not kept
   bool others_only_polls;   // main, a serial step: only polls are queued on every other rank
@@ -384,6 +386,8 @@ bool emu_leads(const Emu *e);
 // order one process finds it: phase (EMU_AFTER_*), then position within it.
 enum { EMU_AFTER_HANG, EMU_AFTER_UNITS, EMU_AFTER_LEFTOVERS, EMU_AFTER_EXPECT, EMU_AFTER_MODEL, EMU_AFTER_TIME };
 void window_key_after_run(Emu *e, int phase, uint64_t position);
+// Ranks: port p of d started or ended a SEND stream (its peer's rank is told).
+void window_sending_changed(Emu *e, EDev *d, int port);
 // The poll hang, found by this rank's event (ranks: every rank reports its own units).
 void window_poll_hang(Emu *e, Tick now);
 // The data verdict's parts and the outputs' figures, over all ranks.

@@ -179,6 +179,7 @@ void link_send(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
   check_tx_free(e, d, unit, in->port, local, (int64_t)in->b * p->every);
   trace_stream(e, d, unit, 1, "SEND", local, (int64_t)in->b * p->every);
   p->sending++;
+  window_sending_changed(e, d, in->port);
   emu_push(e, emu_global_at(d, local), EV_SEND, d->id, unit, emu_stream_new(in, d->id, unit, local, in->b, p->every));
 }
 
@@ -221,6 +222,7 @@ void link_step_send(Emu *e, Stream *s) {
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_SEND, s->dev, s->unit, s);
   } else {
     d->ports[s->in.port].sending--;
+    window_sending_changed(e, d, s->in.port);
     free(s);
   }
 }

@@ -26,6 +26,10 @@
 // where its check would come.  Devices are split in contiguous blocks of
 // whole nodes (a dragonfly's devices are numbered node by node), as evenly
 // as the blocks allow.
+//
+// With MPI (bin/tsp-emu-mpi) each rank is one partition and runs only its
+// own devices; the section "ranks" below says what crosses between ranks
+// and how every rank agrees on each window (docs/isa.md, Ranks).
 #define _GNU_SOURCE  // sched_getaffinity
 #include "emu_internal.h"
 
@@ -200,10 +204,12 @@ static void visit_trace(Emu *m, void *rec) {
 
 static void exchange_net(Emu *m);
 
+static void merge_net(Emu *m) { MERGE(m, net, visit_net); }
+
 // Ranks: what crosses to another rank's devices goes there first.
 static void apply_net(Emu *m) {
   exchange_net(m);
-  MERGE(m, net, visit_net);
+  merge_net(m);
 }
 
 static void merge_window(Emu *m) {
@@ -535,19 +541,29 @@ void window_end(Emu *m) {
 
 enum { TAG_NET = 1, TAG_SENDING = 2 };
 
-// Each of this rank's ports whose link ends on another rank: its SEND
-// stream count, when that rank was last told another.
+void window_sending_changed(Emu *e, EDev *d, int port) {
+  Emu *m = e->main;
+  EPort *p = &d->ports[port];
+  if (m->nranks <= 1 || p->sending_dirty || emu_owns(m, p->peer_dev)) return;
+  p->sending_dirty = true;
+  *EMU_LIST_PUSH(&m->dirty) = (int64_t)d->id << 16 | port;
+}
+
+// Each of this rank's ports whose link ends on another rank and whose SEND
+// stream count changed: the count, when that rank was last told another.
 static void tell_sending(Emu *m, Buf *out) {
-  for (int i = 0; i < m->ndevs; i++)
-    for (int p = 0; p < m->devs[i].nports && emu_owns(m, i); p++) {
-      EPort *port = &m->devs[i].ports[p];
-      if (port->link < 0 || emu_owns(m, port->peer_dev) || port->sending == port->sending_told) continue;
-      int32_t rec[3] = {i, p, port->sending};
-      uint8_t tag = TAG_SENDING;
-      buf_append(&out[m->rank_of[port->peer_dev]], &tag, 1);
-      buf_append(&out[m->rank_of[port->peer_dev]], rec, sizeof rec);
-      port->sending_told = port->sending;
-    }
+  for (size_t i = 0; i < m->dirty.len; i++) {
+    int dev = (int)(m->dirty.data[i] >> 16), p = (int)(m->dirty.data[i] & 0xffff);
+    EPort *port = &m->devs[dev].ports[p];
+    port->sending_dirty = false;
+    if (port->sending == port->sending_told) continue;
+    int32_t rec[3] = {dev, p, port->sending};
+    uint8_t tag = TAG_SENDING;
+    buf_append(&out[m->rank_of[port->peer_dev]], &tag, 1);
+    buf_append(&out[m->rank_of[port->peer_dev]], rec, sizeof rec);
+    port->sending_told = port->sending;
+  }
+  m->dirty.len = 0;
 }
 
 // This rank's NetOps for another rank's devices (a departure, to its
@@ -671,6 +687,43 @@ static bool step_stops(Emu *m) {
   return stop;
 }
 
+// Whether this rank's buffered NetOps include one for another rank.
+static bool net_leaves(const Emu *m) {
+  const Emu *own = m->parts[m->rank];
+  for (size_t i = 0; i < own->net.len; i++) {
+    const NetOp *op = &own->net.data[i];
+    if (op->kind == NET_DEPART && !emu_owns(m, m->devs[op->dev].ports[op->port].peer_dev)) return true;
+  }
+  return false;
+}
+
+// The lockstep step of the rank whose event comes first: that event, and
+// after it, its events that still come before every other rank's first
+// (nothing another rank does can reach them), each applied at once, as
+// long as none is a POLL check (which asks the other ranks), none sends to
+// another rank (which must apply it before its own next event) and
+// nothing stopped the run.
+static void run_step(Emu *m, Tick end, const int64_t *all) {
+  Emu *own = m->parts[m->rank];
+  Tick bt = INT64_MAX;
+  uint64_t border = UINT64_MAX;
+  for (int r = 0; r < m->nranks; r++) {
+    const int64_t *x = all + r * STEP_FIELDS;
+    if (r == m->rank || x[STEP_T] > bt || (x[STEP_T] == bt && (uint64_t)x[STEP_ORDER] >= border)) continue;
+    bt = x[STEP_T], border = (uint64_t)x[STEP_ORDER];
+  }
+  for (bool first = true;; first = false) {
+    Event *next = emu_queue_peek(own);
+    if (!next || next->t >= end || next->t > bt || (next->t == bt && next->order >= border)) return;
+    if (!first && emu_event_is_poll(next)) return;
+    Event e = emu_queue_pop(own);
+    run_event(own, &e);
+    if (emu_event_is_poll(&e) || net_leaves(m) || stopped(m)) return;
+    merge_net(m);
+    if (stopped(m)) return;
+  }
+}
+
 static void run_serial_ranks(Emu *m, Tick end) {
   Emu *own = m->parts[m->rank];
   int64_t *all = xmalloc((size_t)m->nranks * STEP_FIELDS * sizeof *all);
@@ -682,10 +735,7 @@ static void run_serial_ranks(Emu *m, Tick end) {
     int first = first_rank(all, m->nranks);
     if (first < 0) break;
     poll_view(m, all, first);
-    if (first == m->rank) {
-      Event e = emu_queue_pop(own);
-      run_event(own, &e);
-    }
+    if (first == m->rank) run_step(m, end, all);
     apply_net(m);
     if (step_stops(m)) break;
   }
@@ -783,7 +833,7 @@ void window_gather_result(Emu *m) {
   if (emu_leads(m)) list_gathered(m, in, inlen);
   r->nviolations = v[1];
   buf_free(&mine);
-  free(in), free(inlen), free(m->kept.data), free(m->viols.data);
+  free(in), free(inlen), free(m->kept.data), free(m->viols.data), free(m->dirty.data);
   m->kept.data = NULL, m->viols.data = NULL;
   m->kept.len = m->kept.cap = m->viols.cap = 0;
 }
