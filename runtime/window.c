@@ -142,7 +142,7 @@ bool window_only_polls_left(const Emu *e) {
   const Emu *m = e->main;
   if (m->nranks > 1) return part_only_polls(m->parts[m->rank]) && m->others_only_polls;
   for (int i = 0; i < m->nparts; i++)
-    if (emu_queued(m->parts[i]) != m->parts[i]->polls_queued) return false;
+    if (!part_only_polls(m->parts[i])) return false;
   return true;
 }
 
