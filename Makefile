@@ -1,6 +1,7 @@
 # tspc: the whole build in one plain Makefile.
 #
-#   make              build bin/tspc (release: -O2, warnings are errors)
+#   make              build bin/tspc (release: -O2, warnings are errors), and
+#                     bin/tsp-emu-mpi when mpicc is found (the emulator on MPI)
 #   make check        install missing packages, build release and ASan+UBSan
 #                     variants, run every unit and lit test on both, and the
 #                     threaded emulator's tests on a ThreadSanitizer build
@@ -117,6 +118,22 @@ $(BINDIR)/%: $(OBJ)/tools/%.o $(LIB)
 
 $(OBJ)/test/%: $(OBJ)/test/unit/%.o $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) $(CMOCKA_LIBS) -o $@
+
+# ---- the distributed emulator, when MPI is there -----------------------------------
+# bin/tsp-emu-mpi: tools/tsp-emu.c and runtime/ again, by mpicc with
+# -DTSP_EMU_MPI (runtime/ranks.c makes the MPI calls); mpirun starts it.
+# Without mpicc nothing here is built, and nothing else needs MPI.
+MPICC := $(shell command -v mpicc 2>/dev/null)
+ifeq ($(VARIANT)$(if $(MPICC),yes),releaseyes)
+MPI_OBJS := $(RUNTIME_SRCS:%.c=$(OBJ)/mpi/%.o) $(OBJ)/mpi/tools/tsp-emu.o
+tools: $(BINDIR)/tsp-emu-mpi
+$(OBJ)/mpi/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CPPFLAGS) $(ALL_CFLAGS) -DTSP_EMU_MPI -MMD -MP -c $< -o $@
+$(BINDIR)/tsp-emu-mpi: $(MPI_OBJS) $(LIB)
+	@mkdir -p $(BINDIR)
+	$(MPICC) $(ALL_CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+endif
 
 # ---- fuzzing (VARIANT=fuzz) ------------------------------------------------------
 FUZZERS := $(patsubst test/fuzz/%.c,$(OBJ)/fuzz/%,$(wildcard test/fuzz/fuzz_*.c))

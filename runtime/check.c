@@ -11,10 +11,14 @@
 
 #include <string.h>
 
+// Each check goes over this rank's devices (all of them without MPI), each
+// device's findings keyed by its phase and the device (window.c lists every
+// rank's in that order).
 static void check_units(Emu *e) {
   for (int i = 0; i < e->ndevs; i++) {
     EDev *d = &e->devs[i];
-    if (fault_device_dead(e, d)) continue;  // its dead-device violation says it all
+    if (fault_device_dead(e, d) || !emu_owns(e, i)) continue;  // its dead-device violation says it all
+    window_key_after_run(e, EMU_AFTER_UNITS, (uint64_t)i);
     for (int u = 0; u < d->nunits; u++) {
       EUnit *unit = &d->units[u];
       switch (unit->state) {
@@ -44,7 +48,8 @@ static void check_leftovers(Emu *e) {
   for (int i = 0; i < e->ndevs; i++)
     for (int p = 0; p < e->devs[i].nports; p++) {
       EPort *port = &e->devs[i].ports[p];
-      if (port->rx.len == 0 || fault_device_dead(e, &e->devs[i])) continue;
+      if (port->rx.len == 0 || fault_device_dead(e, &e->devs[i]) || !emu_owns(e, i)) continue;
+      window_key_after_run(e, EMU_AFTER_LEFTOVERS, (uint64_t)i << 16 | (uint64_t)p);
       if (port->rx.len > depth && !port->overflow_reported)
         emu_violate(e, VIOL_OVERFLOW, i, NULL, p, -1,
                     "port %d's receive buffer (%zu vectors) overflowed: %zu vectors were never taken",
@@ -82,7 +87,8 @@ static void check_data(Emu *e) {
   bool any = false, all = true;
   for (int i = 0; i < e->ndevs; i++) {
     EDev *d = &e->devs[i];
-    for (int k = 0; k < d->prog->records.len; k++) {
+    window_key_after_run(e, EMU_AFTER_EXPECT, (uint64_t)i);
+    for (int k = 0; k < d->prog->records.len && emu_owns(e, i); k++) {
       const DataRecord *r = &d->prog->records.data[k];
       if (r->kind != REC_EXPECT) continue;
       char why[160];
@@ -95,12 +101,15 @@ static void check_data(Emu *e) {
     }
   }
   model_check_outputs(e, &any, &all);
+  window_combine_data(e, &any, &all);
   e->r->data = !any ? DATA_UNCHECKED : !all ? DATA_MISMATCH : fault_data_untrusted(e) ? DATA_UNTRUSTED : DATA_VERIFIED;
 }
 
 static void check_time(Emu *e) {
   EmuResult *r = e->r;
   if (!r->deterministic || r->predicted < 0 || r->cycles == r->predicted || fault_cut_short(e)) return;
+  window_key_after_run(e, EMU_AFTER_TIME, 0);
+  if (!emu_leads(e)) return;
   emu_violate(e, VIOL_TIME, -1, NULL, -1, r->cycles, "the run took %lld cycles; the manifest predicts %lld",
               (long long)r->cycles, (long long)r->predicted);
 }

@@ -236,7 +236,7 @@ void emu_queue_free(Emu *e) {
 
 // A fault (fault.c) or a failed link: a cause, which the violations it
 // brings about (reads of what never arrived, takes of nothing) follow from.
-static bool is_cause(ViolationKind kind) {
+bool emu_violation_is_cause(ViolationKind kind) {
   return kind == VIOL_LINK_ERROR || kind == VIOL_DEAD_LINK || kind == VIOL_DEAD_DEVICE;
 }
 
@@ -246,8 +246,8 @@ static bool is_cause(ViolationKind kind) {
 // consequences is still named).
 static int listing_slot(Emu *e, ViolationKind kind) {
   int len = e->r->listed.len, causes = 0;
-  while (causes < len && is_cause(e->r->listed.data[causes].kind)) causes++;
-  if (!is_cause(kind)) return len < e->opt.max_listed ? len : -1;
+  while (causes < len && emu_violation_is_cause(e->r->listed.data[causes].kind)) causes++;
+  if (!emu_violation_is_cause(kind)) return len < e->opt.max_listed ? len : -1;
   if (causes >= e->opt.max_listed) return -1;
   if (len >= e->opt.max_listed) e->r->listed.len--;
   return causes;
@@ -272,7 +272,7 @@ void emu_list_violation(Emu *e, Violation v) {
 // listed in key order; the run's own are listed at once.
 void emu_violate(Emu *e, ViolationKind kind, int dev, const EUnit *u, int port, int64_t cycle,
                  const char *fmt, ...) {
-  if (e->buffered && !is_cause(kind) && e->main->r->listed.len >= e->opt.max_listed) {
+  if (e->buffered && !emu_violation_is_cause(kind) && e->main->r->listed.len >= e->opt.max_listed) {
     e->r->nviolations++;  // never listed: counted, not formatted (a partition's count: fold_parts)
     return;
   }
@@ -1034,7 +1034,7 @@ static void init_device(Emu *e, EDev *d, int id) {
     isa_unit_format(unit->name, sizeof unit->name, unit->prog->kind, unit->prog->port);
   }
   count_senders(d);
-  init_records(e, d);
+  if (emu_owns(e, id)) init_records(e, d);  // ranks: another rank's device holds no SRAM here
 }
 
 static bool one_vector_size(const Topology *t, char *err, size_t errlen) {
@@ -1102,6 +1102,10 @@ Emu *emu_new(Arena *a, const EmuInput *in, const EmuOptions *opt, char *err, siz
     return NULL;
   }
   e->ndevs = in->topo->ndevices;
+  e->main = e;
+  e->rank = ranks_me(), e->nranks = ranks_count();
+  e->rank_of = xmalloc((size_t)MAX(e->ndevs, 1) * sizeof *e->rank_of);
+  for (int i = 0; i < e->ndevs; i++) e->rank_of[i] = window_part_of(in->topo, e->ndevs, e->nranks, i);
   e->wheel = xcalloc(EMU_WHEEL_CYCLES, sizeof *e->wheel);
   e->devs = xcalloc((size_t)e->ndevs, sizeof *e->devs);
   for (int i = 0; i < e->ndevs; i++) init_device(e, &e->devs[i], i);
@@ -1197,18 +1201,21 @@ void emu_run(Emu *e, EmuResult *r) {
   }
   window_begin(e);
   for (int i = 0; i < e->ndevs; i++)
-    for (int u = 0; u < e->devs[i].nunits; u++) emu_resume(e->parts[e->part_of[i]], &e->devs[i], u, 0);
+    for (int u = 0; u < e->devs[i].nunits && emu_owns(e, i); u++) emu_resume(e->parts[e->part_of[i]], &e->devs[i], u, 0);
   Tick limit = e->first_start + e->opt.max_cycles * EMU_TICKS_PER_CYCLE;
   window_run(e, limit);
   if (!e->stop && e->last_activity > limit) {  // results that land past the limit
-    emu_violate(e, VIOL_HANG, -1, NULL, -1, e->opt.max_cycles,
-                "still running after %lld cycles (--max-cycles)", (long long)e->opt.max_cycles);
+    window_key_after_run(e, EMU_AFTER_HANG, 0);
+    if (emu_leads(e))
+      emu_violate(e, VIOL_HANG, -1, NULL, -1, e->opt.max_cycles,
+                  "still running after %lld cycles (--max-cycles)", (long long)e->opt.max_cycles);
     e->last_activity = limit;
   }
   window_end(e);
   r->cycles = (e->last_activity - e->first_start + EMU_TICKS_PER_CYCLE - 1) / EMU_TICKS_PER_CYCLE;
   count_link_vectors(e, r);
   check_after_run(e);
+  window_gather_result(e);
 }
 
 void emu_trace_arrows(const Emu *e, uint64_t *crossed, uint64_t *drawn) {
@@ -1234,6 +1241,7 @@ void emu_free(Emu *e) {
     free(e->devs[i].ports);
   }
   free(e->devs);
+  free(e->rank_of);
   emu_queue_free(e);
   emu_free_writes(e);
   free(e);

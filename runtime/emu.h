@@ -537,4 +537,11 @@ void fault_print(const Faults *f, FILE *out);
 void fault_write_report(const Faults *f, FILE *out);
 void fault_free(Faults *f);
 
+// ---- ranks.c: the run across MPI ranks (bin/tsp-emu-mpi; docs/isa.md) ----
+// Without MPI there is one rank and these do nothing.
+void ranks_init(int *argc, char ***argv);
+void ranks_end(void);
+int ranks_me(void);
+int ranks_count(void);
+
 #endif

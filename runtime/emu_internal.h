@@ -117,7 +117,9 @@ typedef struct EPort {
   int64_t sent;           // vectors that left on this port, data and notifications (the report's links:)
   Tick last_arrival;      // the latest arrival of what left it: arrivals on one link keep their order
   int senders;            // units whose program SENDs or TRANSMITs on it (window.c's bound)
-  int sending;            // SEND streams going on it
+  int sending;            // SEND streams going on it (a peer on another rank: as last told)
+  int sending_told;       // ranks: the count the peer's rank was last told
+  bool sending_dirty;     // ranks: on the main Emu's list of ports to tell about
 } EPort;
 
 typedef enum { UNIT_READY, UNIT_PARKED, UNIT_POLLING, UNIT_HALTED, UNIT_FELL_OFF } UnitState;
@@ -264,6 +266,18 @@ struct Emu {
   bool polls_over;      // main: no unit can issue a POLL any more
   Tick window;          // main: a window's ticks, the smallest link latency
   size_t *merge_at;     // main: merge_lists' place in each list
+  // ranks (window.c, ranks.c): with MPI each rank owns the devices of one
+  // partition; the others' EDevs are there but never run, and hold no SRAM.
+  int rank, nranks;     // main: this process's rank, the ranks (1: no MPI)
+  int *rank_of;         // main: [device] the rank that owns it
+  EMU_LIST(int64_t) dirty; // main, ranks: ports (device << 16 | port) whose SEND streams changed
+  EMU_LIST(ViolRec) kept;  // main, ranks: this rank's violations in key order, for rank 0
+  int64_t kept_causes, kept_others, dropped;  // how many of each kind kept; counted, not kept
+  bool others_only_polls;   // main, a serial step: only polls are queued on every other rank
+  bool others_can_progress; // and some other rank's polling unit has a notification coming
+  bool hang_pending;    // main: this rank's event found the poll hang: every rank reports its units
+  Key hang_key;
+  Tick hang_at;
 };
 
 // ---- emu.c ----
@@ -279,6 +293,8 @@ void emu_event_free(Emu *e, Event *ev);
 void emu_dispatch(Emu *e, const Event *ev);
 // A violation formatted by a partition, into the run's list (window.c's merge).
 void emu_list_violation(Emu *e, Violation v);
+// A fault or a failed link: listed before what follows from it.
+bool emu_violation_is_cause(ViolationKind kind);
 void emu_free_writes(Emu *e);
 Tick emu_global_at(const EDev *d, int64_t local);
 int64_t emu_local_at_or_after(const EDev *d, Tick g);
@@ -317,6 +333,13 @@ void link_step_send(Emu *e, Stream *s);
 void link_step_recv(Emu *e, Stream *s);
 void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary);
 void link_free(Emu *e);
+uint8_t *link_payload_new(Emu *e);
+void link_payload_free(Emu *e, uint8_t *p);
+// The polling units of this rank's devices that wait in vain, as hang
+// violations (in device order), from the current key.
+void link_report_polling(Emu *e, Tick now);
+// Whether a polling unit of this rank has a notification on its way.
+bool link_polls_can_progress(Emu *e, Tick now);
 
 // ---- fault.c ----
 // At the start of a run: the cables and devices that die in it (dies_at).
@@ -352,6 +375,37 @@ NetOp *window_net_op(Emu *e, NetKind kind);
 bool window_only_polls_left(const Emu *e);
 // Sums the partitions' counters into the run's and frees them.
 void window_end(Emu *m);
+
+// Which partition of nparts device dev is in (contiguous blocks of whole nodes).
+int window_part_of(const Topology *t, int ndevs, int nparts, int dev);
+// Whether this rank runs device dev (always, without MPI).
+bool emu_owns(const Emu *e, int dev);
+// Whether this rank reports what concerns the whole run (rank 0).
+bool emu_leads(const Emu *e);
+// The key of what is found after the run (buffered across ranks), in the
+// order one process finds it: phase (EMU_AFTER_*), then position within it.
+enum { EMU_AFTER_HANG, EMU_AFTER_UNITS, EMU_AFTER_LEFTOVERS, EMU_AFTER_EXPECT, EMU_AFTER_MODEL, EMU_AFTER_TIME };
+void window_key_after_run(Emu *e, int phase, uint64_t position);
+// Ranks: port p of d started or ended a SEND stream (its peer's rank is told).
+void window_sending_changed(Emu *e, EDev *d, int port);
+// The poll hang, found by this rank's event (ranks: every rank reports its own units).
+void window_poll_hang(Emu *e, Tick now);
+// The data verdict's parts and the outputs' figures, over all ranks.
+void window_combine_data(Emu *e, bool *any, bool *all);
+// After the checks: the counters and violations of every rank into rank 0's result.
+void window_gather_result(Emu *m);
+
+// ---- ranks.c ----
+// MPI, or one rank without it (no-ops); ranks_init .. ranks_count: emu.h.
+void ranks_max(int64_t *v, int n);  // elementwise over every rank, in place
+void ranks_sum(int64_t *v, int n);
+void ranks_max_double(double *v, int n);
+void ranks_allgather(const int64_t *mine, int n, int64_t *all);  // all: n from each rank, in rank order
+int64_t ranks_exscan(int64_t v);    // the sum of v over the ranks below this one
+// out[r] to rank r; what every rank sent here, in rank order, malloc'd; inlen[r] bytes from rank r.
+uint8_t *ranks_alltoallv(const Buf *out, size_t *inlen);
+// Every rank's bytes to rank 0 (the same layout there; elsewhere unspecified).
+uint8_t *ranks_gather(const Buf *mine, size_t *inlen);
 
 // ---- check.c ----
 void check_after_run(Emu *e);

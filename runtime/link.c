@@ -44,6 +44,10 @@ static void payload_free(Emu *e, uint8_t *p) {
   e->free_payloads = b;
 }
 
+uint8_t *link_payload_new(Emu *e) { return payload_new(e); }
+
+void link_payload_free(Emu *e, uint8_t *p) { payload_free(e, p); }
+
 // ---- the receive FIFO ---------------------------------------------------------------------
 
 // The ring's capacity is a power of two, so positions wrap with a mask.
@@ -94,7 +98,10 @@ static void depart(Emu *e, EDev *d, int unit, int port, int64_t local, uint32_t 
 // receiver's partition (which frees it after the take) hands the sender one
 // of its free blocks: each partition's pool stays as large as what it sends.
 static void return_block(Emu *m, const NetOp *op, bool dropped) {
-  Emu *from = m->parts[m->part_of[op->dev]];
+  int sender = m->part_of[op->dev];
+  // From another rank: its bytes came in a block of this rank's pool
+  // (window.c, receive_from), which the take frees back into it.
+  Emu *from = m->nranks > 1 && sender != m->rank ? m->parts[m->rank] : m->parts[sender];
   if (dropped) {
     payload_free(from, op->payload);
     return;
@@ -193,6 +200,7 @@ void link_send(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
   check_tx_free(e, d, unit, in->port, local, (int64_t)in->b * p->every);
   trace_stream(e, d, unit, 1, "SEND", local, (int64_t)in->b * p->every);
   p->sending++;
+  window_sending_changed(e, d, in->port);
   emu_push(e, emu_global_at(d, local), EV_SEND, d->id, unit, emu_stream_new(in, d->id, unit, local, in->b, p->every));
 }
 
@@ -235,6 +243,7 @@ void link_step_send(Emu *e, Stream *s) {
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_SEND, s->dev, s->unit, s);
   } else {
     d->ports[s->in.port].sending--;
+    window_sending_changed(e, d, s->in.port);
     free(s);
   }
 }
@@ -318,15 +327,14 @@ void link_poll(Emu *e, EDev *d, int unit, int port, int64_t local) {
   emu_push(e, next_boundary_after(e, emu_global_at(d, local)), EV_POLL, d->id, unit, NULL);
 }
 
-static void report_hang(Emu *e, Tick now) {
+void link_report_polling(Emu *e, Tick now) {
   for (int i = 0; i < e->ndevs; i++)
-    for (int u = 0; u < e->devs[i].nunits && now < e->devs[i].dies_at; u++) {
+    for (int u = 0; u < e->devs[i].nunits && now < e->devs[i].dies_at && emu_owns(e, i); u++) {
       EUnit *unit = &e->devs[i].units[u];
       if (unit->state == UNIT_POLLING)
         emu_violate(e, VIOL_HANG, i, unit, unit->poll_port, unit->wait_start,
                     "POLL on port %d waits for a notification that never comes", unit->poll_port);
     }
-  e->stop = true;
 }
 
 // At an epoch boundary: a notification that has arrived lets the unit go on
@@ -341,9 +349,9 @@ static bool holds_notification(RxQueue *q) {
 // Only polls are left to run: they can still end if some polling unit has a
 // notification on its way to (or waiting at) the port it polls (on a device
 // still alive: a dead one's units never poll again).
-static bool polls_can_progress(Emu *e, Tick now) {
+bool link_polls_can_progress(Emu *e, Tick now) {
   for (int i = 0; i < e->ndevs; i++)
-    for (int u = 0; u < e->devs[i].nunits && now < e->devs[i].dies_at; u++) {
+    for (int u = 0; u < e->devs[i].nunits && now < e->devs[i].dies_at && emu_owns(e, i); u++) {
       EUnit *unit = &e->devs[i].units[u];
       if (unit->state == UNIT_POLLING && holds_notification(&e->devs[i].ports[unit->poll_port].rx)) return true;
     }
@@ -369,8 +377,8 @@ void link_step_poll(Emu *e, EDev *d, int unit, Tick boundary) {
                 "POLL on port %d found data, not a notification", u->poll_port);
     payload_free(e, v.payload);
   }
-  if (window_only_polls_left(e) && !polls_can_progress(e, boundary)) {
-    report_hang(e, boundary);
+  if (window_only_polls_left(e) && !link_polls_can_progress(e, boundary) && !e->main->others_can_progress) {
+    window_poll_hang(e, boundary);
     return;
   }
   emu_push(e, next_boundary_after(e, boundary), EV_POLL, d->id, unit, NULL);

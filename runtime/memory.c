@@ -96,10 +96,11 @@ EmuMemory emu_memory_estimate(const EmuInput *in, Reference *const *refs, int nr
     const TensorHome *th = &in->prog->tensors.data[i];
     if (th->device >= 0 && th->device < n) add_span(&per[th->device], th->addr, emu_home_vectors(th, vb));
   }
-  EmuMemory m = {.devices = n};
+  EmuMemory m = {0};
   for (int d = 0; d < n; d++) {
     device_spans(in, d, vb, &per[d]);
-    m.sram_pages += pages_of(&per[d]);
+    if (window_part_of(in->topo, n, ranks_count(), d) == ranks_me())  // ranks: this rank's devices' SRAM
+      m.sram_pages += pages_of(&per[d]), m.devices++;
     m.device_bytes += sizeof(EDev) + (uint64_t)in->prog->devices[d].units.len * sizeof(EUnit) +
                       (uint64_t)in->topo->devices[d].nports * sizeof(EPort);
     free(per[d].s);

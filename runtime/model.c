@@ -399,7 +399,16 @@ static void batch_done(Batch *bt) {
 
 // Homes hs[0 .. n) of input or param t that hold one box and share one
 // reference (computed on hs[0]'s device): run by run, a block at a time.
+static bool any_owned(const Emu *e, const TensorHome *const *hs, int n) {
+  for (int h = 0; h < n; h++)
+    if (emu_owns(e, hs[h]->device)) return true;
+  return false;
+}
+
+// (Ranks: only the homes on this rank's devices, and no reference computed
+// for a group with none.)
 static void seed_group(Emu *e, Reference *ref, const Tensor *t, const TensorHome *const *hs, int n) {
+  if (!any_owned(e, hs, n)) return;
   Runs runs = home_runs(hs[0], &t->shape);
   Block b = block_new(e, t->dtype);
   for (int64_t k = 0; k < runs.count; k++)
@@ -407,7 +416,8 @@ static void seed_group(Emu *e, Reference *ref, const Tensor *t, const TensorHome
       b.first = run_first(&runs, k) + at;
       b.count = MIN(b.block, runs.len - at);
       compute_block(ref, t, hs[0]->device, &b);
-      for (int h = 0; h < n; h++) write_elems(e, hs[h], k * runs.len + at, b.count, b.bytes);
+      for (int h = 0; h < n; h++)
+        if (emu_owns(e, hs[h]->device)) write_elems(e, hs[h], k * runs.len + at, b.count, b.bytes);
     }
   block_free(&b);
 }
@@ -707,23 +717,45 @@ static bool check_factors(Emu *e, const Batch *bt, const Tensor *t, const HomeCh
   return ok;
 }
 
-// Checks homes hs[0 .. n) of output t in one batch, adding to *oc; false
-// on any home beyond tolerance, unwritten or missing, or an element in no
-// home.  Homes are checked and reported in box order (whole homes first,
-// in manifest order).
-static bool check_output(Emu *e, const Batch *bt, const Tensor *t, const TensorHome *const *hs, int n,
+// Group hc[0 .. n): its homes on this rank's devices checked (ranks: the
+// others' are their ranks' to check, and stay zero here).
+static void check_owned(Emu *e, Reference *ref, const Tensor *t, HomeCheck *hc, int n) {
+  HomeCheck *own = xcalloc((size_t)n, sizeof *own);
+  int nown = 0;
+  for (int h = 0; h < n; h++)
+    if (emu_owns(e, hc[h].th->device)) own[nown++] = hc[h];
+  if (nown) check_group(e, ref, t, own, nown);
+  for (int h = 0, k = 0; h < n; h++)
+    if (emu_owns(e, hc[h].th->device)) hc[h] = own[k++];
+  free(own);
+}
+
+// The key of what is found about output `out` of batch b: its placement
+// (home 0), then each home in box order (window.c: ranks merge by it).
+static void key_output(Emu *e, int b, int out, int home) {
+  window_key_after_run(e, EMU_AFTER_MODEL, (uint64_t)b << 40 | (uint64_t)out << 24 | (uint64_t)home);
+}
+
+// Checks homes hs[0 .. n) of output t (number `out`) in one batch, adding
+// to *oc; false on any home beyond tolerance, unwritten or missing, or an
+// element in no home.  Homes are checked and reported in box order (whole
+// homes first, in manifest order); with ranks, each rank its own, and rank
+// 0 the placement.
+static bool check_output(Emu *e, const Batch *bt, int out, const Tensor *t, const TensorHome *const *hs, int n,
                          OutputCheck *oc) {
   const TensorHome **order = homes_by_box(hs, n);
   HomeCheck *hc = xcalloc((size_t)n + 1, sizeof *hc);
   for (int i = 0; i < n; i++) hc[i].th = order[i];
-  bool ok = check_placed(e, bt, t, order, hc, n), shared = ref_same_on_every_device(bt->ref, t);
+  key_output(e, bt->index, out, 0);
+  bool ok = !emu_leads(e) || check_placed(e, bt, t, order, hc, n), shared = ref_same_on_every_device(bt->ref, t);
   for (int g = 0, size; g < n; g += size) {
     size = group_size(order + g, n - g, shared);
-    check_group(e, bt->ref, t, hc + g, size);
+    check_owned(e, bt->ref, t, hc + g, size);
   }
   free(order);
   for (int i = 0; i < n; i++) {
     bool bad = hc[i].unwritten || hc[i].beyond > 0;
+    key_output(e, bt->index, out, i + 1);
     if (bad) report_home(e, bt, t, &hc[i]);
     ok &= !bad;
     oc->max_ratio = fmax(oc->max_ratio, hc[i].max_ratio);
@@ -748,7 +780,7 @@ void model_check_outputs(Emu *e, bool *any, bool *all) {
       if (b > 0 && g->outputs.data[i]->kind == TENSOR_PARAM) continue;  // shared: batch 0's homes are every batch's
       int n;
       const TensorHome *const *hs = homes_of(&x, b, g->outputs.data[i]->id, &n);
-      *all &= check_output(e, &bt, g->outputs.data[i], hs, n, &e->r->outputs[i]);
+      *all &= check_output(e, &bt, i, g->outputs.data[i], hs, n, &e->r->outputs[i]);
     }
     batch_done(&bt);
   }

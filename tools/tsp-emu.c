@@ -15,6 +15,11 @@
 //
 // Exit status: 0 when the (last) run is clean, 2 when it found violations,
 // 1 when the input is unusable (missing, corrupt, or not for this topology).
+//
+// Built with -DTSP_EMU_MPI (bin/tsp-emu-mpi, started by mpirun), the run
+// is split across the ranks (runtime/ranks.c, window.c); rank 0 prints and
+// writes the report, the same bytes as one process; the others print
+// nothing.
 #include "../runtime/emu.h"
 
 #include <errno.h>
@@ -763,6 +768,29 @@ static bool make_faults(const EmuInput *in, Args *args) {
   return args->opt.faults != NULL;
 }
 
+// Across ranks, what needs every device in one process is refused: the
+// trace, --dump, faults, --threads, and a Cholesky output's factor check.
+static bool ranks_allow(const Args *a) {
+  const char *what = a->opt.trace_path ? "--trace" : a->ndumps ? "--dump" : a->ber > 0 || a->nfaults ? "a fault option"
+                     : a->opt.threads ? "--threads" : NULL;
+  if (ranks_count() == 1 || !what) return true;
+  fprintf(stderr, "tsp-emu: error: %s is not supported across %d MPI ranks; run tsp-emu (or mpirun -np 1)\n", what,
+          ranks_count());
+  return false;
+}
+
+static bool ranks_allow_graph(const EmuInput *in) {
+  for (int i = 0; ranks_count() > 1 && in->graph && i < in->graph->outputs.len; i++) {
+    const Tensor *t = in->graph->outputs.data[i];
+    if (t->def && t->def->kind == OP_CHOLESKY) {
+      fprintf(stderr, "tsp-emu: error: output '%s' is a Cholesky factor, checked across devices: not supported across "
+                      "%d MPI ranks; run tsp-emu\n", t->name, ranks_count());
+      return false;
+    }
+  }
+  return true;
+}
+
 static int run(Arena *a, Args *args) {
   Diag d;
   diag_init(&d, stderr);
@@ -770,7 +798,7 @@ static int run(Arena *a, Args *args) {
   progress_init(&progress, stderr, "tsp-emu", args->quiet);
   d.progress = args->opt.progress = &progress;
   EmuInput in;
-  if (!emu_load_dir(a, &d, "tsp-emu", args->dir, &in)) return 1;
+  if (!emu_load_dir(a, &d, "tsp-emu", args->dir, &in) || !ranks_allow_graph(&in)) return 1;
   if (!args->drift_given) {  // the topology's: a bound, or each device's exact drift
     args->opt.drift_ppm = in.topo->drift_ppm;
     args->opt.device_drift_ppm = in.topo->device_drift_ppm;
@@ -791,11 +819,24 @@ static int run(Arena *a, Args *args) {
   return status;
 }
 
+// Ranks other than 0 print nothing: rank 0 says it all (every rank finds
+// a bad input alike) and writes the report.
+static void quiet_rank(void) {
+  if (ranks_me() == 0) return;
+  if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) die("tsp-emu: cannot silence rank %d", ranks_me());
+}
+
 int main(int argc, char **argv) {
+  ranks_init(&argc, &argv);
+  quiet_rank();
   Args args = {0};
-  if (!parse_args(argc, argv, &args)) return 1;
-  Arena a = {0};
-  int status = run(&a, &args);
-  arena_free(&a);
+  int status = 1;
+  if (parse_args(argc, argv, &args) && ranks_allow(&args)) {
+    if (ranks_me() != 0) args.report = NULL;
+    Arena a = {0};
+    status = run(&a, &args);
+    arena_free(&a);
+  }
+  ranks_end();
   return status;
 }

@@ -38,3 +38,9 @@ config.environment['TSAN_OPTIONS'] = 'halt_on_error=1:exitcode=89'  # the Thread
 # layer emulated) say REQUIRES: release.
 if os.path.basename(os.path.dirname(bindir)) != 'asan':
     config.available_features.add('release')
+# bin/tsp-emu-mpi is built when mpicc is there (scripts/install-deps.sh
+# installs it); its tests say REQUIRES: mpi, and are skipped without it.
+import shutil
+if os.path.exists(os.path.join(bindir, 'tsp-emu-mpi')) and shutil.which('mpirun'):
+    config.available_features.add('mpi')
+config.substitutions.append(('%mpi-same', os.path.join(config.test_source_root, 'Inputs', 'mpi', 'same.sh') + ' ' + bindir))
