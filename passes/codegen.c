@@ -512,6 +512,9 @@ static int64_t issue_cycles(const Codegen *g, const Instr *in) {
   return isa_issue_cycles(in, g->vb);
 }
 
+// The listing note of a resync's instructions (--emit=asm, -g).
+#define RESYNC_NOTE "resync (RUNTIME_DESKEW against drift)"
+
 // Resyncs on one device: a SYNC on every unit with work after the window,
 // and on ctl RUNTIME_DESKEW W - 1 then NOTIFY, waking them at k I + W.  A
 // unit's SYNCs are not put in its list: they fall at every k I up to its
@@ -533,7 +536,7 @@ static void add_resyncs(Codegen *g, DeviceCode *d, int nports) {
     units[i]->resync_until = last;
     busy = MAX(busy, last);
   }
-  g->note = g->c->annotate ? "resync (RUNTIME_DESKEW against drift)" : NULL;
+  g->note = g->c->annotate ? RESYNC_NOTE : NULL;
   g->line = 0;
   for (int64_t k = 1; k * s->interval < busy; k++) {
     int64_t at = k * s->interval;
@@ -559,7 +562,7 @@ static const Instr *next_instr(Codegen *g, const UnitCode *u, int *i, int64_t *n
   if (*i < u->code.len && (!sync_due || u->code.data[*i].at <= *next_sync)) return &u->code.data[(*i)++];
   if (!sync_due) return NULL;
   *sync = instr(OPC_SYNC, 0, 0, 0, 0, 0, 0);
-  sync->note = g->c->annotate ? "resync (RUNTIME_DESKEW against drift)" : NULL;
+  sync->note = g->c->annotate ? RESYNC_NOTE : NULL;
   sync->at = *next_sync;
   *next_sync += s->interval;
   return sync;
