@@ -488,9 +488,11 @@ static int64_t schedule_modes(Compilation *c, int64_t bound, bool *lost) {
   return makespan;
 }
 
-int64_t schedule_as_compiled(Compilation *c, int64_t bound) {
+int64_t schedule_as_compiled(Compilation *c, int64_t bound, bool *whole) {
   bool lost;
-  return schedule_modes(c, bound, &lost);
+  int64_t makespan = schedule_modes(c, bound, &lost);
+  *whole = makespan >= 0 && !lost;
+  return makespan;
 }
 
 bool pass_schedule(Compilation *c) {
