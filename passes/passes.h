@@ -200,6 +200,17 @@ int64_t resv_earliest(const Reservations *r, int64_t from, int64_t len);
 int64_t resv_free_run(const Reservations *r, int64_t at);
 // Marks [start, start + len) busy; it must be free (an internal error if not).
 void resv_take(Reservations *r, int64_t start, int64_t len);
+// A cursor for a run of resv_earliest queries on one table, each from a
+// time no earlier than the last one's, with no take in between (a route's
+// retries): each query goes on from where the last one stood instead of
+// searching the table again.  The same answers as resv_earliest.
+typedef struct ResvCursor {
+  const Reservations *r;
+  int i;  // the first interval ending after the last query's time (-1: none yet)
+} ResvCursor;
+#define RESV_CURSOR_STEPS 8  // intervals a cursor walks before it searches instead
+ResvCursor resv_cursor(const Reservations *r);
+int64_t resv_cursor_earliest(ResvCursor *c, int64_t from, int64_t len);
 
 // A journal of takes that can be undone, newest first: a scheduler tries a
 // placement (a transfer's routes one way), and takes it back to try another.

@@ -56,6 +56,37 @@ int64_t resv_earliest(const Reservations *r, int64_t from, int64_t len) {
   return t;
 }
 
+// The index of the first interval of c's table whose end is after t, from
+// where the cursor last stood: a few steps forward, else the table's own
+// search.  t is never before the cursor's last query.
+static int cursor_seek(ResvCursor *c, int64_t t) {
+  const Reservations *r = c->r;
+  int i = c->i;
+  if (i >= 0)
+    for (int step = 0; i < r->len && r->iv[i].end <= t; step++, i++)
+      if (step == RESV_CURSOR_STEPS) {
+        ((Reservations *)r)->hint = i;
+        i = -1;
+        break;
+      }
+  if (i < 0) i = first_ending_after(r, t);
+  ((Reservations *)r)->hint = c->i = i;
+  return i;
+}
+
+ResvCursor resv_cursor(const Reservations *r) { return (ResvCursor){.r = r, .i = -1}; }
+
+int64_t resv_cursor_earliest(ResvCursor *c, int64_t from, int64_t len) {
+  if (len <= 0) return from;
+  const Reservations *r = c->r;
+  int64_t t = from;
+  for (int i = cursor_seek(c, from); i < r->len; i++) {
+    if (r->iv[i].start >= t + len) break;  // the gap before interval i fits
+    t = MAX(t, r->iv[i].end);
+  }
+  return t;
+}
+
 int64_t resv_free_run(const Reservations *r, int64_t at) {
   int i = first_ending_after(r, at);
   if (i == r->len) return INT64_MAX;

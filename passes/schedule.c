@@ -31,6 +31,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+// One hop of the route being placed: its latency, and cursors into the
+// tables its tries look at (route_fits).
+typedef struct HopLook {
+  ResvCursor link, send, recv;  // its link direction, the issue slots at either end
+  int64_t latency;              // hop_latency
+} HopLook;
+
 typedef struct Scheduler {
   Compilation *c;
   const Topology *t;
@@ -44,6 +51,9 @@ typedef struct Scheduler {
   ResvJournal tried;       // the takes of a routing being tried
   Route *pieces;           // place_filling's pieces of one node, before they go to the arena
   int npieces, pieces_cap;
+  HopLook *look;           // by hop: the route being placed (look_begin)
+  int look_cap;
+  int64_t win_k, win_lo, win_hi;  // window_after's last answer, for times in [win_lo, win_hi)
   bool failed;             // an error was reported
 } Scheduler;
 
@@ -56,47 +66,91 @@ static int64_t hop_latency(const Scheduler *s, const Hop *h) {
   return s->t->links.data[h->link].p.latency_max + s->sync->rx_slack;
 }
 
-// The earliest t >= from at which unit table r is free for len cycles
-// outside every resync window.
-static int64_t unit_earliest(const Scheduler *s, const Reservations *r, int64_t from, int64_t len) {
+// sync_window_after(s->sync, t) (resyncs planned), the last answer
+// remembered with the times it holds for: a scheduler asks about times
+// close together, mostly within one resync interval, and the division is
+// a tenth of a 256 MiB tree schedule's time.
+static int64_t window_after(Scheduler *s, int64_t t) {
+  if (t < s->win_lo || t >= s->win_hi) {
+    const SyncPlan *p = s->sync;
+    s->win_k = sync_window_after(p, t);
+    s->win_lo = s->win_k == 1 ? INT64_MIN : (s->win_k - 1) * p->interval + p->window;
+    s->win_hi = s->win_k * p->interval + p->window;
+  }
+  return s->win_k;
+}
+
+// sync_overlaps_window(s->sync, t, len), by window_after.
+static bool overlaps_window(Scheduler *s, int64_t t, int64_t len) {
+  return s->sync->interval && window_after(s, t) * s->sync->interval < t + len;
+}
+
+// The earliest t >= from at which the cursor's unit table is free for len
+// cycles outside every resync window.
+static int64_t unit_earliest_at(Scheduler *s, ResvCursor *c, int64_t from, int64_t len) {
   for (;;) {
-    int64_t t = resv_earliest(r, from, len);
-    if (!sync_overlaps_window(s->sync, t, len)) return t;
-    from = sync_window_after(s->sync, t) * s->sync->interval + s->sync->window;
+    int64_t t = resv_cursor_earliest(c, from, len);
+    if (!overlaps_window(s, t, len)) return t;
+    from = window_after(s, t) * s->sync->interval + s->sync->window;
   }
 }
 
-// How long a stream of `run` cycles leaving at `at` on hop h holds the link
-// direction: the run, plus the sync margin when the run goes on through a
-// resync window at either end, since the units on the far side of the window
-// are realigned while the stream keeps its old timing.
-static int64_t hold(const Scheduler *s, const Hop *h, int64_t at, int64_t run) {
-  bool crosses = sync_overlaps_window(s->sync, at, run) || sync_overlaps_window(s->sync, at + hop_latency(s, h), run);
+static int64_t unit_earliest(Scheduler *s, const Reservations *r, int64_t from, int64_t len) {
+  ResvCursor c = resv_cursor(r);
+  return unit_earliest_at(s, &c, from, len);
+}
+
+// How long a stream of `run` cycles leaving at `at` on a hop of `latency`
+// holds the link direction: the run, plus the sync margin when the run goes
+// on through a resync window at either end, since the units on the far side
+// of the window are realigned while the stream keeps its old timing.
+static int64_t hold_for(Scheduler *s, int64_t latency, int64_t at, int64_t run) {
+  bool crosses = overlaps_window(s, at, run) || overlaps_window(s, at + latency, run);
   return run + (crosses ? s->sync->margin : 0);
+}
+
+static int64_t hold(Scheduler *s, const Hop *h, int64_t at, int64_t run) { return hold_for(s, hop_latency(s, h), at, run); }
+
+// Readies s->look for tries of route rt (route_fits_looked): fresh cursors
+// into its hops' tables.  Valid until the next take.
+static void look_begin(Scheduler *s, const Route *rt) {
+  if (rt->path.nhops > s->look_cap) {
+    s->look_cap = MAX(rt->path.nhops, 2 * s->look_cap);
+    s->look = xrealloc(s->look, sizeof(HopLook) * (size_t)s->look_cap);
+  }
+  for (int j = 0; j < rt->path.nhops; j++) {
+    const Hop *h = &rt->path.hops[j];
+    s->look[j] = (HopLook){.link = resv_cursor(link_dir(s, h)),
+                           .send = resv_cursor(&s->c2c[s->port_base[h->from] + h->out_port]),
+                           .recv = resv_cursor(&s->c2c[s->port_base[h->to] + h->in_port]),
+                           .latency = hop_latency(s, h)};
+  }
 }
 
 // Whether route rt can leave at t: every hop's link direction free for its
 // run and every issue slot free.  If not, the earliest later t worth trying.
 // The links are checked first, on every hop: they are what a route mostly
 // waits for, and an issue slot looked up before a later hop's link fails
-// would be looked up again at the retry.
-static bool route_fits(Scheduler *s, const Route *rt, int64_t t, int64_t *retry) {
-  int64_t at = t;
+// would be looked up again at the retry.  s->look is readied for rt
+// (look_begin), and t is no earlier than at the last try since: a route
+// that does not fit is tried again at its retry, and each table is looked
+// up from where the last try left it, with the same answers as a search.
+static bool route_fits_looked(Scheduler *s, const Route *rt, int64_t t, int64_t *retry) {
+  int64_t at = t, run = rt->count * rt->every;
+  HopLook *look = s->look;
   for (int j = 0; j < rt->path.nhops; j++) {
-    const Hop *h = &rt->path.hops[j];
-    int64_t free_at = resv_earliest(link_dir(s, h), at, hold(s, h, at, rt->count * rt->every));
+    int64_t free_at = resv_cursor_earliest(&look[j].link, at, hold_for(s, look[j].latency, at, run));
     if (free_at != at) {
       *retry = t + (free_at - at);
       return false;
     }
-    at += hop_latency(s, h);
+    at += look[j].latency;
   }
   at = t;
   for (int j = 0; j < rt->path.nhops; j++) {
-    const Hop *h = &rt->path.hops[j];
-    int64_t land = at + hop_latency(s, h);
-    int64_t send_at = unit_earliest(s, &s->c2c[s->port_base[h->from] + h->out_port], at, 1);
-    int64_t recv_at = unit_earliest(s, &s->c2c[s->port_base[h->to] + h->in_port], land, 1);
+    int64_t land = at + look[j].latency;
+    int64_t send_at = unit_earliest_at(s, &look[j].send, at, 1);
+    int64_t recv_at = unit_earliest_at(s, &look[j].recv, land, 1);
     if (send_at != at || recv_at != land) {
       *retry = t + MAX(send_at - at, recv_at - land);
       return false;
@@ -104,6 +158,12 @@ static bool route_fits(Scheduler *s, const Route *rt, int64_t t, int64_t *retry)
     at = land;
   }
   return true;
+}
+
+// route_fits_looked for one try.
+static bool route_fits(Scheduler *s, const Route *rt, int64_t t, int64_t *retry) {
+  look_begin(s, rt);
+  return route_fits_looked(s, rt, t, retry);
 }
 
 static void route_take(Scheduler *s, Route *rt, int64_t t, ResvJournal *j) {
@@ -199,9 +259,10 @@ static int64_t place_routes(Scheduler *s, DagNode *n, int64_t ready, int64_t bou
   for (int r = 0; r < n->nroutes; r++) {
     Route *rt = &n->routes[r];
     int64_t t = ready, retry, took = route_finish(rt, 1);
+    look_begin(s, rt);
     for (;;) {
       if (bound >= 0 && t + took >= bound) return -1;
-      if (route_fits(s, rt, t, &retry)) break;
+      if (route_fits_looked(s, rt, t, &retry)) break;
       t = retry;
     }
     route_take(s, rt, t, j);
@@ -375,6 +436,7 @@ static void scheduler_free(Scheduler *s) {
   free(s->port_base);
   free(s->tried.e);
   free(s->pieces);
+  free(s->look);
 }
 
 // Schedules every node with its transfers routed as mode says; returns the

@@ -55,6 +55,29 @@ static void reservations_match_a_cycle_by_cycle_model(void **state) {
   }
 }
 
+// A cursor gives resv_earliest's answers for queries that never go back,
+// whether it walks a few intervals or jumps far (past RESV_CURSOR_STEPS).
+static void cursors_answer_as_searches(void **state) {
+  (void)state;
+  unsigned seed = 7;
+  for (int round = 0; round < 100; round++) {
+    Reservations r = {0};
+    for (int k = 0; k < 200; k++) {
+      seed = seed * 1103515245u + 12345u;
+      int64_t len = 1 + (seed >> 20) % 9, at = resv_earliest(&r, (seed >> 8) % 3000, len);
+      resv_take(&r, at, len);
+    }
+    ResvCursor c = resv_cursor(&r);
+    for (int64_t from = 0; from < 3200;) {
+      seed = seed * 1103515245u + 12345u;
+      int64_t len = 1 + (seed >> 20) % 30;
+      assert_int_equal(resv_cursor_earliest(&c, from, len), resv_earliest(&r, from, len));
+      from += (seed >> 8) % (seed & 1 ? 8 : 400);
+    }
+    resv_free(&r);
+  }
+}
+
 // A journal of takes undone puts every table back exactly as it was:
 // random takes on two tables (inserting, merging with one neighbour or
 // with both), some kept, then a batch logged and undone.
@@ -564,6 +587,7 @@ static void schedule_verifier_catches_overlapping_runs(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(reservations_match_a_cycle_by_cycle_model),
+      cmocka_unit_test(cursors_answer_as_searches),
       cmocka_unit_test(undone_takes_restore_the_tables),
       cmocka_unit_test(streams_are_runs_not_vectors),
       cmocka_unit_test(a_node_offers_seven_paths),
