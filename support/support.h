@@ -48,8 +48,9 @@ char *xstrdup(const char *s);
 // ---- arena.c: region allocation ----------------------------------------
 typedef struct ArenaChunk ArenaChunk;
 typedef struct Arena {
-  ArenaChunk *head;  // newest chunk first
-  size_t used;       // bytes handed out, for --stats
+  ArenaChunk *head;   // newest chunk first
+  ArenaChunk *spare;  // chunks arena_release gave back, handed out again first
+  size_t used;        // bytes handed out, for --stats
 } Arena;
 
 void *arena_alloc(Arena *a, size_t n);            // zeroed, 16-byte aligned
@@ -60,7 +61,8 @@ char *arena_printf(Arena *a, const char *fmt, ...) PRINTF_LIKE(2, 3);
 void arena_free(Arena *a);
 // A point to roll an arena back to: everything allocated after arena_mark
 // is released by arena_release (for trial compilations, passes/lower.c).
-// Nothing allocated before the mark may point into what is released.
+// Nothing allocated before the mark may point into what is released.  The
+// memory stays the arena's, reused by later allocations, until arena_free.
 typedef struct ArenaMark {
   ArenaChunk *head;
   size_t head_used, used;

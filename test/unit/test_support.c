@@ -43,6 +43,36 @@ static void arena_release_rolls_back_to_the_mark(void **state) {
   arena_free(&a);
 }
 
+// What a release gives back is handed out again (its pages are the
+// process's already): a second round of the same allocations takes the
+// same chunks, and big chunks stay whole and aligned.
+static void arena_reuses_released_chunks(void **state) {
+  (void)state;
+  Arena a = {0};
+  arena_strdup(&a, "kept");
+  ArenaMark m = arena_mark(&a);
+  char *first[40], *big = NULL;
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < 40; i++) {
+      char *p = arena_alloc(&a, 30000);  // zeroed again when reused
+      for (int k = 0; k < 30000; k++) assert_int_equal(p[k], 0);
+      memset(p, 0xab, 30000);
+      if (round == 0) first[i] = p;
+    }
+    char *b = arena_alloc(&a, 5 << 20);  // a chunk of its own, of huge pages where there are any
+    assert_int_equal((uintptr_t)b % 16, 0);
+    memset(b, 1, 5 << 20);
+    if (round == 0) big = b;
+    else assert_ptr_equal(b, big);
+    arena_release(&a, m);
+  }
+  char *again = arena_alloc(&a, 30000);
+  bool reused = false;
+  for (int i = 0; i < 40; i++) reused |= again == first[i];
+  assert_true(reused);
+  arena_free(&a);
+}
+
 static void vec_push_keeps_every_element(void **state) {
   (void)state;
   Arena a = {0};
@@ -268,6 +298,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(arena_allocations_are_zeroed_and_aligned),
       cmocka_unit_test(arena_release_rolls_back_to_the_mark),
+      cmocka_unit_test(arena_reuses_released_chunks),
       cmocka_unit_test(vec_push_keeps_every_element),
       cmocka_unit_test(integers_parse_whole_and_reject_junk),
       cmocka_unit_test(edit_distance_counts_single_edits),
