@@ -36,10 +36,9 @@ static void patch_u32(Buf *b, size_t at, uint32_t v) {
   for (int i = 0; i < 4; i++) b->data[at + (size_t)i] = (char)(v >> (8 * i));
 }
 
-// One instruction, ISA_INSTR_BYTES little-endian bytes, appended at once
-// (the encoder's inner loop: a program is mostly instructions).
-static void put_instr(Buf *b, const Instr *in) {
-  unsigned char w[ISA_INSTR_BYTES];
+// One instruction, ISA_INSTR_BYTES little-endian bytes, at w (the
+// encoder's inner loop: a program is mostly instructions).
+static void encode_instr(unsigned char *w, const Instr *in) {
   const uint32_t field[4] = {in->a, in->b, in->c, in->d};
   w[0] = in->op;
   w[1] = in->dtype;
@@ -47,7 +46,20 @@ static void put_instr(Buf *b, const Instr *in) {
   w[3] = (unsigned char)(in->port >> 8);
   for (int f = 0; f < 4; f++)
     for (int i = 0; i < 4; i++) w[4 + 4 * f + i] = (unsigned char)(field[f] >> (8 * i));
-  buf_append(b, w, sizeof w);
+}
+
+// A unit's instructions, appended with one reservation and written in
+// place, not one append each.
+static void put_code(Buf *b, const UnitProgram *up) {
+  size_t n = (size_t)up->code.len * ISA_INSTR_BYTES;
+  if (b->len + n + 1 > b->cap) {
+    b->cap = MAX(b->cap * 2, b->len + n + 1);
+    b->data = xrealloc(b->data, b->cap);
+  }
+  unsigned char *w = (unsigned char *)b->data + b->len;
+  for (int i = 0; i < up->code.len; i++) encode_instr(w + (size_t)i * ISA_INSTR_BYTES, &up->code.data[i]);
+  b->len += n;
+  b->data[b->len] = '\0';
 }
 
 static void put_record(Buf *b, const DataRecord *r) {
@@ -149,8 +161,7 @@ void be_encode_device(const DeviceProgram *dp, int ndevices, bool debug, Buf *ou
     offset += ISA_INSTR_BYTES * (uint32_t)up->code.len;
   }
   for (int i = 0; i < dp->records.len; i++) put_record(out, &dp->records.data[i]);
-  for (int u = 0; u < dp->units.len; u++)
-    for (int i = 0; i < dp->units.data[u].code.len; i++) put_instr(out, &dp->units.data[u].code.data[i]);
+  for (int u = 0; u < dp->units.len; u++) put_code(out, &dp->units.data[u]);
   if (debug) put_debug_section(out, dp);
   uint32_t size = (uint32_t)(out->len - base);
   patch_u32(out, base + 24, size);

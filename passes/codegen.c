@@ -209,14 +209,18 @@ static int64_t work(Codegen *g, const Op *op, int device) {
 
 // ---- instructions -------------------------------------------------------------
 
+// Appends `in` to u's list, issued at `at`, noted as what g serves now
+// (the fields set in place, after the copy: not on `in`, whose copy would
+// then stall on the stores just made).
 static void put(Codegen *g, UnitCode *u, int64_t at, Instr in) {
-  in.note = g->note, in.at = at, in.line = g->line;
   if (u->code.len == u->code.cap) {
     if (u->code.cap > INT32_MAX / 2) die("codegen: a unit of more than 2^30 instructions");
     u->code.cap = u->code.cap ? 2 * u->code.cap : 16;
     u->code.data = xrealloc(u->code.data, sizeof(Instr) * (size_t)u->code.cap);
   }
-  u->code.data[u->code.len++] = in;
+  Instr *p = &u->code.data[u->code.len++];
+  *p = in;
+  p->note = g->note, p->at = at, p->line = g->line;
 }
 
 static void forget_code(UnitCode *u) {
@@ -552,50 +556,70 @@ static bool is_sorted_by_time(const UnitCode *u) {
   return true;
 }
 
-// The unit's instructions in issue order: its list, sorted, with a SYNC
-// merged in at every resync k I below u->resync_until (after an
+// Where emit_unit stands in a unit's instructions merged with its SYNCs.
+typedef struct Merge {
+  const UnitCode *u;
+  int i;              // the next of u's list
+  int64_t next_sync;  // the next resync's cycle
+} Merge;
+
+// The unit's next instruction in issue order: its list, sorted, with a
+// SYNC merged in at every resync k I below u->resync_until (after an
 // instruction at the same cycle, as a stable sort of them appended would
-// put it).  *next_sync is the next resync's cycle.
-static const Instr *next_instr(Codegen *g, const UnitCode *u, int *i, int64_t *next_sync, Instr *sync) {
+// put it).  False at the end; else *in is the list's instruction, or NULL
+// for a SYNC, and *at its cycle.
+static inline bool merge_next(const Codegen *g, Merge *m, const Instr **in, int64_t *at) {
   const SyncPlan *s = &g->c->sync;
-  bool sync_due = s->interval && *next_sync < u->resync_until;
-  if (*i < u->code.len && (!sync_due || u->code.data[*i].at <= *next_sync)) return &u->code.data[(*i)++];
-  if (!sync_due) return NULL;
-  *sync = instr(OPC_SYNC, 0, 0, 0, 0, 0, 0);
-  sync->note = g->c->annotate ? RESYNC_NOTE : NULL;
-  sync->at = *next_sync;
-  *next_sync += s->interval;
-  return sync;
+  bool sync_due = s->interval && m->next_sync < m->u->resync_until;
+  if (m->i < m->u->code.len && (!sync_due || m->u->code.data[m->i].at <= m->next_sync)) {
+    *in = &m->u->code.data[m->i++];
+    *at = (*in)->at;
+    return true;
+  }
+  if (!sync_due) return false;
+  *in = NULL;
+  *at = m->next_sync;
+  m->next_sync += s->interval;
+  return true;
 }
 
-// Appends u's instructions to out, WAITs in the gaps, then HALT.
+// Cycles after issuing the merge's instruction (NULL: a SYNC) before the unit issues again.
+static int64_t merged_cycles(const Codegen *g, const Instr *in) { return in ? issue_cycles(g, in) : g->c->sync.window; }
+
+// Appends u's instructions to out, WAITs in the gaps, then HALT: counted
+// first, then written in place into room reserved once (an instruction
+// built on the stack and copied stalls on the stores just made to it; most
+// of a long run's instructions are these WAITs and SYNCs).
 static void emit_unit(Codegen *g, int device, UnitCode *u, UnitProgram *out) {
   if (!is_sorted_by_time(u)) qsort(u->code.data, (size_t)u->code.len, sizeof(Instr), compare_timed);
-  int64_t now = 0, words = 1, next_sync = g->c->sync.interval;  // the instructions, their WAITs and the HALT
-  int i = 0;
-  Instr sync;
-  for (const Instr *t; (t = next_instr(g, u, &i, &next_sync, &sync));) {
-    int64_t gap = t->at - now;
+  int64_t now = 0, words = 1, at;  // the instructions, their WAITs and the HALT
+  const Instr *t;
+  Merge m = {.u = u, .next_sync = g->c->sync.interval};
+  while (merge_next(g, &m, &t, &at)) {
+    int64_t gap = at - now;
     words += 1 + (gap > 0 ? (gap + UINT32_MAX - 1) / UINT32_MAX : 0);
-    now = MAX(now, t->at + issue_cycles(g, t));
+    now = MAX(now, at + merged_cycles(g, t));
   }
   words += out->code.len;  // after the preamble
   if (words > INT32_MAX) die("codegen: device %d: a unit of more than 2^31 instructions", device);
   VEC_RESERVE(&g->c->arena, &out->code, (int)words);
-  now = 0, i = 0, next_sync = g->c->sync.interval;
-  for (const Instr *t; (t = next_instr(g, u, &i, &next_sync, &sync));) {
-    if (t->at < now)
+  Instr *code = out->code.data;
+  int len = out->code.len;
+  now = 0;
+  m = (Merge){.u = u, .next_sync = g->c->sync.interval};
+  while (merge_next(g, &m, &t, &at)) {
+    if (at < now)
       die("codegen: device %d unit %d.%d: an instruction at %lld while the unit is busy until %lld", device,
-          (int)u->kind, u->port, (long long)t->at, (long long)now);
-    for (int64_t gap = t->at - now; gap > 0; gap -= MIN(gap, (int64_t)UINT32_MAX)) {
-      Instr w = instr(OPC_WAIT, 0, 0, MIN(gap, (int64_t)UINT32_MAX), 0, 0, 0);
-      VEC_PUSH(&g->c->arena, &out->code, w);
-    }
-    VEC_PUSH(&g->c->arena, &out->code, *t);
-    now = t->at + issue_cycles(g, t);
+          (int)u->kind, u->port, (long long)at, (long long)now);
+    for (int64_t gap = at - now; gap > 0; gap -= MIN(gap, (int64_t)UINT32_MAX))
+      code[len++] = (Instr){.op = OPC_WAIT, .a = (uint32_t)MIN(gap, (int64_t)UINT32_MAX)};
+    if (t) code[len++] = *t;
+    else code[len++] = (Instr){.op = OPC_SYNC, .note = g->c->annotate ? RESYNC_NOTE : NULL, .at = at};
+    now = at + merged_cycles(g, t);
   }
-  Instr halt = instr(OPC_HALT, 0, 0, 0, 0, 0, 0);
-  VEC_PUSH(&g->c->arena, &out->code, halt);
+  code[len++] = (Instr){.op = OPC_HALT};
+  if (len != words) die("codegen: device %d: %d instructions written, %lld counted", device, len, (long long)words);
+  out->code.len = len;
   note_event(g, now);
   forget_code(u);
 }
