@@ -130,6 +130,7 @@ typedef struct Compilation {
   Program *program;               // after codegen
   int64_t *pitch;                 // layout.c, made on first use: by tensor id, vectors per row
   struct TreeCache *trees;        // algo_tree.c: every group's trees built so far, by builder
+  struct SchedTables *sched_tables;  // schedule.c: the last schedule's reservation tables, for the next
 } Compilation;
 
 typedef struct Pass {
@@ -172,6 +173,10 @@ int64_t schedule_as_compiled(Compilation *c, int64_t bound, bool *whole);
 // Whether --route=auto's scheduler could route some transfer of d other
 // than minimally (when not, its schedule is the minimal one).
 bool schedule_may_spread(const Dag *d);
+// Frees the reservation tables a compilation keeps between schedules
+// (c->sched_tables; pass_run_pipeline's end).
+typedef struct SchedTables SchedTables;
+void schedule_forget_tables(SchedTables *k);
 // The generated program as assembly, every device (--dump-after=codegen).
 void codegen_dump(const Compilation *c, FILE *out);
 

@@ -46,6 +46,7 @@ typedef struct Scheduler {
   Reservations *c2c;       // issue slots, by port_base[device] + port
   int *port_base;
   Reservations *vxm, *mxm, *mxw, *sxm;  // by device: vector, matrix (multiply, install path), switch units
+  SchedTables *tables;     // all of the above, in one array (scheduler_init)
   int64_t *weights_free;   // by device: when the last matmul placed is done with the weight buffers
   RouteMode mode;          // how transfers are routed (auto: each as the links' load makes it finish first)
   ResvJournal tried;       // the takes of a routing being tried
@@ -401,37 +402,61 @@ static void schedule_compute(Scheduler *s, DagNode *n, int64_t ready) {
   }
 }
 
+// Every reservation table of a schedule, in one array: the link
+// directions, the issue slots, then each device's vxm, mxm, mxw and sxm.
+// A compilation schedules many times (the choose pass's trials, then the
+// schedule pass), so the tables of the last schedule are kept
+// (c->sched_tables) and the next one starts from them emptied: their
+// runs' memory, grown to a schedule's size, is not given back and faulted
+// in again (on a 256 MiB tree allreduce that was most of the compile's
+// page faults).
+struct SchedTables {
+  Reservations *r;
+  int n;
+};
+
+static int table_count(const Topology *t, int ports) { return t->links.len * 2 + ports + 4 * t->ndevices; }
+
 static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
   const Topology *t = c->topo;
   *s = (Scheduler){.c = c, .t = t, .sync = &c->sync, .mode = mode};
-  s->link_dir = xcalloc((size_t)t->links.len * 2 + 1, sizeof(Reservations));
   s->port_base = xmalloc(sizeof(int) * (size_t)t->ndevices);
   int ports = 0;
   for (int d = 0; d < t->ndevices; d++) {
     s->port_base[d] = ports;
     ports += t->devices[d].nports;
   }
-  s->c2c = xcalloc((size_t)ports + 1, sizeof(Reservations));
-  s->vxm = xcalloc((size_t)t->ndevices, sizeof(Reservations));
-  s->mxm = xcalloc((size_t)t->ndevices, sizeof(Reservations));
-  s->mxw = xcalloc((size_t)t->ndevices, sizeof(Reservations));
-  s->sxm = xcalloc((size_t)t->ndevices, sizeof(Reservations));
+  int n = table_count(t, ports);
+  SchedTables *kept = c->sched_tables;
+  c->sched_tables = NULL;  // this schedule's until scheduler_free
+  if (kept && kept->n != n) schedule_forget_tables(kept), kept = NULL;
+  if (!kept) {
+    kept = xmalloc(sizeof *kept);
+    *kept = (SchedTables){.r = xcalloc((size_t)n + 1, sizeof(Reservations)), .n = n};
+  }
+  for (int i = 0; i < n; i++) kept->r[i].len = kept->r[i].hint = 0;
+  s->tables = kept;
+  s->link_dir = kept->r;
+  s->c2c = s->link_dir + t->links.len * 2;
+  s->vxm = s->c2c + ports;
+  s->mxm = s->vxm + t->ndevices;
+  s->mxw = s->mxm + t->ndevices;
+  s->sxm = s->mxw + t->ndevices;
   s->weights_free = xcalloc((size_t)t->ndevices, sizeof(int64_t));
 }
 
-static void free_tables(Reservations *r, int n) {
-  for (int i = 0; i < n; i++) resv_free(&r[i]);
-  free(r);
+void schedule_forget_tables(SchedTables *k) {
+  if (!k) return;
+  for (int i = 0; i < k->n; i++) resv_free(&k->r[i]);
+  free(k->r);
+  free(k);
 }
 
+// The tables go back to the compilation for the next schedule (unless one
+// ran inside this one and gave its back first).
 static void scheduler_free(Scheduler *s) {
-  int ports = s->t->ndevices ? s->port_base[s->t->ndevices - 1] + s->t->devices[s->t->ndevices - 1].nports : 0;
-  free_tables(s->link_dir, s->t->links.len * 2);
-  free_tables(s->c2c, ports);
-  free_tables(s->vxm, s->t->ndevices);
-  free_tables(s->mxm, s->t->ndevices);
-  free_tables(s->mxw, s->t->ndevices);
-  free_tables(s->sxm, s->t->ndevices);
+  if (s->c->sched_tables) schedule_forget_tables(s->tables);
+  else s->c->sched_tables = s->tables;
   free(s->weights_free);
   free(s->port_base);
   free(s->tried.e);
