@@ -358,6 +358,7 @@ bool pass_choose(Compilation *c) {
   if (quiet) fclose(quiet);
   fclose(ch.log);
   c->choice_log = arena_strdup(&c->arena, text);
+  arena_drop_spares(&c->arena);  // the trials are over: what they left is not held on
   free(text);
   free(colls);
   free(winners);

@@ -582,11 +582,17 @@ int64_t schedule_as_compiled(Compilation *c, int64_t bound, bool *whole) {
   return makespan;
 }
 
+// The last schedule of a compilation: the tables kept between schedules
+// are given back after it, not held through code generation.
 bool pass_schedule(Compilation *c) {
-  if (c->dag->scheduled) return true;  // choose's trial, kept (c->trial_dag)
+  if (c->dag->scheduled) {  // choose's trial, kept (c->trial_dag)
+    schedule_forget_tables(c->sched_tables), c->sched_tables = NULL;
+    return true;
+  }
   bool lost;
   int64_t makespan = schedule_modes(c, -1, &lost);
   if (lost) makespan = schedule_all(c, ROUTE_MINIMAL, -1, NULL);  // the DAG holds the load-aware try
+  schedule_forget_tables(c->sched_tables), c->sched_tables = NULL;
   if (makespan < 0) return false;
   c->dag->makespan = makespan;
   c->dag->scheduled = true;

@@ -6,12 +6,15 @@
 // process already has instead of faulting fresh ones in (a page fault costs
 // about as much as a tree schedule's placement of a route).
 //
-// New chunks grow with the arena (a quarter of what it holds), and one of
-// a transparent huge page or more is mapped on a huge-page boundary and
-// advised as huge (MADV_HUGEPAGE): a 256 MiB allreduce's 20 MB of
+// Requests of half a chunk or more (a long unit's instructions, a big
+// DAG's arrays) are carved from chunks of their own list, ARENA_BIG_CHUNK
+// or larger, mapped on a huge-page boundary and advised as transparent
+// huge pages (MADV_HUGEPAGE): a 256 MiB ring allreduce's 20 MB of
 // instructions then fault in ten pages, not five thousand (a fault costs
 // about 4 us on this project's machines, and they were a third of such a
-// compile).
+// compile).  Smaller requests keep malloc's chunks, which reuse what the
+// compiler frees (code generation's unit lists, as it emits them: on
+// system10440 that is 400 MB of peak memory).
 #define _GNU_SOURCE  // MADV_HUGEPAGE
 #include "support.h"
 
@@ -38,10 +41,9 @@
 #define SPARE_UNPOISON(c) ((void)(c))
 #endif
 
-// Chunks are at least this large, and at least a quarter of what the arena
-// holds up to ARENA_GROWTH_MAX; bigger requests get a chunk of their own.
+// Chunks of small requests are this large.
 #define ARENA_CHUNK_BYTES (64 * 1024)
-#define ARENA_GROWTH_MAX ((size_t)64 << 20)
+#define ARENA_BIG_CHUNK ((size_t)4 << 20)   // ... and of big ones at least this
 #define ARENA_HUGE_PAGE ((size_t)2 << 20)  // x86-64's transparent huge page
 #define ARENA_ALIGN 16
 
@@ -74,9 +76,9 @@ static ArenaChunk *huge_chunk(size_t size) {
 #endif
 }
 
-static ArenaChunk *new_chunk(Arena *a, size_t n) {
-  size_t size = MAX(MAX(n, (size_t)ARENA_CHUNK_BYTES), MIN(a->used / 4, ARENA_GROWTH_MAX));
-  ArenaChunk *c = sizeof(ArenaChunk) + size >= ARENA_HUGE_PAGE ? huge_chunk(size) : NULL;
+static ArenaChunk *new_chunk(size_t n, bool big) {
+  size_t size = MAX(n, big ? ARENA_BIG_CHUNK : (size_t)ARENA_CHUNK_BYTES);
+  ArenaChunk *c = big ? huge_chunk(size) : NULL;
   if (!c) {
     c = xmalloc(sizeof(ArenaChunk) + size);
     c->size = size;
@@ -90,12 +92,12 @@ static void free_chunk(ArenaChunk *c) {
   else free(c);
 }
 
-// A spare chunk of at least n bytes, taken off the list (NULL: none).  The
-// spares of one release are mostly ARENA_CHUNK_BYTES, so the first few
-// looked at serve an ordinary request; a larger one looks a little further.
+// A spare chunk of at least n bytes from list *spares, taken off it (NULL:
+// none).  A list's spares are mostly of one size, so the first few looked
+// at serve an ordinary request; a larger one looks a little further.
 #define ARENA_SPARES_LOOKED_AT 16
-static ArenaChunk *take_spare(Arena *a, size_t n) {
-  ArenaChunk **link = &a->spare;
+static ArenaChunk *take_spare(ArenaChunk **spares, size_t n) {
+  ArenaChunk **link = spares;
   for (int k = 0; *link && k < ARENA_SPARES_LOOKED_AT; link = &(*link)->next, k++)
     if ((*link)->size >= n) {
       ArenaChunk *c = *link;
@@ -108,13 +110,14 @@ static ArenaChunk *take_spare(Arena *a, size_t n) {
 
 void *arena_alloc_uncleared(Arena *a, size_t n) {
   n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
-  ArenaChunk *c = a->head;
+  bool big = n >= ARENA_CHUNK_BYTES / 2;
+  ArenaChunk **head = big ? &a->big : &a->head, *c = *head;
   if (!c || c->size - c->used < n) {
-    c = take_spare(a, n);
-    if (!c) c = new_chunk(a, n);
+    c = take_spare(big ? &a->spare_big : &a->spare, n);
+    if (!c) c = new_chunk(n, big);
     c->used = 0;
-    c->next = a->head;
-    a->head = c;
+    c->next = *head;
+    *head = c;
   }
   void *p = c->mem + c->used;
   c->used += n;
@@ -152,27 +155,43 @@ static void free_chunks(ArenaChunk *c) {
   }
 }
 
-void arena_free(Arena *a) {
+void arena_drop_spares(Arena *a) {
   for (ArenaChunk *c = a->spare; c; c = c->next) SPARE_UNPOISON(c);
-  free_chunks(a->head);
+  for (ArenaChunk *c = a->spare_big; c; c = c->next) SPARE_UNPOISON(c);
   free_chunks(a->spare);
-  a->head = a->spare = NULL;
+  free_chunks(a->spare_big);
+  a->spare = a->spare_big = NULL;
+}
+
+void arena_free(Arena *a) {
+  arena_drop_spares(a);
+  free_chunks(a->head);
+  free_chunks(a->big);
+  a->head = a->big = NULL;
   a->used = 0;
 }
 
 ArenaMark arena_mark(const Arena *a) {
-  return (ArenaMark){.head = a->head, .head_used = a->head ? a->head->used : 0, .used = a->used};
+  return (ArenaMark){.head = a->head, .head_used = a->head ? a->head->used : 0,
+                     .big = a->big, .big_used = a->big ? a->big->used : 0, .used = a->used};
+}
+
+// Moves the chunks of list *head newer than `mark` onto *spares, and rolls
+// the mark's chunk back to `used`.
+static void release_list(ArenaChunk **head, ArenaChunk **spares, ArenaChunk *mark, size_t used) {
+  while (*head != mark) {
+    ArenaChunk *next = (*head)->next;
+    SPARE_POISON(*head);
+    (*head)->next = *spares;
+    *spares = *head;
+    *head = next;
+  }
+  if (*head) (*head)->used = used;
 }
 
 void arena_release(Arena *a, ArenaMark m) {
-  while (a->head != m.head) {  // onto the spares
-    ArenaChunk *next = a->head->next;
-    SPARE_POISON(a->head);
-    a->head->next = a->spare;
-    a->spare = a->head;
-    a->head = next;
-  }
-  if (a->head) a->head->used = m.head_used;
+  release_list(&a->head, &a->spare, m.head, m.head_used);
+  release_list(&a->big, &a->spare_big, m.big, m.big_used);
   a->used = m.used;
 }
 

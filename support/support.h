@@ -49,7 +49,8 @@ char *xstrdup(const char *s);
 typedef struct ArenaChunk ArenaChunk;
 typedef struct Arena {
   ArenaChunk *head;   // newest chunk first
-  ArenaChunk *spare;  // chunks arena_release gave back, handed out again first
+  ArenaChunk *big;    // the same, of requests of half a chunk or more (huge pages)
+  ArenaChunk *spare, *spare_big;  // chunks arena_release gave back (of head, of big), handed out again first
   size_t used;        // bytes handed out, for --stats
 } Arena;
 
@@ -64,11 +65,14 @@ void arena_free(Arena *a);
 // Nothing allocated before the mark may point into what is released.  The
 // memory stays the arena's, reused by later allocations, until arena_free.
 typedef struct ArenaMark {
-  ArenaChunk *head;
-  size_t head_used, used;
+  ArenaChunk *head, *big;
+  size_t head_used, big_used, used;
 } ArenaMark;
 ArenaMark arena_mark(const Arena *a);
 void arena_release(Arena *a, ArenaMark m);
+// Gives the released chunks kept for reuse back to the system (when no
+// more releases and reallocations like them are to come).
+void arena_drop_spares(Arena *a);
 
 #define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
 #define ARENA_ARRAY(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)(n)))

@@ -45,7 +45,7 @@ static void arena_release_rolls_back_to_the_mark(void **state) {
 
 // What a release gives back is handed out again (its pages are the
 // process's already): a second round of the same allocations takes the
-// same chunks, and big chunks stay whole and aligned.
+// same chunks, a big request's among them.
 static void arena_reuses_released_chunks(void **state) {
   (void)state;
   Arena a = {0};
