@@ -36,16 +36,27 @@ static void patch_u32(Buf *b, size_t at, uint32_t v) {
   for (int i = 0; i < 4; i++) b->data[at + (size_t)i] = (char)(v >> (8 * i));
 }
 
+// v as 4 little-endian bytes at w: one store on a little-endian host (a
+// loop over the bytes, or bytes stored one by one, was most of encoding).
+static void le32(unsigned char *w, uint32_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  memcpy(w, &v, sizeof v);
+#else
+  w[0] = (unsigned char)v;
+  w[1] = (unsigned char)(v >> 8);
+  w[2] = (unsigned char)(v >> 16);
+  w[3] = (unsigned char)(v >> 24);
+#endif
+}
+
 // One instruction, ISA_INSTR_BYTES little-endian bytes, at w (the
 // encoder's inner loop: a program is mostly instructions).
 static void encode_instr(unsigned char *w, const Instr *in) {
-  const uint32_t field[4] = {in->a, in->b, in->c, in->d};
-  w[0] = in->op;
-  w[1] = in->dtype;
-  w[2] = (unsigned char)in->port;
-  w[3] = (unsigned char)(in->port >> 8);
-  for (int f = 0; f < 4; f++)
-    for (int i = 0; i < 4; i++) w[4 + 4 * f + i] = (unsigned char)(field[f] >> (8 * i));
+  le32(w, (uint32_t)in->op | (uint32_t)in->dtype << 8 | (uint32_t)in->port << 16);
+  le32(w + 4, in->a);
+  le32(w + 8, in->b);
+  le32(w + 12, in->c);
+  le32(w + 16, in->d);
 }
 
 // A unit's instructions, appended with one reservation and written in
