@@ -158,23 +158,35 @@ static void queue_put(Emu *e, Event ev) {
     heap_push(e, ev);
 }
 
+// A stream's elements share the order key its first element got: the key
+// of element k is (its tick, the stream's order), whenever and however it
+// is run (a burst runs several in one event: link.c).
 void emu_push(Emu *e, Tick t, EventType type, int dev, int unit, Stream *s) {
-  Event ev = {.t = t, .order = next_order(e, type, s ? s->dev : dev)};
-  if (s)
+  Event ev = {.t = t};
+  if (s) {
+    if (!s->order) {
+      s->order = next_order(e, type, s->dev);
+      burst_track(e, s);
+    }
+    ev.order = s->order;
     ev.stream = s;
-  else
+  } else {
+    ev.order = next_order(e, type, dev);
     ev.at.dev = dev, ev.at.unit = unit;
+    if (type == EV_WAKE) burst_wake_queued(&e->devs[dev], t);
+  }
   if (type == EV_POLL) e->polls_queued++;
   queue_put(e, ev);
 }
 
 void emu_push_write(Emu *e, Tick t, PendingWrite *w) {
+  burst_land_queued(&e->devs[w->dev], w->addr, w->nvec);
   queue_put(e, (Event){.t = t, .order = next_order(e, EV_LAND, w->dev), .write = w});
 }
 
 size_t emu_queued(const Emu *e) { return e->in_wheel + e->nheap; }
 
-static void stream_free(Stream *s);
+static void stream_free(Emu *e, Stream *s);
 
 static void write_free(Emu *e, PendingWrite *w);
 
@@ -184,7 +196,7 @@ void emu_event_free(Emu *e, Event *ev) {
   if (type == EV_LAND)
     write_free(e, ev->write);
   else if (type != EV_WAKE && type != EV_UNIT && type != EV_POLL)
-    stream_free(ev->stream);
+    stream_free(e, ev->stream);
 }
 
 // Moves heap events that came within the wheel's reach into it.
@@ -344,8 +356,10 @@ uint8_t *emu_sram_write(Emu *e, EDev *d, const EUnit *u, uint32_t addr, int64_t 
 
 void emu_resume(Emu *e, EDev *d, int unit, int64_t local) {
   EUnit *u = &d->units[unit];
+  d->changes++;
   u->state = UNIT_READY;
   u->next_local = local;
+  u->effect = burst_unit_effect(d, u);
   emu_push(e, emu_global_at(d, local), EV_UNIT, d->id, unit, NULL);
 }
 
@@ -414,6 +428,7 @@ static void land(Emu *e, PendingWrite *w) {
   for (uint32_t v = 0; v < w->nvec; v++)
     memcpy(emu_sram_write_at(e, d, u, &u->land_cur, w->addr + v, w->local, w->lands),
            w->data + (size_t)v * (size_t)e->vector_bytes, (size_t)e->vector_bytes);
+  burst_land_done(d);
   write_free(e, w);
 }
 
@@ -429,8 +444,9 @@ static void push_result(Emu *e, const EDev *d, int unit, uint32_t addr, int64_t 
 static void mxm_job_free(MxmJob *job);
 
 // A stream's memory, whatever its kind.
-static void stream_free(Stream *s) {
+static void stream_free(Emu *e, Stream *s) {
   if (!s) return;
+  burst_untrack(e, s);
   free(s->rows);
   mxm_job_free(s->mxm);
   free(s);
@@ -442,8 +458,10 @@ static void stream_next(Emu *e, Stream *s, EventType type) {
   if (++s->k < s->n)
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), type, s->dev, s->unit, s);
   else
-    stream_free(s);
+    stream_free(e, s);
 }
+
+void emu_stream_end(Emu *e, Stream *s) { stream_free(e, s); }
 
 // ---- the vector unit (VXM) ------------------------------------------------------
 //
@@ -542,23 +560,45 @@ static void prefetch_next_sources(EDev *d, Stream *s) {
   if (reads_c_at_k((Opcode)s->in.op)) sram_prefetch(&d->sram, &s->cur[CUR_C], s->in.c + s->k + 1, false);
 }
 
-// Class 3: one element of a vector-unit op.
+// A result computed in a burst (burst.c) lands at once: in class 4 of its
+// tick, as its landing event would have, under that event's key.
+static void land_now(Emu *e, EDev *d, Stream *s, int64_t local, const uint8_t *out) {
+  EUnit *u = &d->units[s->unit];
+  e->cur = burst_land_key(e, s, emu_global_at(d, local));
+  e->events++;
+  memcpy(emu_sram_write_at(e, d, u, &u->land_cur, s->in.a + s->k, local, emu_global_at(d, local + EMU_VXM_LATENCY)),
+         out, (size_t)e->vector_bytes);
+}
+
+// Class 3: elements of a vector-unit op, as many at once as burst.c allows
+// (none for VCVT, VRSUM and VRMAX).
 static void step_vxm(Emu *e, Stream *s) {
   EDev *d = &e->devs[s->dev];
   const EUnit *u = &d->units[s->unit];
-  int64_t local = s->start + s->k;
-  uint8_t out[EMU_MAX_VECTOR_BYTES];
-  if (is_reduction((Opcode)s->in.op)) {
-    vxm_reduce_step(e, d, s, local);
-  } else {
-    if (s->in.op == OPC_VCVT)
-      vxm_convert(e, d, u, &s->in, s->k, local, out);
-    else
-      vxm_elementwise(e, d, u, s, local, out);
-    push_result(e, d, s->unit, s->in.a + s->k, local, out, EMU_VXM_LATENCY);
-  }
-  prefetch_next_sources(d, s);
-  stream_next(e, s, EV_VXM);
+  Burst b;
+  b.planned = false;
+  bool burst = false;
+  do {
+    int64_t local = s->start + s->k;
+    uint8_t out[EMU_MAX_VECTOR_BYTES];
+    if (is_reduction((Opcode)s->in.op)) {
+      vxm_reduce_step(e, d, s, local);
+    } else {
+      if (s->in.op == OPC_VCVT)
+        vxm_convert(e, d, u, &s->in, s->k, local, out);
+      else
+        vxm_elementwise(e, d, u, s, local, out);
+      if (burst)
+        land_now(e, d, s, local, out);
+      else
+        push_result(e, d, s->unit, s->in.a + s->k, local, out, EMU_VXM_LATENCY);
+    }
+    prefetch_next_sources(d, s);
+  } while (++s->k < s->n && (burst = burst_next(e, s, &b)));
+  if (s->k < s->n)
+    emu_push(e, emu_global_at(d, s->start + s->k), EV_VXM, s->dev, s->unit, s);
+  else
+    stream_free(e, s);
 }
 
 // Starts a vector-unit op at L; returns the cycles it holds the unit.
@@ -902,6 +942,7 @@ static int64_t runtime_deskew(Emu *e, EDev *d, const EUnit *u, uint32_t t, int64
 }
 
 static void wake_parked(Emu *e, EDev *d, Tick t) {
+  burst_wake_done(d, t);
   int64_t local = emu_local_at_or_after(d, t);
   for (int i = 0; i < d->nunits; i++) {
     EUnit *u = &d->units[i];
@@ -914,6 +955,7 @@ static void wake_parked(Emu *e, EDev *d, Tick t) {
 // Issues the unit's next instruction at its next_local cycle.
 static void issue(Emu *e, EDev *d, int unit) {
   EUnit *u = &d->units[unit];
+  d->changes++;  // burst.c: what the units will do next has changed
   int64_t L = u->next_local, next = L + 1;
   if (u->pc >= u->prog->code.len) {
     u->state = UNIT_FELL_OFF;
@@ -1239,6 +1281,8 @@ void emu_free(Emu *e) {
     for (int b = 0; b < ISA_MXM_BUFFERS; b++) free(e->devs[i].wbuf[b].w);
     free(e->devs[i].units);
     free(e->devs[i].ports);
+    free(e->devs[i].active);
+    free(e->devs[i].spans);
   }
   free(e->devs);
   free(e->rank_of);

@@ -115,6 +115,7 @@ typedef struct EmuOptions {
   Faults *faults;          // link errors, dead cables and devices (NULL: none); kept across replays
   Progress *progress;      // the progress line on a terminal (NULL: none)
   int threads;             // threads the run's windows use (0: the cores available; window.c)
+  bool no_bursts;          // every element of every stream an event of its own (--bursts off; burst.c)
 } EmuOptions;
 
 // kind           spelling        what went wrong

@@ -78,6 +78,8 @@ typedef struct Stream {
   int64_t start;   // local cycle of element 0
   uint32_t k, n;   // the next element, the element count
   int every;       // cycles between elements
+  uint64_t order;  // the order key of every element (0: none yet; emu_push)
+  int active;      // burst.c: its place in its device's list of modeled streams (-1: not on it)
   NumReduction acc;  // VRSUM, VRMAX: the reduction so far
   uint8_t *rows;     // TRANS: the source rows read so far (owned)
   MxmJob *mxm;       // MXM, MXMA (owned)
@@ -129,6 +131,7 @@ typedef struct EUnit {
   UnitState state;
   int pc;
   int64_t next_local;   // when it issues next
+  Tick effect;          // burst.c: when it next issues something other than a WAIT
   int64_t wait_start;   // when a SYNC or POLL began (for the trace)
   int poll_port;
   int last_poll;        // the index of its program's last POLL (-1: none)
@@ -163,6 +166,18 @@ typedef struct EDev {
   int64_t install_busy_until;  // the install path reads until this local cycle
   Tick dies_at;            // fault.c: the device does nothing from this tick on (INT64_MAX: never)
   uint64_t seq;            // the sequence number of its next event (the order key)
+  // burst.c's bookkeeping: what a burst must not run past or through.
+  struct ActiveStream *active;  // the streams burst.c models (SEND, RECV, most vector ops)
+  struct ActiveSpan *spans;     // and their spans, in the same order
+  int nactive, active_cap;
+  int blockers;            // streams running that it does not (matrix, switch, installs, ...)
+  int lands_queued;        // landings queued, and the vectors [lands_lo, lands_hi) they span
+  uint32_t lands_lo, lands_hi;
+  int wakes_queued;        // wake-ups (NOTIFY) queued, none before wake_min
+  Tick wake_min;
+  uint64_t changes;        // counts changes of its units' states and streams,
+  uint64_t limit_at;       // the count when limit was found (burst.c's device_limit)
+  Tick limit;
 } EDev;
 
 typedef struct PayloadBlock {
@@ -216,6 +231,32 @@ typedef struct NetOp {
 } NetOp;
 #define EMU_NET_SUBS 3     // keys a NetOp takes
 
+// A stream burst.c models, as its device's list holds it: its operands,
+// each with the vectors [lo, hi) it touches over the stream's life, in one
+// place for a burst's plan to scan.
+typedef struct ActiveStream {
+  struct Stream *s;
+  int nops;
+  struct ActiveOperand {
+    uint32_t lo, hi;
+    bool write, scalar;
+    uint64_t order;
+  } ops[3];
+} ActiveStream;
+
+// What a plan scans first, for every stream of the device: the vectors its
+// writes and all its operands span, its opcode and port.
+typedef struct ActiveSpan {
+  uint32_t wlo, whi, alo, ahi;
+  uint8_t op, port;
+} ActiveSpan;
+
+// A list's spare array (window.c's sort): room for cap records.
+typedef struct SortBuf {
+  void *buf;
+  size_t cap;
+} SortBuf;
+
 // The event queue: a timing wheel of one bucket a cycle over the next
 // EMU_WHEEL_CYCLES cycles (each bucket kept sorted), and a heap for what lies
 // further ahead.  Both give the same order: (tick, class, sequence).
@@ -261,7 +302,13 @@ struct Emu {
   EMU_LIST(TraceRec) traces;
   EMU_LIST(NetOp) net;
   EmuResult part_r;     // a partition's counters (its r)
-  uint64_t events;      // events run
+  uint64_t events;      // events run (a burst's elements counted one each)
+  Tick burst_end;       // burst.c: elements may run ahead up to this tick (0: no bursts now)
+  bool bursted;         // a burst ran in this window: the lists need sorting (window.c)
+  uint64_t burst_elements;  // elements run ahead in bursts (of events)
+  SortBuf spare_net, spare_viols, spare_traces;  // window.c's sort of the lists after bursts:
+  size_t *sort_counts, sort_ncounts;  // records a cycle,
+  size_t *sort_idx, sort_nidx;        // the records' order
   uint64_t flow_ids;    // main: the trace's flow arrows numbered so far
   bool polls_over;      // main: no unit can issue a POLL any more
   Tick window;          // main: a window's ticks, the smallest link latency
@@ -309,6 +356,7 @@ const uint8_t *emu_sram_read_at(Emu *e, EDev *d, const EUnit *u, SramCursor *c, 
 uint8_t *emu_sram_write_at(Emu *e, EDev *d, const EUnit *u, SramCursor *c, uint32_t addr, int64_t local, Tick lands);
 void emu_resume(Emu *e, EDev *d, int unit, int64_t local);
 Stream *emu_stream_new(const Instr *in, int dev, int unit, int64_t start, uint32_t n, int every);
+void emu_stream_end(Emu *e, Stream *s);  // its last element ran: off burst.c's lists, freed
 uint64_t emu_rng(uint64_t *state);
 // The state of a random stream for (what, index) from a seed: 1 jitter
 // (per port), 2 clocks (per device), 3 --ber (per link direction), 4
@@ -340,6 +388,38 @@ void link_payload_free(Emu *e, uint8_t *p);
 void link_report_polling(Emu *e, Tick now);
 // Whether a polling unit of this rank has a notification on its way.
 bool link_polls_can_progress(Emu *e, Tick now);
+
+// ---- burst.c ----
+// A burst's plan, made at its first extra element: how far the device lets
+// it go and the other streams' operands that touch what it touches.
+#define BURST_MAX_OPERANDS 16  // more such operands: no burst (never so many in practice)
+typedef struct Operand {  // where a stream reads or writes (burst.c)
+  const Stream *s;
+  uint32_t base;           // vector base + e at element e (scalar: base at every element)
+  bool write, scalar;
+  uint64_t order;          // at key (start + e x every on its device's clock, order)
+} Operand;
+typedef struct Burst {
+  bool planned;
+  Tick limit;
+  int nown, n;
+  Operand own[3];          // the bursting stream's
+  Operand op[BURST_MAX_OPERANDS];  // the others' that meet them
+} Burst;
+// Whether stream s, whose element s->k is next, may run it now, in the
+// event of the element before (bursts on, the same key, e->cur set to it).
+bool burst_next(Emu *e, Stream *s, Burst *b);
+bool burst_models(const Stream *s);
+// The key of a vector op's landing at tick t run in a burst (burst.c makes
+// sure no other landing of its device shares the tick).
+Key burst_land_key(const Emu *e, const Stream *s, Tick t);
+void burst_track(Emu *e, Stream *s);    // its first push
+Tick burst_unit_effect(const EDev *d, const EUnit *u);  // EUnit.effect
+void burst_untrack(Emu *e, Stream *s);  // its end
+void burst_land_queued(EDev *d, uint32_t addr, uint32_t nvec);
+void burst_land_done(EDev *d);
+void burst_wake_queued(EDev *d, Tick t);
+void burst_wake_done(EDev *d, Tick t);
 
 // ---- fault.c ----
 // At the start of a run: the cables and devices that die in it (dies_at).

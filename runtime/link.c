@@ -229,8 +229,8 @@ void link_recv(Emu *e, EDev *d, int unit, const Instr *in, int64_t local) {
 
 // ---- stepping streams --------------------------------------------------------------------
 
-void link_step_send(Emu *e, Stream *s) {
-  EDev *d = &e->devs[s->dev];
+// Vector s->k of a SEND: read, copied, on the wire.
+static void send_element(Emu *e, EDev *d, Stream *s) {
   int64_t local = s->start + (int64_t)s->k * s->every;
   const uint8_t *src = emu_sram_read_at(e, d, &d->units[s->unit], &s->cur[CUR_A], s->in.a + s->k, local);
   uint8_t *payload = payload_new(e);
@@ -239,12 +239,21 @@ void link_step_send(Emu *e, Stream *s) {
   // it, so that the copy does not wait on memory (streams are long).
   if (s->k + 1 < s->n) sram_prefetch(&d->sram, &s->cur[CUR_B], s->in.a + s->k + 1, false);
   depart(e, d, s->unit, s->in.port, local, s->in.a + s->k, payload);
-  if (++s->k < s->n) {
+}
+
+// Its elements, as many at once as burst.c allows.
+void link_step_send(Emu *e, Stream *s) {
+  EDev *d = &e->devs[s->dev];
+  Burst b;
+  b.planned = false;
+  do send_element(e, d, s);
+  while (++s->k < s->n && burst_next(e, s, &b));
+  if (s->k < s->n) {
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_SEND, s->dev, s->unit, s);
   } else {
     d->ports[s->in.port].sending--;
     window_sending_changed(e, d, s->in.port);
-    free(s);
+    emu_stream_end(e, s);
   }
 }
 
@@ -275,8 +284,8 @@ static void trace_vector(Emu *e, const RxEntry *v, int dev, int unit, Tick now) 
                     emu_trace_track(unit, 2), emu_trace_cycle(now));
 }
 
-void link_step_recv(Emu *e, Stream *s) {
-  EDev *d = &e->devs[s->dev];
+// Take s->k of a RECV.
+static void recv_element(Emu *e, EDev *d, Stream *s) {
   EUnit *u = &d->units[s->unit];
   EPort *p = &d->ports[s->in.port];
   int64_t local = s->start + (int64_t)s->k * s->every;
@@ -305,10 +314,18 @@ void link_step_recv(Emu *e, Stream *s) {
     NetOp *op = window_net_op(e, NET_TAKE);
     op->dev = d->id, op->port = s->in.port, op->unit = s->unit, op->at = now, op->local = local;
   }
-  if (++s->k < s->n)
+}
+
+void link_step_recv(Emu *e, Stream *s) {
+  EDev *d = &e->devs[s->dev];
+  Burst b;
+  b.planned = false;
+  do recv_element(e, d, s);
+  while (++s->k < s->n && burst_next(e, s, &b));
+  if (s->k < s->n)
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_RECV, s->dev, s->unit, s);
   else
-    free(s);
+    emu_stream_end(e, s);
 }
 
 // ---- POLL: a notification at an epoch boundary? -------------------------------------------

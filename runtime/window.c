@@ -248,12 +248,74 @@ static void run_event(Emu *p, Event *ev) {
   emu_dispatch(p, ev);
 }
 
-// A partition's events before `end`, in key order.
+static int compare_keys(const void *x, const void *y) {
+  const Key *a = x, *b = y;
+  return key_before(a, b) ? -1 : key_before(b, a) ? 1 : 0;
+}
+
+static const Key *key_at(const void *data, size_t i, size_t size) { return (const Key *)((const char *)data + i * size); }
+
+// A list of records that begin with their Key, into key order.  Bursts
+// (burst.c) append an element's records when it runs, ahead of its key, so
+// a window's list is runs of keys in order: a counting sort of the records'
+// indices by cycle, each cycle's few then in key order by insertion, and
+// the records moved once, is linear.  A list spread thinner than
+// EMU_SORT_SPAN_PER_RECORD cycles a record (a few records over a long
+// window) goes to qsort.  *data and p->sort_buf trade places.
+#define EMU_SORT_SPAN_PER_RECORD 8
+static void sort_by_key(Emu *p, SortBuf *spare, void **data, size_t *cap, size_t len, size_t size) {
+  char *recs = *data;
+  size_t i = 1;
+  while (i < len && !key_before(key_at(recs, i, size), key_at(recs, i - 1, size))) i++;
+  if (i >= len) return;
+  Tick lo = INT64_MAX, hi = INT64_MIN;
+  for (i = 0; i < len; i++) lo = MIN(lo, key_at(recs, i, size)->t), hi = MAX(hi, key_at(recs, i, size)->t);
+  uint64_t span = (uint64_t)(hi - lo) / EMU_TICKS_PER_CYCLE + 1;
+  if (span > (uint64_t)len * EMU_SORT_SPAN_PER_RECORD) {
+    qsort(recs, len, size, compare_keys);
+    return;
+  }
+  if (p->sort_ncounts < span + 1) p->sort_counts = xrealloc(p->sort_counts, (p->sort_ncounts = span + 1) * sizeof *p->sort_counts);
+  if (p->sort_nidx < len) p->sort_idx = xrealloc(p->sort_idx, (p->sort_nidx = len) * sizeof *p->sort_idx);
+  size_t *at = p->sort_counts, *idx = p->sort_idx;
+  memset(at, 0, (span + 1) * sizeof *at);
+  for (i = 0; i < len; i++) at[(uint64_t)(key_at(recs, i, size)->t - lo) / EMU_TICKS_PER_CYCLE + 1]++;
+  for (uint64_t c = 1; c <= span; c++) at[c] += at[c - 1];  // at[c]: where cycle c's records begin
+  for (i = 0; i < len; i++) idx[at[(uint64_t)(key_at(recs, i, size)->t - lo) / EMU_TICKS_PER_CYCLE]++] = i;
+  for (i = 1; i < len; i++) {  // a record moves only past its own cycle's
+    size_t x = idx[i], j = i;
+    for (; j > 0 && key_before(key_at(recs, x, size), key_at(recs, idx[j - 1], size)); j--) idx[j] = idx[j - 1];
+    idx[j] = x;
+  }
+  if (spare->cap < *cap) spare->buf = xrealloc(spare->buf, (spare->cap = *cap) * size);
+  char *out = spare->buf;
+  for (i = 0; i < len; i++) memcpy(out + i * size, recs + idx[i] * size, size);
+  spare->buf = recs, *data = out;
+  size_t c = spare->cap;
+  spare->cap = *cap, *cap = c;
+}
+
+#define SORT_LIST(p, list)                                                                            \
+  do {                                                                                                \
+    void *data_ = (p)->list.data;                                                                     \
+    sort_by_key((p), &(p)->spare_##list, &data_, &(p)->list.cap, (p)->list.len, sizeof *(p)->list.data); \
+    (p)->list.data = data_;                                                                           \
+  } while (0)
+
+// A partition's events before `end`, in key order; streams may burst up to
+// `end` (burst.c), so the lists are sorted after.
 static void run_part(Emu *p, Tick end) {
+  p->burst_end = p->opt.no_bursts ? 0 : end;
   for (Event *next; (next = emu_queue_peek(p)) && next->t < end;) {
     Event ev = emu_queue_pop(p);
     run_event(p, &ev);
   }
+  p->burst_end = 0;
+  if (!p->bursted) return;
+  p->bursted = false;
+  SORT_LIST(p, net);
+  SORT_LIST(p, viols);
+  SORT_LIST(p, traces);
 }
 
 static bool stopped(const Emu *m) {
@@ -490,6 +552,12 @@ static uint64_t events_run(const Emu *m) {
   return n;
 }
 
+static uint64_t bursts_run(const Emu *m) {
+  uint64_t n = 0;
+  for (int i = 0; i < m->nparts; i++) n += m->parts[i]->burst_elements;
+  return n;
+}
+
 // The partitions' counters into the run's; their queues emptied.
 static void fold_parts(Emu *m) {
   for (int i = 0; i < m->nparts; i++) {
@@ -536,7 +604,8 @@ void window_run(Emu *m, Tick limit) {
   }
   stop_workers(&w, workers);
   if (getenv(EMU_WINDOWS_ENV) && emu_leads(m))
-    fprintf(stderr, "tsp-emu: %lld windows, %lld of them on one thread\n", (long long)windows, (long long)serial);
+    fprintf(stderr, "tsp-emu: %lld windows, %lld of them on one thread; %llu events, %llu of them elements run in bursts\n",
+            (long long)windows, (long long)serial, (unsigned long long)events_run(m), (unsigned long long)bursts_run(m));
   fold_parts(m);
   agree_on_end(m);
   m->buffered = m->nranks > 1;  // ranks: what the checks find waits for rank 0, in key order
@@ -558,6 +627,11 @@ void window_end(Emu *m) {
     free(p->viols.data);
     free(p->traces.data);
     free(p->net.data);
+    free(p->spare_net.buf);
+    free(p->spare_viols.buf);
+    free(p->spare_traces.buf);
+    free(p->sort_counts);
+    free(p->sort_idx);
     free(p);
   }
   free(m->parts);

@@ -77,6 +77,9 @@ static void usage(FILE *out) {
           "  --threads N          run the devices on N threads, in windows of the smallest link\n"
           "                       latency (default: the cores this process may use, 1 under\n"
           "                       64-cycle links); the report and trace are the same for any N\n"
+          "  --bursts on|off      on: a stream runs its elements several in one event where\n"
+          "                       nothing else on its device can tell (default on); off: one\n"
+          "                       event an element. The report and trace are the same either way\n"
           "\n"
           "faults (docs/isa.md, Faults; CYCLE is a global cycle):\n"
           "  --ber RATE           flip each bit on every link with probability RATE (0 to 1):\n"
@@ -101,8 +104,17 @@ static bool number(const char *opt, const char *arg, int64_t lo, int64_t hi, int
   return false;
 }
 
+static bool on_off(const char *opt, const char *arg, bool *out) {
+  if (strcmp(arg, "on") && strcmp(arg, "off")) {
+    fprintf(stderr, "tsp-emu: error: %s takes on or off, not '%s'\n", opt, arg);
+    return false;
+  }
+  *out = !strcmp(arg, "on");
+  return true;
+}
+
 enum { O_SEED = 256, O_DATA_SEED, O_JITTER, O_DRIFT, O_SKEW, O_TRACE, O_TRACE_MAX, O_REPORT, O_INPUT, O_DUMP, O_MAX_CYCLES, O_MAX_LISTED, O_MAX_MEMORY,
-       O_THREADS, O_BER, O_INJECT, O_FAIL_LINK, O_FAIL_DEVICE, O_REPLAY, O_QUIET, O_VERSION, O_HELP };
+       O_THREADS, O_BURSTS, O_BER, O_INJECT, O_FAIL_LINK, O_FAIL_DEVICE, O_REPLAY, O_QUIET, O_VERSION, O_HELP };
 
 // --inject, --fail-link, --fail-device: the syntax here, the devices and
 // cables once the topology is loaded (fault_new).
@@ -120,6 +132,7 @@ static bool fault_option(FaultKind kind, const char *arg, Args *a) {
 static bool parse_option(int ch, const char *arg, Args *a) {
   int64_t v;
   double ppm;
+  bool on;
   switch (ch) {
   case O_SEED:
     if (!number("--seed", arg, 0, INT64_MAX, &v)) return false;
@@ -129,12 +142,10 @@ static bool parse_option(int ch, const char *arg, Args *a) {
     if (!number("--data-seed", arg, 0, INT64_MAX, &v)) return false;
     a->opt.data_seed = (uint64_t)v;
     return true;
-  case O_JITTER:
-    if (strcmp(arg, "on") && strcmp(arg, "off")) {
-      fprintf(stderr, "tsp-emu: error: --jitter takes on or off, not '%s'\n", arg);
-      return false;
-    }
-    a->opt.jitter = !strcmp(arg, "on");
+  case O_JITTER: return on_off("--jitter", arg, &a->opt.jitter);
+  case O_BURSTS:
+    if (!on_off("--bursts", arg, &on)) return false;
+    a->opt.no_bursts = !on;
     return true;
   case O_DRIFT:
     if (!str_to_double(arg, &ppm) || ppm < 0 || ppm > 1e5) {
@@ -196,7 +207,7 @@ static bool parse_args(int argc, char **argv, Args *a) {
       {"report", required_argument, 0, O_REPORT},     {"input", required_argument, 0, O_INPUT},
       {"dump", required_argument, 0, O_DUMP},         {"max-cycles", required_argument, 0, O_MAX_CYCLES},
       {"max-listed", required_argument, 0, O_MAX_LISTED}, {"max-memory", required_argument, 0, O_MAX_MEMORY},
-      {"threads", required_argument, 0, O_THREADS},   {"ber", required_argument, 0, O_BER},
+      {"threads", required_argument, 0, O_THREADS},   {"bursts", required_argument, 0, O_BURSTS},   {"ber", required_argument, 0, O_BER},
       {"inject", required_argument, 0, O_INJECT},     {"fail-link", required_argument, 0, O_FAIL_LINK},
       {"fail-device", required_argument, 0, O_FAIL_DEVICE}, {"replay", required_argument, 0, O_REPLAY},
       {"quiet", no_argument, 0, O_QUIET},             {"version", no_argument, 0, O_VERSION},
