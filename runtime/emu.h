@@ -250,13 +250,24 @@ void emu_write_report(const EmuResult *r, const EmuOptions *opt, int ndevices, F
 // A stream stays on one page for 64 vectors, and a device runs a few streams
 // at once: a small direct-mapped cache of pages skips most hash lookups.
 #define EMU_SRAM_RECENT 8
+// Pages are carved from slabs of whole multiples of this many (a page's
+// bytes are a multiple of 64, so a slab is whole 4 KiB system pages).
+#define EMU_SRAM_SLAB_PAGES 64
 
 typedef struct SramPage SramPage;
+typedef struct SramSlot SramSlot;
+typedef struct SramSlab SramSlab;
 typedef struct Sram {
   int vector_bytes;
-  SramPage **slots;  // open addressing by page number
+  SramSlot *slots;  // open addressing by page number
   uint32_t nslots, npages;
-  SramPage *recent[EMU_SRAM_RECENT];  // recently touched pages, by page number mod EMU_SRAM_RECENT
+  uint32_t recent_number[EMU_SRAM_RECENT];  // recently touched pages, by page number mod EMU_SRAM_RECENT
+  SramPage *recent[EMU_SRAM_RECENT];
+  uint8_t *next, *end;  // the newest slab's room for pages
+  SramSlab *slabs;
+  uint32_t nslabs, slabs_cap;
+  size_t sys_page;      // the system's page size
+  bool populate;        // new pages are faulted in with one call (the kernel takes MADV_POPULATE_WRITE)
 } Sram;
 
 // A stream's place in one SRAM: the page it touched last.  A stream walks
@@ -280,8 +291,19 @@ uint8_t *sram_peek_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, bo
 // stream that reads it (or, for_write, writes it) a few cycles later, so
 // that the access does not wait on memory (a page is created to be written).
 void sram_prefetch(Sram *s, SramCursor *c, uint32_t addr, bool for_write);
+// Creates the pages of vectors addr .. addr + n that do not exist yet,
+// together (a tensor about to be written whole).
+void sram_make(Sram *s, uint32_t addr, uint32_t n);
+// Vectors addr .. addr + *n as one run of bytes, written and landing at
+// tick `lands` (their page created if needed): *n is cut at the end of the
+// page, and the run's vector_bytes x *n bytes are the caller's to fill.
+uint8_t *sram_write_run(Sram *s, uint32_t addr, uint32_t *n, int64_t lands);
+// Vectors addr .. addr + *n as one run of bytes to read, *n cut at the end
+// of the page and before the first vector never written (0 and NULL when
+// addr itself was never written).
+const uint8_t *sram_read_run(Sram *s, uint32_t addr, uint32_t *n);
 void sram_free(Sram *s);
-// The bytes one page costs (its vectors and what each carries).
+// The bytes one page costs (its vectors and what each carries, to a cache line).
 size_t sram_page_bytes(int vector_bytes);
 
 // ===== memory.c: the memory a run needs, before it starts =====================
