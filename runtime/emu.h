@@ -382,6 +382,11 @@ double ref_value(Reference *r, const Tensor *t, int device, int64_t elem);
 // Elements first .. first + n of t's copy on `device` into out: the same
 // values as ref_value, a block at a time.
 void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out);
+// The same as t's dtype stores them (n x its bytes, little-endian) when t
+// is seeded, an input or param given no values (and no cholesky's
+// operand): straight from the seed, the same bytes ref_block's values
+// store.  False, out untouched, for any other tensor.
+bool ref_seeded_bytes(const Reference *r, const Tensor *t, int device, int64_t first, int64_t n, uint8_t *out);
 // The value of an input or param element, seeded or given (what tsp-emu
 // loads): exact in t's dtype.
 double ref_input(const Reference *r, const Tensor *t, int device, int64_t elem);
@@ -422,6 +427,8 @@ uint16_t num_f32_to_bf16(float f);
 // Element i of a vector as a double, and the reverse (rounded / wrapped).
 double num_get(DType dt, const uint8_t *vec, int i);
 void num_set(DType dt, uint8_t *vec, int i, double v);
+// num_set of v[0 .. n) into elements 0 .. n of out (f32 a vectorised pass).
+void num_set_all(DType dt, uint8_t *out, const double *v, int64_t n);
 
 // The vector unit's element operations.
 typedef enum { NUM_ADD, NUM_SUB, NUM_MUL, NUM_DIV, NUM_MAX } NumBinaryOp;

@@ -59,22 +59,29 @@ static Span home_span(const TensorHome *th, int per, int64_t elem, int64_t limit
   return (Span){th->addr + (uint32_t)(row * th->pitch + col / per), lane, MIN(limit, MIN(per - lane, cols - col))};
 }
 
+// The vectors a packed run of `count` elements from lane `lane` on spans.
+static uint32_t vectors_spanned(int lane, int64_t count, int per) {
+  return (uint32_t)MIN((lane + count + per - 1) / per, (int64_t)EMU_SRAM_PAGE_VECTORS);
+}
+
 // Writes elements first .. first + count (bytes of th's dtype, packed) into
 // home th, the vectors written and landed at global time 0.  A vector is
-// zeroed when its lane 0 is written, so lanes past the data stay zero.
+// zeroed when its lane 0 is written, so lanes past the data stay zero.  A
+// packed home's elements are one run of bytes through the vectors of a
+// page, copied a page at a time; a pitched home's, a vector at a time.
 static void write_elems(Emu *e, const TensorHome *th, int64_t first, int64_t count, const uint8_t *bytes) {
   Sram *s = &e->devs[th->device].sram;
   int per = isa_elems_per_vector(th->dtype, e->vector_bytes), size = ir_dtype_bytes[th->dtype];
   for (int64_t k = 0; k < count;) {
     Span sp = home_span(th, per, first + k, count - k);
-    int64_t *lands;
-    bool *written;
-    uint8_t *vec = sram_vector(s, sp.vector, &lands, &written);
-    if (sp.lane == 0) memset(vec, 0, (size_t)e->vector_bytes);
-    memcpy(vec + sp.lane * size, bytes + k * size, (size_t)(sp.count * size));
-    *lands = 0;
-    *written = true;
-    k += sp.count;
+    uint32_t n = th->pitch ? 1 : vectors_spanned(sp.lane, count - k, per);
+    uint8_t *run = sram_write_run(s, sp.vector, &n, 0);
+    int64_t m = th->pitch ? sp.count : MIN(count - k, (int64_t)n * per - sp.lane), end = sp.lane + m;
+    memcpy(run + sp.lane * size, bytes + k * size, (size_t)(m * size));
+    int last = (int)(end - (int64_t)(n - 1) * per);  // lanes written in the last vector
+    if ((n > 1 || sp.lane == 0) && last < per)       // its lane 0 was written: the rest is zero
+      memset(run + ((size_t)(n - 1) * (size_t)per + (size_t)last) * (size_t)size, 0, (size_t)(per - last) * (size_t)size);
+    k += m;
   }
 }
 
@@ -296,21 +303,10 @@ static void block_free(Block *b) {
 }
 
 // The block's reference values of t on `device` (ref: its batch's), and
-// their bytes (f32, the common case, without num_set's dispatch on every
-// element).
+// their bytes.
 static void compute_block(Reference *ref, const Tensor *t, int device, Block *b) {
   ref_block(ref, t, device, b->first, b->count, b->want);
-  if (t->dtype != DT_F32) {
-    for (int64_t k = 0; k < b->count; k++) num_set(t->dtype, b->bytes, (int)k, b->want[k]);
-    return;
-  }
-  for (int64_t k = 0; k < b->count; k++) {
-    float f = (float)b->want[k];
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    uint8_t *p = b->bytes + 4 * k;
-    p[0] = (uint8_t)u, p[1] = (uint8_t)(u >> 8), p[2] = (uint8_t)(u >> 16), p[3] = (uint8_t)(u >> 24);
-  }
+  num_set_all(t->dtype, b->bytes, b->want, b->count);
 }
 
 // The homes of the model's tensors, ordered by batch, tensor id and then
@@ -407,15 +403,20 @@ static bool any_owned(const Emu *e, const TensorHome *const *hs, int n) {
 
 // (Ranks: only the homes on this rank's devices, and no reference computed
 // for a group with none.)
+// The homes' pages are made first, each home's together; a seeded
+// tensor's bytes come straight from the seed (ref_seeded_bytes).
 static void seed_group(Emu *e, Reference *ref, const Tensor *t, const TensorHome *const *hs, int n) {
   if (!any_owned(e, hs, n)) return;
+  for (int h = 0; h < n; h++)
+    if (emu_owns(e, hs[h]->device))
+      sram_make(&e->devs[hs[h]->device].sram, hs[h]->addr, (uint32_t)emu_home_vectors(hs[h], e->vector_bytes));
   Runs runs = home_runs(hs[0], &t->shape);
   Block b = block_new(e, t->dtype);
   for (int64_t k = 0; k < runs.count; k++)
     for (int64_t at = 0; at < runs.len; at += b.block) {
       b.first = run_first(&runs, k) + at;
       b.count = MIN(b.block, runs.len - at);
-      compute_block(ref, t, hs[0]->device, &b);
+      if (!ref_seeded_bytes(ref, t, hs[0]->device, b.first, b.count, b.bytes)) compute_block(ref, t, hs[0]->device, &b);
       for (int h = 0; h < n; h++)
         if (emu_owns(e, hs[h]->device)) write_elems(e, hs[h], k * runs.len + at, b.count, b.bytes);
     }
@@ -509,6 +510,15 @@ static void compare_block(Emu *e, const Reference *ref, const Tensor *t, HomeChe
   int per = isa_elems_per_vector(t->dtype, e->vector_bytes), size = ir_dtype_bytes[t->dtype];
   for (int64_t k = 0; k < b->count;) {
     Span sp = home_span(hc->th, per, at + k, b->count - k);
+    if (!hc->th->pitch) {  // packed: the written run of the page compared at once, if equal
+      uint32_t n = vectors_spanned(sp.lane, b->count - k, per);
+      const uint8_t *run = sram_read_run(s, sp.vector, &n);
+      int64_t m = MIN(b->count - k, (int64_t)n * per - sp.lane);
+      if (n && !memcmp(run + sp.lane * size, b->bytes + k * size, (size_t)(m * size))) {
+        k += m;
+        continue;
+      }
+    }
     bool *written;
     const uint8_t *got = sram_peek(s, sp.vector, NULL, &written);
     if (!got || !*written) {
