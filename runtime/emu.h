@@ -21,6 +21,8 @@
 
 #include "../frontend/frontend.h"
 
+#include <math.h>
+
 // ===== loader.c =============================================================
 
 // Decodes and checks one devNNNN.tsp.  `topo` may be NULL (tsp-objdump):
@@ -410,6 +412,17 @@ uint64_t ref_dense_bytes(const Reference *r);
 // G(t) x (atol + rtol x max(|want|, rms)), 0 for integer dtypes.
 int ref_growth(const Reference *r, const Tensor *t);
 double ref_tolerance(const Reference *r, const Tensor *t, double want, double rms);
+// The same in parts, for a loop over many elements of one tensor:
+// ref_tolerance_at(ref_tolerance_of(r, t), want, rms) is ref_tolerance.
+typedef struct RefTolerance {
+  double growth, atol, rtol;  // G(t) and the dtype's parts (rtol 0: an integer dtype, exact)
+} RefTolerance;
+RefTolerance ref_tolerance_of(const Reference *r, const Tensor *t);
+static inline double ref_tolerance_at(RefTolerance tl, double want, double rms) {
+  if (tl.rtol == 0) return 0;
+  double mag = fabs(want) > rms ? fabs(want) : rms;
+  return tl.growth * (tl.atol + tl.rtol * mag);
+}
 void ref_free(Reference *r);
 
 // ===== numeric.c ============================================================

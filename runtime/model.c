@@ -484,21 +484,38 @@ static double error_ratio(double got, double want, double tol, double *error) {
   return *error / tol;
 }
 
+// Element i of a vector as a double: an f32 read as the float it is on a
+// little-endian host (the common case, without num_get's dispatch).
+static double elem_value(DType dt, const uint8_t *vec, int i) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (dt == DT_F32) {
+    float f;
+    memcpy(&f, vec + 4 * (size_t)i, sizeof f);
+    return f;
+  }
+#endif
+  return num_get(dt, vec, i);
+}
+
 // Judges the differing elements k .. k + m of a block (a vector run of a
 // home whose element `at` is the block's first): counts those beyond
 // tolerance, keeps the worst.  rms 0: the tolerance without the rms floor.
 static void judge_run(const Reference *ref, const Tensor *t, HomeCheck *hc, const uint8_t *got, int lane,
                       const Block *b, int64_t at, int64_t k, int64_t m, double rms) {
+  RefTolerance tl = ref_tolerance_of(ref, t);
+  double max_ratio = hc->max_ratio;  // kept in registers through the loop
+  int64_t beyond = hc->beyond;
+  Worst wo = hc->worst;
   for (int64_t j = 0; j < m; j++) {
-    double g = num_get(t->dtype, got, lane + (int)j), w = b->want[k + j], err;
-    double tol = ref_tolerance(ref, t, w, rms), ratio = error_ratio(g, w, tol, &err);
+    double g = elem_value(t->dtype, got, lane + (int)j), w = b->want[k + j], err;
+    double tol = ref_tolerance_at(tl, w, rms), ratio = error_ratio(g, w, tol, &err);
     if (ratio == 0) continue;
-    hc->max_ratio = fmax(hc->max_ratio, ratio);
+    max_ratio = fmax(max_ratio, ratio);
     if (ratio <= 1) continue;
-    Worst *wo = &hc->worst;
-    if (!hc->beyond++ || ratio > wo->ratio || (ratio == wo->ratio && err > wo->error))
-      *wo = (Worst){.elem = at + k + j, .got = g, .want = w, .error = err, .tol = tol, .ratio = ratio};
+    if (!beyond++ || ratio > wo.ratio || (ratio == wo.ratio && err > wo.error))
+      wo = (Worst){.elem = at + k + j, .got = g, .want = w, .error = err, .tol = tol, .ratio = ratio};
   }
+  hc->max_ratio = max_ratio, hc->beyond = beyond, hc->worst = wo;
 }
 
 // Compares one home, from its element `at` on, with a block, run by run

@@ -422,11 +422,13 @@ int ref_group(const Reference *r, const Tensor *t, const int **devices) {
 
 int ref_growth(const Reference *r, const Tensor *t) { return r->growth[t->id]; }
 
-double ref_tolerance(const Reference *r, const Tensor *t, double want, double rms) {
+RefTolerance ref_tolerance_of(const Reference *r, const Tensor *t) {
   static const double rtol[DT_COUNT] = {[DT_F32] = REF_RTOL_F32, [DT_F16] = REF_RTOL_F16, [DT_BF16] = REF_RTOL_BF16};
-  if (rtol[t->dtype] == 0) return 0;  // integers: exact
-  double mag = fabs(want) > rms ? fabs(want) : rms;
-  return r->growth[t->id] * (REF_ATOL_FLOAT + rtol[t->dtype] * mag);
+  return (RefTolerance){.growth = r->growth[t->id], .atol = REF_ATOL_FLOAT, .rtol = rtol[t->dtype]};  // rtol 0: integers
+}
+
+double ref_tolerance(const Reference *r, const Tensor *t, double want, double rms) {
+  return ref_tolerance_at(ref_tolerance_of(r, t), want, rms);
 }
 
 // ---- inputs -------------------------------------------------------------------------
