@@ -387,7 +387,7 @@ void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t
 // The same as t's dtype stores them (n x its bytes, little-endian) when t
 // is seeded, an input or param given no values (and no cholesky's
 // operand): straight from the seed, the same bytes ref_block's values
-// store.  False, out untouched, for any other tensor.
+// store.  False, out untouched, for any other tensor (n 0: whether t is seeded).
 bool ref_seeded_bytes(const Reference *r, const Tensor *t, int device, int64_t first, int64_t n, uint8_t *out);
 // The value of an input or param element, seeded or given (what tsp-emu
 // loads): exact in t's dtype.

@@ -64,12 +64,23 @@ static uint32_t vectors_spanned(int lane, int64_t count, int per) {
   return (uint32_t)MIN((lane + count + per - 1) / per, (int64_t)EMU_SRAM_PAGE_VECTORS);
 }
 
-// Writes elements first .. first + count (bytes of th's dtype, packed) into
-// home th, the vectors written and landed at global time 0.  A vector is
+// Where written elements come from: `bytes` (th's dtype, packed), or with
+// bytes NULL the seed of tensor t on `device` from its element `first` on
+// (ref_seeded_bytes, straight into the SRAM).
+typedef struct Source {
+  const uint8_t *bytes;
+  Reference *ref;
+  const Tensor *t;
+  int device;
+  int64_t first;
+} Source;
+
+// Writes elements first .. first + count of home th from src (its element
+// 0 first's) the vectors written and landed at global time 0.  A vector is
 // zeroed when its lane 0 is written, so lanes past the data stay zero.  A
 // packed home's elements are one run of bytes through the vectors of a
-// page, copied a page at a time; a pitched home's, a vector at a time.
-static void write_elems(Emu *e, const TensorHome *th, int64_t first, int64_t count, const uint8_t *bytes) {
+// page, written a page at a time; a pitched home's, a vector at a time.
+static void write_from(Emu *e, const TensorHome *th, int64_t first, int64_t count, const Source *src) {
   Sram *s = &e->devs[th->device].sram;
   int per = isa_elems_per_vector(th->dtype, e->vector_bytes), size = ir_dtype_bytes[th->dtype];
   for (int64_t k = 0; k < count;) {
@@ -77,12 +88,20 @@ static void write_elems(Emu *e, const TensorHome *th, int64_t first, int64_t cou
     uint32_t n = th->pitch ? 1 : vectors_spanned(sp.lane, count - k, per);
     uint8_t *run = sram_write_run(s, sp.vector, &n, 0);
     int64_t m = th->pitch ? sp.count : MIN(count - k, (int64_t)n * per - sp.lane), end = sp.lane + m;
-    memcpy(run + sp.lane * size, bytes + k * size, (size_t)(m * size));
+    if (src->bytes)
+      memcpy(run + sp.lane * size, src->bytes + k * size, (size_t)(m * size));
+    else
+      ref_seeded_bytes(src->ref, src->t, src->device, src->first + k, m, run + sp.lane * size);
     int last = (int)(end - (int64_t)(n - 1) * per);  // lanes written in the last vector
     if ((n > 1 || sp.lane == 0) && last < per)       // its lane 0 was written: the rest is zero
       memset(run + ((size_t)(n - 1) * (size_t)per + (size_t)last) * (size_t)size, 0, (size_t)(per - last) * (size_t)size);
     k += m;
   }
+}
+
+// Writes elements first .. first + count (bytes of th's dtype, packed) into home th.
+static void write_elems(Emu *e, const TensorHome *th, int64_t first, int64_t count, const uint8_t *bytes) {
+  write_from(e, th, first, count, &(Source){.bytes = bytes});
 }
 
 // The home's device exists and its vectors lie inside that device's SRAM.
@@ -395,30 +414,36 @@ static void batch_done(Batch *bt) {
 
 // Homes hs[0 .. n) of input or param t that hold one box and share one
 // reference (computed on hs[0]'s device): run by run, a block at a time.
-static bool any_owned(const Emu *e, const TensorHome *const *hs, int n) {
-  for (int h = 0; h < n; h++)
-    if (emu_owns(e, hs[h]->device)) return true;
-  return false;
-}
-
 // (Ranks: only the homes on this rank's devices, and no reference computed
 // for a group with none.)
-// The homes' pages are made first, each home's together; a seeded
-// tensor's bytes come straight from the seed (ref_seeded_bytes).
+// The homes' pages are made first, each home's together.  A seeded
+// tensor's bytes come straight from the seed (ref_seeded_bytes): into the
+// SRAM when one home of the group is this rank's, else into the block,
+// copied to each.
 static void seed_group(Emu *e, Reference *ref, const Tensor *t, const TensorHome *const *hs, int n) {
-  if (!any_owned(e, hs, n)) return;
+  int owned = 0;
   for (int h = 0; h < n; h++)
-    if (emu_owns(e, hs[h]->device))
+    if (emu_owns(e, hs[h]->device)) {
       sram_make(&e->devs[hs[h]->device].sram, hs[h]->addr, (uint32_t)emu_home_vectors(hs[h], e->vector_bytes));
+      owned++;
+    }
+  if (!owned) return;
+  bool seeded = ref_seeded_bytes(ref, t, hs[0]->device, 0, 0, NULL);
   Runs runs = home_runs(hs[0], &t->shape);
   Block b = block_new(e, t->dtype);
   for (int64_t k = 0; k < runs.count; k++)
     for (int64_t at = 0; at < runs.len; at += b.block) {
       b.first = run_first(&runs, k) + at;
       b.count = MIN(b.block, runs.len - at);
-      if (!ref_seeded_bytes(ref, t, hs[0]->device, b.first, b.count, b.bytes)) compute_block(ref, t, hs[0]->device, &b);
+      Source src = {.bytes = b.bytes, .ref = ref, .t = t, .device = hs[0]->device, .first = b.first};
+      if (seeded && owned == 1)
+        src.bytes = NULL;
+      else if (seeded)
+        ref_seeded_bytes(ref, t, hs[0]->device, b.first, b.count, b.bytes);
+      else
+        compute_block(ref, t, hs[0]->device, &b);
       for (int h = 0; h < n; h++)
-        if (emu_owns(e, hs[h]->device)) write_elems(e, hs[h], k * runs.len + at, b.count, b.bytes);
+        if (emu_owns(e, hs[h]->device)) write_from(e, hs[h], k * runs.len + at, b.count, &src);
     }
   block_free(&b);
 }
