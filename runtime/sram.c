@@ -28,6 +28,27 @@
 
 // The alignment of a page and of its vectors (a cache line).
 #define SRAM_LINE 64
+// Consecutive pages whose slots in the table share a line (16-byte slots).
+#define SRAM_SLOT_GROUP 4
+
+// Under AddressSanitizer a slab's room is poisoned until carved and each
+// page is followed by a poisoned line, so an access past a page's vectors
+// is caught as it was when each page was a block of its own.
+#if defined(__SANITIZE_ADDRESS__)
+#define SRAM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SRAM_ASAN 1
+#endif
+#endif
+#ifdef SRAM_ASAN
+#include <sanitizer/asan_interface.h>
+#define SRAM_REDZONE SRAM_LINE
+#else
+#define SRAM_REDZONE 0
+#define ASAN_POISON_MEMORY_REGION(a, n) ((void)(a), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(a, n) ((void)(a), (void)(n))
+#endif
 
 struct SramPage {
   uint32_t number;  // addr / EMU_SRAM_PAGE_VECTORS
@@ -43,7 +64,8 @@ struct SramSlot {
 
 struct SramSlab {
   void *base;      // what to unmap or free
-  size_t bytes;
+  uint8_t *pages;  // where its pages start (base, or past it to a line)
+  size_t bytes;    // from pages on
   bool mapped;     // mmap'd (else calloc'd)
 };
 
@@ -57,8 +79,14 @@ size_t sram_page_bytes(int vector_bytes) {
   return (bytes + SRAM_LINE - 1) / SRAM_LINE * SRAM_LINE;
 }
 
+// From one page to the next in a slab (a redzone between under ASan).
+static size_t stride(const Sram *s) { return sram_page_bytes(s->vector_bytes) + SRAM_REDZONE; }
+
+// Knuth's multiplicative hash of the page's group of SRAM_SLOT_GROUP
+// consecutive pages, which share a cache line of slots: a stream walking
+// from page to page finds the next one's slot in the line it just read.
 static uint32_t slot_of(uint32_t number, uint32_t nslots) {
-  return (number * 2654435761u) & (nslots - 1);  // Knuth's multiplicative hash
+  return ((number / SRAM_SLOT_GROUP * 2654435761u) * SRAM_SLOT_GROUP + number % SRAM_SLOT_GROUP) & (nslots - 1);
 }
 
 static void put(SramSlot *slots, uint32_t nslots, uint32_t number, SramPage *p) {
@@ -69,7 +97,11 @@ static void put(SramSlot *slots, uint32_t nslots, uint32_t number, SramPage *p) 
 
 static void grow(Sram *s) {
   uint32_t n = s->nslots ? s->nslots * 2 : 16;
-  SramSlot *slots = xcalloc(n, sizeof *slots);
+  SramSlot *slots = aligned_alloc(SRAM_LINE, n * sizeof *slots);  // groups on lines
+  if (slots)
+    memset(slots, 0, n * sizeof *slots);
+  else
+    slots = xcalloc(n, sizeof *slots);  // says out of memory (or works, unaligned)
   for (uint32_t i = 0; i < s->nslots; i++)
     if (s->slots[i].page) put(slots, n, s->slots[i].number, s->slots[i].page);
   free(s->slots);
@@ -108,7 +140,7 @@ static void populate(Sram *s, uint8_t *from, uint8_t *to) {
 // (whole system pages, whatever the page's size), zeroed; pages are carved
 // from it from now on (the rest of the last slab is never touched).
 static void new_slab(Sram *s, uint32_t pages) {
-  size_t page = sram_page_bytes(s->vector_bytes);
+  size_t page = stride(s);
   size_t n = ((size_t)pages + EMU_SRAM_SLAB_PAGES - 1) / EMU_SRAM_SLAB_PAGES * EMU_SRAM_SLAB_PAGES;
   SramSlab slab = {.bytes = n * page};
   uint8_t *base = NULL;
@@ -129,16 +161,19 @@ static void new_slab(Sram *s, uint32_t pages) {
     s->slabs_cap = s->slabs_cap ? 2 * s->slabs_cap : 8;
     s->slabs = xrealloc(s->slabs, s->slabs_cap * sizeof *s->slabs);
   }
+  slab.pages = base;
   s->slabs[s->nslabs++] = slab;
   s->next = base;
   s->end = base + slab.bytes;
+  ASAN_POISON_MEMORY_REGION(base, slab.bytes);
 }
 
 // Page `number`, new (zeroed, unwritten), carved from the slab and entered
 // in the table; the caller has made room for it in both.
 static SramPage *carve(Sram *s, uint32_t number) {
   SramPage *p = (SramPage *)s->next;
-  s->next += sram_page_bytes(s->vector_bytes);
+  ASAN_UNPOISON_MEMORY_REGION(p, sram_page_bytes(s->vector_bytes));
+  s->next += stride(s);
   p->number = number;
   if (2 * (s->npages + 1) > s->nslots) grow(s);  // keep the table at most half full
   put(s->slots, s->nslots, number, p);
@@ -148,7 +183,7 @@ static SramPage *carve(Sram *s, uint32_t number) {
 }
 
 // The room left in the slab, in pages.
-static size_t room(const Sram *s) { return s->next ? (size_t)(s->end - s->next) / sram_page_bytes(s->vector_bytes) : 0; }
+static size_t room(const Sram *s) { return s->next ? (size_t)(s->end - s->next) / stride(s) : 0; }
 
 // The page `number`, created (zeroed, unwritten) if it does not exist.
 static SramPage *page(Sram *s, uint32_t number) {
@@ -242,6 +277,7 @@ const uint8_t *sram_read_run(Sram *s, uint32_t addr, uint32_t *n) {
 
 void sram_free(Sram *s) {
   for (uint32_t i = 0; i < s->nslabs; i++) {
+    ASAN_UNPOISON_MEMORY_REGION(s->slabs[i].pages, s->slabs[i].bytes);
 #ifdef MAP_ANONYMOUS
     if (s->slabs[i].mapped) {
       munmap(s->slabs[i].base, s->slabs[i].bytes);
