@@ -8,10 +8,10 @@
 // pages a run creates are those of the vectors its program can write: the
 // .init and .expect records, the manifest's tensor homes (seeded or given
 // before the run, compared after it), and the destinations of RECV and of
-// every vector-, matrix- and switch-unit op.  Pages are carved from slabs
-// and faulted in a system page at a time, so a device may also hold the
-// rest of the system page after the last page carved from each slab: the
-// newest slab's, and one for each home seeded into a slab of its own.  The estimate is that set of
+// every vector-, matrix- and switch-unit op.  The pages of a home are
+// carved from slabs and faulted in together, a system page at a time, so
+// a device may also hold the rest of the system page after each home's
+// pages: one for each home, and one for the slab the last went into.  The estimate is that set of
 // pages, device by device, plus each device's own state, plus the
 // reference's dense arrays (reference.c) and the largest cholesky factor
 // check (model.c) when there is a model.

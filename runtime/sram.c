@@ -6,10 +6,12 @@
 //
 // Pages are carved in order out of slabs, each mapped from the kernel at
 // once (mmap) and sized in whole runs of EMU_SRAM_SLAB_PAGES pages.  A
-// slab's memory comes zeroed, so a new page is not zeroed again, and a new
-// page's memory is faulted in with one call (MADV_POPULATE_WRITE) rather
-// than one fault per 4 KiB; sram_make() creates the pages of a whole range
-// (a tensor about to be seeded) together, in one slab and one call.  A
+// slab's memory comes zeroed, so a new page is not zeroed again.
+// sram_make() creates the pages of a whole range (a tensor about to be
+// seeded) together, in one slab, and faults their memory in with one call
+// (MADV_POPULATE_WRITE) rather than one fault per 4 KiB; a page made as
+// something writes it is faulted in as touched, so a device that writes a
+// few vectors holds a few system pages.  A
 // page's header is padded so that its vectors start on a cache line: a
 // 320-byte vector spans 5 lines, not 6.  The table of pages keeps each
 // page's number beside it, so a look-up reads no page.
@@ -190,9 +192,7 @@ static SramPage *page(Sram *s, uint32_t number) {
   SramPage *p = find(s, number);
   if (p) return p;
   if (!room(s)) new_slab(s, 1);
-  p = carve(s, number);
-  populate(s, (uint8_t *)p, s->next);
-  return p;
+  return carve(s, number);  // faulted in as touched: a page made this way may stay mostly unwritten
 }
 
 void sram_make(Sram *s, uint32_t addr, uint32_t n) {
