@@ -3,8 +3,11 @@
 # core, side by side in one run with how many 320-byte vectors this machine
 # copies a second in bulk (the memory's limit: each hop copies a vector at
 # least once).  A vector-hop is one vector crossing one link and being
-# taken by a RECV.  tsp-emu runs on one core, so hops per CPU second (user +
-# system) is the rate per core.  Three workloads:
+# taken by a RECV.  tsp-emu runs on one thread here (--threads
+# EMU_THREADS, default 1: with more, a thread waiting at a window's barrier
+# spins, and on a machine shared with other jobs that spinning is CPU time
+# the rate would count), so hops per CPU second (user + system) is the
+# rate per core.  Three workloads:
 #
 #   - a ring where every link streams back to back (DEVICES, VECTORS_PER_DEVICE);
 #   - the rack72 64 MiB f32 allreduce compiled by tspc (emulated cycles must
@@ -85,7 +88,8 @@ copy_rate=$("$work/copy")
 # and one line of vector-hops per CPU second, beside the copy rate; the
 # CPU seconds in $work/cpu.
 emulate() {
-  /usr/bin/time -f "%e %U %S %M" -o "$work/time" "${3:-bin/tsp-emu}" "$2" --quiet | tee "$work/result"
+  /usr/bin/time -f "%e %U %S %M" -o "$work/time" "${3:-bin/tsp-emu}" "$2" --quiet --threads "${EMU_THREADS:-1}" |
+    tee "$work/result"
   hops=$(sed -n 's/.* \([0-9]*\) vectors moved.*/\1/p' "$work/result")
   read -r wall user sys rss < "$work/time"
   python3 -c "
