@@ -114,7 +114,7 @@ static void grow(Sram *s) {
 // The page `number` if it exists: the recent page of its slot, else the table.
 static SramPage *find(Sram *s, uint32_t number) {
   uint32_t r = number % EMU_SRAM_RECENT;
-  if (s->recent_number[r] == number) return s->recent[r];
+  if (s->recent_number[r] == number && s->recent[r]) return s->recent[r];
   if (!s->nslots) return NULL;
   for (uint32_t j = slot_of(number, s->nslots); s->slots[j].page; j = (j + 1) & (s->nslots - 1))
     if (s->slots[j].number == number) {
