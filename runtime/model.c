@@ -75,8 +75,9 @@ typedef struct Source {
   int64_t first;
 } Source;
 
-// Writes elements first .. first + count of home th from src (its element
-// 0 first's) the vectors written and landed at global time 0.  A vector is
+// Writes elements first .. first + count of home th, taken from src (whose
+// element 0 is the home's element `first`), the vectors written and landed
+// at global time 0.  A vector is
 // zeroed when its lane 0 is written, so lanes past the data stay zero.  A
 // packed home's elements are one run of bytes through the vectors of a
 // page, written a page at a time; a pitched home's, a vector at a time.
@@ -413,13 +414,12 @@ static void batch_done(Batch *bt) {
 // ---- before the run -----------------------------------------------------------------
 
 // Homes hs[0 .. n) of input or param t that hold one box and share one
-// reference (computed on hs[0]'s device): run by run, a block at a time.
-// (Ranks: only the homes on this rank's devices, and no reference computed
-// for a group with none.)
-// The homes' pages are made first, each home's together.  A seeded
-// tensor's bytes come straight from the seed (ref_seeded_bytes): into the
-// SRAM when one home of the group is this rank's, else into the block,
-// copied to each.
+// reference (computed on hs[0]'s device): run by run, a block at a time,
+// each home's pages made together first.  A seeded tensor's bytes come
+// straight from the seed (ref_seeded_bytes): into the SRAM when the group
+// has one home here, else into the block, copied to each.  (Ranks: only
+// the homes on this rank's devices, and no reference computed for a group
+// with none.)
 static void seed_group(Emu *e, Reference *ref, const Tensor *t, const TensorHome *const *hs, int n) {
   int owned = 0;
   for (int h = 0; h < n; h++)
