@@ -21,6 +21,8 @@
 
 #include "../frontend/frontend.h"
 
+#include <math.h>
+
 // ===== loader.c =============================================================
 
 // Decodes and checks one devNNNN.tsp.  `topo` may be NULL (tsp-objdump):
@@ -251,13 +253,24 @@ void emu_write_report(const EmuResult *r, const EmuOptions *opt, int ndevices, F
 // A stream stays on one page for 64 vectors, and a device runs a few streams
 // at once: a small direct-mapped cache of pages skips most hash lookups.
 #define EMU_SRAM_RECENT 8
+// Pages are carved from slabs of whole multiples of this many (a page's
+// bytes are a multiple of 64, so a slab is whole 4 KiB system pages).
+#define EMU_SRAM_SLAB_PAGES 64
 
 typedef struct SramPage SramPage;
+typedef struct SramSlot SramSlot;
+typedef struct SramSlab SramSlab;
 typedef struct Sram {
   int vector_bytes;
-  SramPage **slots;  // open addressing by page number
+  SramSlot *slots;  // open addressing by page number
   uint32_t nslots, npages;
-  SramPage *recent[EMU_SRAM_RECENT];  // recently touched pages, by page number mod EMU_SRAM_RECENT
+  uint32_t recent_number[EMU_SRAM_RECENT];  // recently touched pages, by page number mod EMU_SRAM_RECENT
+  SramPage *recent[EMU_SRAM_RECENT];
+  uint8_t *next, *end;  // the newest slab's room for pages
+  SramSlab *slabs;
+  uint32_t nslabs, slabs_cap;
+  size_t sys_page;      // the system's page size
+  bool populate;        // new pages are faulted in with one call (the kernel takes MADV_POPULATE_WRITE)
 } Sram;
 
 // A stream's place in one SRAM: the page it touched last.  A stream walks
@@ -281,8 +294,19 @@ uint8_t *sram_peek_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, bo
 // stream that reads it (or, for_write, writes it) a few cycles later, so
 // that the access does not wait on memory (a page is created to be written).
 void sram_prefetch(Sram *s, SramCursor *c, uint32_t addr, bool for_write);
+// Creates the pages of vectors addr .. addr + n that do not exist yet,
+// together (a tensor about to be written whole).
+void sram_make(Sram *s, uint32_t addr, uint32_t n);
+// Vectors addr .. addr + *n as one run of bytes, written and landing at
+// tick `lands` (their page created if needed): *n is cut at the end of the
+// page, and the run's vector_bytes x *n bytes are the caller's to fill.
+uint8_t *sram_write_run(Sram *s, uint32_t addr, uint32_t *n, int64_t lands);
+// Vectors addr .. addr + *n as one run of bytes to read, *n cut at the end
+// of the page and before the first vector never written (0 and NULL when
+// addr itself was never written).
+const uint8_t *sram_read_run(Sram *s, uint32_t addr, uint32_t *n);
 void sram_free(Sram *s);
-// The bytes one page costs (its vectors and what each carries).
+// The bytes one page costs (its vectors and what each carries, to a cache line).
 size_t sram_page_bytes(int vector_bytes);
 
 // ===== memory.c: the memory a run needs, before it starts =====================
@@ -361,6 +385,11 @@ double ref_value(Reference *r, const Tensor *t, int device, int64_t elem);
 // Elements first .. first + n of t's copy on `device` into out: the same
 // values as ref_value, a block at a time.
 void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out);
+// The same as t's dtype stores them (n x its bytes, little-endian) when t
+// is seeded, an input or param given no values (and no cholesky's
+// operand): straight from the seed, the same bytes ref_block's values
+// store.  False, out untouched, for any other tensor (n 0: whether t is seeded).
+bool ref_seeded_bytes(const Reference *r, const Tensor *t, int device, int64_t first, int64_t n, uint8_t *out);
 // The value of an input or param element, seeded or given (what tsp-emu
 // loads): exact in t's dtype.
 double ref_input(const Reference *r, const Tensor *t, int device, int64_t elem);
@@ -384,6 +413,17 @@ uint64_t ref_dense_bytes(const Reference *r);
 // G(t) x (atol + rtol x max(|want|, rms)), 0 for integer dtypes.
 int ref_growth(const Reference *r, const Tensor *t);
 double ref_tolerance(const Reference *r, const Tensor *t, double want, double rms);
+// The same in parts, for a loop over many elements of one tensor:
+// ref_tolerance_at(ref_tolerance_of(r, t), want, rms) is ref_tolerance.
+typedef struct RefTolerance {
+  double growth, atol, rtol;  // G(t) and the dtype's parts (rtol 0: an integer dtype, exact)
+} RefTolerance;
+RefTolerance ref_tolerance_of(const Reference *r, const Tensor *t);
+static inline double ref_tolerance_at(RefTolerance tl, double want, double rms) {
+  if (tl.rtol == 0) return 0;
+  double mag = fabs(want) > rms ? fabs(want) : rms;
+  return tl.growth * (tl.atol + tl.rtol * mag);
+}
 void ref_free(Reference *r);
 
 // ===== numeric.c ============================================================
@@ -401,6 +441,8 @@ uint16_t num_f32_to_bf16(float f);
 // Element i of a vector as a double, and the reverse (rounded / wrapped).
 double num_get(DType dt, const uint8_t *vec, int i);
 void num_set(DType dt, uint8_t *vec, int i, double v);
+// num_set of v[0 .. n) into elements 0 .. n of out (f32 a vectorised pass).
+void num_set_all(DType dt, uint8_t *out, const double *v, int64_t n);
 
 // The vector unit's element operations.
 typedef enum { NUM_ADD, NUM_SUB, NUM_MUL, NUM_DIV, NUM_MAX } NumBinaryOp;

@@ -8,7 +8,10 @@
 // pages a run creates are those of the vectors its program can write: the
 // .init and .expect records, the manifest's tensor homes (seeded or given
 // before the run, compared after it), and the destinations of RECV and of
-// every vector-, matrix- and switch-unit op.  The estimate is that set of
+// every vector-, matrix- and switch-unit op.  The pages of a home are
+// carved from slabs and faulted in together, a system page at a time, so
+// a device may also hold the rest of the system page after each home's
+// pages: one for each home, and one for the slab the last went into.  The estimate is that set of
 // pages, device by device, plus each device's own state, plus the
 // reference's dense arrays (reference.c) and the largest cholesky factor
 // check (model.c) when there is a model.
@@ -97,16 +100,22 @@ EmuMemory emu_memory_estimate(const EmuInput *in, Reference *const *refs, int nr
     if (th->device >= 0 && th->device < n) add_span(&per[th->device], th->addr, emu_home_vectors(th, vb));
   }
   EmuMemory m = {0};
+  uint64_t slabs = 0;  // slabs whose last system page may be part used
   for (int d = 0; d < n; d++) {
+    uint64_t homes = per[d].n;  // before the program's spans join them
     device_spans(in, d, vb, &per[d]);
-    if (window_part_of(in->topo, n, ranks_count(), d) == ranks_me())  // ranks: this rank's devices' SRAM
-      m.sram_pages += pages_of(&per[d]), m.devices++;
+    if (window_part_of(in->topo, n, ranks_count(), d) == ranks_me()) {  // ranks: this rank's devices' SRAM
+      uint64_t pages = pages_of(&per[d]);
+      m.sram_pages += pages, m.devices++;
+      if (pages) slabs += homes + 1;  // each home's slab and the newest
+    }
     m.device_bytes += sizeof(EDev) + (uint64_t)in->prog->devices[d].units.len * sizeof(EUnit) +
                       (uint64_t)in->topo->devices[d].nports * sizeof(EPort);
     free(per[d].s);
   }
   free(per);
-  m.sram_bytes = m.sram_pages * sram_page_bytes(vb);
+  long sys_page = sysconf(_SC_PAGESIZE);
+  m.sram_bytes = m.sram_pages * sram_page_bytes(vb) + slabs * (uint64_t)(sys_page > 0 ? sys_page : 4096);
   for (int i = 0; i < nrefs; i++) m.reference_bytes += ref_dense_bytes(refs[i]);
   if (nrefs) m.reference_bytes += factor_check_bytes(in->graph);
   m.total = m.sram_bytes + m.device_bytes + m.reference_bytes + EMU_MEMORY_BASE_BYTES;

@@ -59,23 +59,50 @@ static Span home_span(const TensorHome *th, int per, int64_t elem, int64_t limit
   return (Span){th->addr + (uint32_t)(row * th->pitch + col / per), lane, MIN(limit, MIN(per - lane, cols - col))};
 }
 
-// Writes elements first .. first + count (bytes of th's dtype, packed) into
-// home th, the vectors written and landed at global time 0.  A vector is
-// zeroed when its lane 0 is written, so lanes past the data stay zero.
-static void write_elems(Emu *e, const TensorHome *th, int64_t first, int64_t count, const uint8_t *bytes) {
+// The vectors a packed run of `count` elements from lane `lane` on spans.
+static uint32_t vectors_spanned(int lane, int64_t count, int per) {
+  return (uint32_t)MIN((lane + count + per - 1) / per, (int64_t)EMU_SRAM_PAGE_VECTORS);
+}
+
+// Where written elements come from: `bytes` (th's dtype, packed), or with
+// bytes NULL the seed of tensor t on `device` from its element `first` on
+// (ref_seeded_bytes, straight into the SRAM).
+typedef struct Source {
+  const uint8_t *bytes;
+  Reference *ref;
+  const Tensor *t;
+  int device;
+  int64_t first;
+} Source;
+
+// Writes elements first .. first + count of home th, taken from src (whose
+// element 0 is the home's element `first`), the vectors written and landed
+// at global time 0.  A vector is
+// zeroed when its lane 0 is written, so lanes past the data stay zero.  A
+// packed home's elements are one run of bytes through the vectors of a
+// page, written a page at a time; a pitched home's, a vector at a time.
+static void write_from(Emu *e, const TensorHome *th, int64_t first, int64_t count, const Source *src) {
   Sram *s = &e->devs[th->device].sram;
   int per = isa_elems_per_vector(th->dtype, e->vector_bytes), size = ir_dtype_bytes[th->dtype];
   for (int64_t k = 0; k < count;) {
     Span sp = home_span(th, per, first + k, count - k);
-    int64_t *lands;
-    bool *written;
-    uint8_t *vec = sram_vector(s, sp.vector, &lands, &written);
-    if (sp.lane == 0) memset(vec, 0, (size_t)e->vector_bytes);
-    memcpy(vec + sp.lane * size, bytes + k * size, (size_t)(sp.count * size));
-    *lands = 0;
-    *written = true;
-    k += sp.count;
+    uint32_t n = th->pitch ? 1 : vectors_spanned(sp.lane, count - k, per);
+    uint8_t *run = sram_write_run(s, sp.vector, &n, 0);
+    int64_t m = th->pitch ? sp.count : MIN(count - k, (int64_t)n * per - sp.lane), end = sp.lane + m;
+    if (src->bytes)
+      memcpy(run + sp.lane * size, src->bytes + k * size, (size_t)(m * size));
+    else
+      ref_seeded_bytes(src->ref, src->t, src->device, src->first + k, m, run + sp.lane * size);
+    int last = (int)(end - (int64_t)(n - 1) * per);  // lanes written in the last vector
+    if ((n > 1 || sp.lane == 0) && last < per)       // its lane 0 was written: the rest is zero
+      memset(run + ((size_t)(n - 1) * (size_t)per + (size_t)last) * (size_t)size, 0, (size_t)(per - last) * (size_t)size);
+    k += m;
   }
+}
+
+// Writes elements first .. first + count (bytes of th's dtype, packed) into home th.
+static void write_elems(Emu *e, const TensorHome *th, int64_t first, int64_t count, const uint8_t *bytes) {
+  write_from(e, th, first, count, &(Source){.bytes = bytes});
 }
 
 // The home's device exists and its vectors lie inside that device's SRAM.
@@ -296,21 +323,10 @@ static void block_free(Block *b) {
 }
 
 // The block's reference values of t on `device` (ref: its batch's), and
-// their bytes (f32, the common case, without num_set's dispatch on every
-// element).
+// their bytes.
 static void compute_block(Reference *ref, const Tensor *t, int device, Block *b) {
   ref_block(ref, t, device, b->first, b->count, b->want);
-  if (t->dtype != DT_F32) {
-    for (int64_t k = 0; k < b->count; k++) num_set(t->dtype, b->bytes, (int)k, b->want[k]);
-    return;
-  }
-  for (int64_t k = 0; k < b->count; k++) {
-    float f = (float)b->want[k];
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    uint8_t *p = b->bytes + 4 * k;
-    p[0] = (uint8_t)u, p[1] = (uint8_t)(u >> 8), p[2] = (uint8_t)(u >> 16), p[3] = (uint8_t)(u >> 24);
-  }
+  num_set_all(t->dtype, b->bytes, b->want, b->count);
 }
 
 // The homes of the model's tensors, ordered by batch, tensor id and then
@@ -398,26 +414,36 @@ static void batch_done(Batch *bt) {
 // ---- before the run -----------------------------------------------------------------
 
 // Homes hs[0 .. n) of input or param t that hold one box and share one
-// reference (computed on hs[0]'s device): run by run, a block at a time.
-static bool any_owned(const Emu *e, const TensorHome *const *hs, int n) {
-  for (int h = 0; h < n; h++)
-    if (emu_owns(e, hs[h]->device)) return true;
-  return false;
-}
-
-// (Ranks: only the homes on this rank's devices, and no reference computed
-// for a group with none.)
+// reference (computed on hs[0]'s device): run by run, a block at a time,
+// each home's pages made together first.  A seeded tensor's bytes come
+// straight from the seed (ref_seeded_bytes): into the SRAM when the group
+// has one home here, else into the block, copied to each.  (Ranks: only
+// the homes on this rank's devices, and no reference computed for a group
+// with none.)
 static void seed_group(Emu *e, Reference *ref, const Tensor *t, const TensorHome *const *hs, int n) {
-  if (!any_owned(e, hs, n)) return;
+  int owned = 0;
+  for (int h = 0; h < n; h++)
+    if (emu_owns(e, hs[h]->device)) {
+      sram_make(&e->devs[hs[h]->device].sram, hs[h]->addr, (uint32_t)emu_home_vectors(hs[h], e->vector_bytes));
+      owned++;
+    }
+  if (!owned) return;
+  bool seeded = ref_seeded_bytes(ref, t, hs[0]->device, 0, 0, NULL);
   Runs runs = home_runs(hs[0], &t->shape);
   Block b = block_new(e, t->dtype);
   for (int64_t k = 0; k < runs.count; k++)
     for (int64_t at = 0; at < runs.len; at += b.block) {
       b.first = run_first(&runs, k) + at;
       b.count = MIN(b.block, runs.len - at);
-      compute_block(ref, t, hs[0]->device, &b);
+      Source src = {.bytes = b.bytes, .ref = ref, .t = t, .device = hs[0]->device, .first = b.first};
+      if (seeded && owned == 1)
+        src.bytes = NULL;
+      else if (seeded)
+        ref_seeded_bytes(ref, t, hs[0]->device, b.first, b.count, b.bytes);
+      else
+        compute_block(ref, t, hs[0]->device, &b);
       for (int h = 0; h < n; h++)
-        if (emu_owns(e, hs[h]->device)) write_elems(e, hs[h], k * runs.len + at, b.count, b.bytes);
+        if (emu_owns(e, hs[h]->device)) write_from(e, hs[h], k * runs.len + at, b.count, &src);
     }
   block_free(&b);
 }
@@ -483,21 +509,38 @@ static double error_ratio(double got, double want, double tol, double *error) {
   return *error / tol;
 }
 
+// Element i of a vector as a double: an f32 read as the float it is on a
+// little-endian host (the common case, without num_get's dispatch).
+static double elem_value(DType dt, const uint8_t *vec, int i) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (dt == DT_F32) {
+    float f;
+    memcpy(&f, vec + 4 * (size_t)i, sizeof f);
+    return f;
+  }
+#endif
+  return num_get(dt, vec, i);
+}
+
 // Judges the differing elements k .. k + m of a block (a vector run of a
 // home whose element `at` is the block's first): counts those beyond
 // tolerance, keeps the worst.  rms 0: the tolerance without the rms floor.
 static void judge_run(const Reference *ref, const Tensor *t, HomeCheck *hc, const uint8_t *got, int lane,
                       const Block *b, int64_t at, int64_t k, int64_t m, double rms) {
+  RefTolerance tl = ref_tolerance_of(ref, t);
+  double max_ratio = hc->max_ratio;  // kept in registers through the loop
+  int64_t beyond = hc->beyond;
+  Worst wo = hc->worst;
   for (int64_t j = 0; j < m; j++) {
-    double g = num_get(t->dtype, got, lane + (int)j), w = b->want[k + j], err;
-    double tol = ref_tolerance(ref, t, w, rms), ratio = error_ratio(g, w, tol, &err);
+    double g = elem_value(t->dtype, got, lane + (int)j), w = b->want[k + j], err;
+    double tol = ref_tolerance_at(tl, w, rms), ratio = error_ratio(g, w, tol, &err);
     if (ratio == 0) continue;
-    hc->max_ratio = fmax(hc->max_ratio, ratio);
+    max_ratio = fmax(max_ratio, ratio);
     if (ratio <= 1) continue;
-    Worst *wo = &hc->worst;
-    if (!hc->beyond++ || ratio > wo->ratio || (ratio == wo->ratio && err > wo->error))
-      *wo = (Worst){.elem = at + k + j, .got = g, .want = w, .error = err, .tol = tol, .ratio = ratio};
+    if (!beyond++ || ratio > wo.ratio || (ratio == wo.ratio && err > wo.error))
+      wo = (Worst){.elem = at + k + j, .got = g, .want = w, .error = err, .tol = tol, .ratio = ratio};
   }
+  hc->max_ratio = max_ratio, hc->beyond = beyond, hc->worst = wo;
 }
 
 // Compares one home, from its element `at` on, with a block, run by run
@@ -509,6 +552,15 @@ static void compare_block(Emu *e, const Reference *ref, const Tensor *t, HomeChe
   int per = isa_elems_per_vector(t->dtype, e->vector_bytes), size = ir_dtype_bytes[t->dtype];
   for (int64_t k = 0; k < b->count;) {
     Span sp = home_span(hc->th, per, at + k, b->count - k);
+    if (!hc->th->pitch) {  // packed: the written run of the page compared at once, if equal
+      uint32_t n = vectors_spanned(sp.lane, b->count - k, per);
+      const uint8_t *run = sram_read_run(s, sp.vector, &n);
+      int64_t m = MIN(b->count - k, (int64_t)n * per - sp.lane);
+      if (n && !memcmp(run + sp.lane * size, b->bytes + k * size, (size_t)(m * size))) {
+        k += m;
+        continue;
+      }
+    }
     bool *written;
     const uint8_t *got = sram_peek(s, sp.vector, NULL, &written);
     if (!got || !*written) {

@@ -275,6 +275,22 @@ void num_set(DType dt, uint8_t *vec, int i, double v) {
   }
 }
 
+// f32 on a little-endian host is the float's own bytes: a loop the compiler
+// vectorises (a conversion and a store a few elements at a time).
+void num_set_all(DType dt, uint8_t *out, const double *v, int64_t n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (dt == DT_F32) {
+    for (int64_t k = 0; k < n; k++) {
+      float f = (float)v[k];
+      memcpy(out + 4 * k, &f, sizeof f);
+    }
+    return;
+  }
+#endif
+  int size = elem_bytes(dt);
+  for (int64_t k = 0; k < n; k++) num_set(dt, out + k * size, 0, v[k]);
+}
+
 // ---- vector unit -------------------------------------------------------------
 
 // The IEEE 754-2019 maximum: NaN if either is NaN (a's first), else the
