@@ -18,9 +18,11 @@
 #   bench/emu-throughput.sh [DEVICES] [VECTORS_PER_DEVICE]   (default 64 200000)
 #
 # BASELINE_EMU=PATH also runs another tsp-emu binary (an older build) on the
-# ring and the allreduce, in the same run, and prints the speed-up.  Each
-# is run REPEAT times (default 3), the two binaries in turn, and the run of
-# each that took the least CPU is the one reported.
+# ring and the allreduce, in the same run, and prints the speed-up;
+# BASELINE_OPTS adds options to the baseline's runs (BASELINE_EMU=bin/tsp-emu
+# BASELINE_OPTS="--bursts off": this build without bursts).  Each is run
+# REPEAT times (default 3), the two in turn, and the run of each that took
+# the least CPU is the one reported.
 #
 # Issue 14's targets: 20 million vector-hops a second per core on the
 # allreduce, 40 million on the ring.  Results: bench/results/emu-throughput.txt.
@@ -90,7 +92,9 @@ copy_rate=$("$work/copy")
 # the least CPU (user + system) of TAG's runs so far: its summary in
 # $work/TAG.result, "wall user system peak-KiB" in $work/TAG.time.
 run_once() {
-  /usr/bin/time -f "%e %U %S %M" -o "$work/try.time" "$2" "$1" --quiet --threads "${EMU_THREADS:-1}" > "$work/try.result"
+  local extra=()
+  [[ $3 != base ]] || read -r -a extra <<< "${BASELINE_OPTS:-}"
+  /usr/bin/time -f "%e %U %S %M" -o "$work/try.time" "$2" "$1" --quiet --threads "${EMU_THREADS:-1}" "${extra[@]}" > "$work/try.result"
   read -r _ user sys _ < "$work/try.time"
   if [[ ! -e $work/$3.time ]] || (( $(echo "$user + $sys < $(awk '{print $2 + $3}' "$work/$3.time")" | bc) )); then
     mv "$work/try.time" "$work/$3.time"
@@ -123,7 +127,7 @@ side_by_side() {
   done
   report "$1" new
   [[ -n ${BASELINE_EMU:-} ]] || return 0
-  report "$1 (baseline $BASELINE_EMU)" base
+  report "$1 (baseline $BASELINE_EMU${BASELINE_OPTS:+ $BASELINE_OPTS})" base
   python3 -c "print('$1: %.2fx the baseline\'s vector-hops per CPU second (the best of ${REPEAT:-3} runs each)' % (
     $(awk '{print $2 + $3}' "$work/base.time") / $(awk '{print $2 + $3}' "$work/new.time")))"
 }

@@ -34,9 +34,12 @@
 
 // A plan costs about as much as a few events (it looks at every stream of
 // the device, whose memory is cold by then), so a stream with fewer
-// elements left than this runs them as events: on rack72's 8 MiB allreduce
-// (streams of about 30 vectors) bursts for all cost 10 % more time, on the
-// 64 MiB one (243) they save 25 % (bench/emu-throughput.sh).
+// elements left than this runs them as events.  Measured on a quiet
+// machine (user seconds, medians of 4 runs in ABBA order): rack72's 8 MiB
+// allreduce, streams of about 30 vectors, 2.79 s with bursts for every
+// stream, 2.67-2.79 s with this threshold, 2.70 s with --bursts off; the
+// 64 MiB one, 243-vector streams, 1.08x faster with bursts
+// (bench/results/emu-throughput.txt).
 #define BURST_MIN_ELEMENTS 64
 
 // WAITs a unit's next instructions are looked through for the first that
