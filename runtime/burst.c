@@ -43,12 +43,8 @@
 #define BURST_MIN_ELEMENTS 64
 
 // WAITs a unit's next instructions are looked through for the first that
-// does something (next_effect): a unit's WAITs come one at a time.
+// does something (burst_unit_effect): a unit's WAITs come one at a time.
 #define BURST_MAX_WAITS 4
-
-// Where an operand of a modeled stream reads or writes: vector base + e at
-// element e (scalar: base at every element), at key (start + e x every,
-// order) on its device's clock.
 
 // A vector op's write of element e is the landing in class 4 of its tick:
 // after every read and take of that tick (emu.c's event classes).
@@ -64,7 +60,7 @@ static bool is_vxm_modeled(Opcode op, bool *binary, bool *scalar) {
   }
 }
 
-bool burst_models(const Stream *s) {  // and bursts it
+bool burst_models(const Stream *s) {
   bool binary, scalar;
   Opcode op = (Opcode)s->in.op;
   return op == OPC_SEND || op == OPC_RECV || is_vxm_modeled(op, &binary, &scalar);
@@ -117,7 +113,7 @@ void burst_track(Emu *e, Stream *s) {
     uint64_t lo, hi;
     span_of(&ops[i], 0, s->n, &lo, &hi);
     uint32_t l = (uint32_t)lo, h = (uint32_t)MIN(hi, UINT32_MAX);
-    a->ops[i] = (struct ActiveOperand){l, h, ops[i].write, ops[i].scalar, ops[i].order};
+    a->ops[i] = (struct ActiveOperand){ops[i], h};
     sp->alo = MIN(sp->alo, l), sp->ahi = MAX(sp->ahi, h);
     if (ops[i].write) sp->wlo = MIN(sp->wlo, l), sp->whi = MAX(sp->whi, h);
   }
@@ -223,10 +219,10 @@ static bool plan(EDev *d, const Stream *s, Burst *b) {
       const struct ActiveOperand *x = &a->ops[i];
       bool meets = false;
       for (int o = 0; o < b->nown && !meets; o++)
-        meets = (x->write || b->own[o].write) && x->lo < ohi[o] && olo[o] < x->hi;
+        meets = (x->op.write || b->own[o].write) && x->op.base < ohi[o] && olo[o] < x->hi;
       if (!meets) continue;
       if (b->n == BURST_MAX_OPERANDS) return false;
-      b->op[b->n++] = (Operand){a->s, x->lo, x->write, x->scalar, x->order};
+      b->op[b->n++] = x->op;
     }
   }
   return true;
@@ -253,8 +249,8 @@ bool burst_next(Emu *e, Stream *s, Burst *b) {
   EDev *d = &e->devs[s->dev];
   Tick t = emu_global_at(d, s->start + (int64_t)s->k * s->every);
   if (t >= e->burst_end) return false;  // (0 with bursts off and in one-thread windows)
-  if (!b->planned && s->n - s->k < BURST_MIN_ELEMENTS) return false;
   if (!b->planned) {
+    if (s->n - s->k < BURST_MIN_ELEMENTS) return false;
     b->planned = true;
     b->limit = device_limit(e, d);
     if (t >= b->limit || !plan(d, s, b)) b->limit = INT64_MIN;
@@ -274,7 +270,6 @@ bool burst_next(Emu *e, Stream *s, Burst *b) {
   return true;
 }
 
-Key burst_land_key(const Emu *e, const Stream *s, Tick t) {
-  (void)e;
+Key burst_land_key(const Stream *s, Tick t) {
   return (Key){.t = t, .order = LAND_ORDER | (uint64_t)s->dev << EMU_EVENT_DEV_SHIFT | EV_LAND};
 }

@@ -186,7 +186,6 @@ void emu_push_write(Emu *e, Tick t, PendingWrite *w) {
 
 size_t emu_queued(const Emu *e) { return e->in_wheel + e->nheap; }
 
-static void stream_free(Emu *e, Stream *s);
 
 static void write_free(Emu *e, PendingWrite *w);
 
@@ -196,7 +195,7 @@ void emu_event_free(Emu *e, Event *ev) {
   if (type == EV_LAND)
     write_free(e, ev->write);
   else if (type != EV_WAKE && type != EV_UNIT && type != EV_POLL)
-    stream_free(e, ev->stream);
+    emu_stream_end(e, ev->stream);
 }
 
 // Moves heap events that came within the wheel's reach into it.
@@ -443,8 +442,9 @@ static void push_result(Emu *e, const EDev *d, int unit, uint32_t addr, int64_t 
 
 static void mxm_job_free(MxmJob *job);
 
-// A stream's memory, whatever its kind.
-static void stream_free(Emu *e, Stream *s) {
+// A stream's memory, whatever its kind (its elements done, or a run that
+// stops early), off burst.c's lists.
+void emu_stream_end(Emu *e, Stream *s) {
   if (!s) return;
   burst_untrack(e, s);
   free(s->rows);
@@ -458,10 +458,8 @@ static void stream_next(Emu *e, Stream *s, EventType type) {
   if (++s->k < s->n)
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), type, s->dev, s->unit, s);
   else
-    stream_free(e, s);
+    emu_stream_end(e, s);
 }
-
-void emu_stream_end(Emu *e, Stream *s) { stream_free(e, s); }
 
 // ---- the vector unit (VXM) ------------------------------------------------------
 //
@@ -564,7 +562,7 @@ static void prefetch_next_sources(EDev *d, Stream *s) {
 // tick, as its landing event would have, under that event's key.
 static void land_now(Emu *e, EDev *d, Stream *s, int64_t local, const uint8_t *out) {
   EUnit *u = &d->units[s->unit];
-  e->cur = burst_land_key(e, s, emu_global_at(d, local));
+  e->cur = burst_land_key(s, emu_global_at(d, local));
   e->events++;
   memcpy(emu_sram_write_at(e, d, u, &u->land_cur, s->in.a + s->k, local, emu_global_at(d, local + EMU_VXM_LATENCY)),
          out, (size_t)e->vector_bytes);
@@ -598,7 +596,7 @@ static void step_vxm(Emu *e, Stream *s) {
   if (s->k < s->n)
     emu_push(e, emu_global_at(d, s->start + s->k), EV_VXM, s->dev, s->unit, s);
   else
-    stream_free(e, s);
+    emu_stream_end(e, s);
 }
 
 // Starts a vector-unit op at L; returns the cycles it holds the unit.

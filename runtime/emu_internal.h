@@ -231,18 +231,6 @@ typedef struct NetOp {
 } NetOp;
 #define EMU_NET_SUBS 3     // keys a NetOp takes
 
-// A stream burst.c models, as its device's list holds it: its operands,
-// each with the vectors [lo, hi) it touches over the stream's life, in one
-// place for a burst's plan to scan.
-typedef struct ActiveStream {
-  struct Stream *s;
-  int nops;
-  struct ActiveOperand {
-    uint32_t lo, hi;
-    bool write, scalar;
-    uint64_t order;
-  } ops[3];
-} ActiveStream;
 
 // What a plan scans first, for every stream of the device: the vectors its
 // writes and all its operands span, its opcode and port.
@@ -356,7 +344,7 @@ const uint8_t *emu_sram_read_at(Emu *e, EDev *d, const EUnit *u, SramCursor *c, 
 uint8_t *emu_sram_write_at(Emu *e, EDev *d, const EUnit *u, SramCursor *c, uint32_t addr, int64_t local, Tick lands);
 void emu_resume(Emu *e, EDev *d, int unit, int64_t local);
 Stream *emu_stream_new(const Instr *in, int dev, int unit, int64_t start, uint32_t n, int every);
-void emu_stream_end(Emu *e, Stream *s);  // its last element ran: off burst.c's lists, freed
+void emu_stream_end(Emu *e, Stream *s);  // done (or the run stopped): off burst.c's lists, freed
 uint64_t emu_rng(uint64_t *state);
 // The state of a random stream for (what, index) from a seed: 1 jitter
 // (per port), 2 clocks (per device), 3 --ber (per link direction), 4
@@ -399,6 +387,17 @@ typedef struct Operand {  // where a stream reads or writes (burst.c)
   bool write, scalar;
   uint64_t order;          // at key (start + e x every on its device's clock, order)
 } Operand;
+// A stream burst.c models, as its device's list holds it: its operands,
+// each with the end of the vectors [base, hi) it touches over the stream's
+// life, in one place for a burst's plan to scan.
+typedef struct ActiveStream {
+  struct Stream *s;
+  int nops;
+  struct ActiveOperand {
+    Operand op;
+    uint32_t hi;
+  } ops[3];
+} ActiveStream;
 typedef struct Burst {
   bool planned;
   Tick limit;
@@ -412,7 +411,7 @@ bool burst_next(Emu *e, Stream *s, Burst *b);
 bool burst_models(const Stream *s);
 // The key of a vector op's landing at tick t run in a burst (burst.c makes
 // sure no other landing of its device shares the tick).
-Key burst_land_key(const Emu *e, const Stream *s, Tick t);
+Key burst_land_key(const Stream *s, Tick t);
 void burst_track(Emu *e, Stream *s);    // its first push
 Tick burst_unit_effect(const EDev *d, const EUnit *u);  // EUnit.effect
 void burst_untrack(Emu *e, Stream *s);  // its end

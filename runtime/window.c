@@ -261,7 +261,7 @@ static const Key *key_at(const void *data, size_t i, size_t size) { return (cons
 // indices by cycle, each cycle's few then in key order by insertion, and
 // the records moved once, is linear.  A list spread thinner than
 // EMU_SORT_SPAN_PER_RECORD cycles a record (a few records over a long
-// window) goes to qsort.  *data and p->sort_buf trade places.
+// window) goes to qsort.  The list and its spare array trade places.
 #define EMU_SORT_SPAN_PER_RECORD 8
 static void sort_by_key(Emu *p, SortBuf *spare, void **data, size_t *cap, size_t len, size_t size) {
   char *recs = *data;
