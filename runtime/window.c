@@ -66,11 +66,14 @@ static bool key_before(const Key *x, const Key *y) {
   return x->sub < y->sub;
 }
 
+// The cores the process may run on (its CPU affinity), fewer when its
+// control group's CPU quota allows fewer (support/host.c).
 int emu_default_threads(void) {
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return MIN(CPU_COUNT(&set), EMU_MAX_THREADS);
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)MIN(n, EMU_MAX_THREADS) : 1;
+  long n = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 ? CPU_COUNT(&set)
+                                                                               : sysconf(_SC_NPROCESSORS_ONLN);
+  HostLimits h = host_limits(0, (int)MIN(MAX(n, 1), EMU_MAX_THREADS));
+  return MAX(1, MIN(h.cores, EMU_MAX_THREADS));
 }
 
 // ---- partitions ------------------------------------------------------------------------

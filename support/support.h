@@ -3,8 +3,9 @@
 // Nothing here knows about tensors or networks.  It holds the arena that owns
 // all compiler IR, growable arrays, source files and locations, the
 // diagnostics engine (user errors as FILE:LINE:COL with a caret), the one
-// internal-error path (die/unreachable), digests, and the writer that puts an
-// output directory in place atomically.
+// internal-error path (die/unreachable), digests, the writer that puts an
+// output directory in place atomically, and what the process may use of the
+// machine.
 //
 // Ownership: every object reachable from an Arena is freed by arena_free();
 // nothing allocated from an arena is ever freed on its own.
@@ -242,5 +243,23 @@ void progress_init(Progress *p, FILE *out, const char *tool, bool quiet);
 void progress_update(Progress *p, const char *stage, double fraction);
 // Erases the line, if one is shown (before other output, and at the end).
 void progress_done(Progress *p);
+
+// ---- host.c: what this process may use of the machine ----------------------
+// The machine's memory (bytes) and cores, lowered by the limits of the
+// process's control group and every group above it (cgroup v2 memory.max,
+// cpu.max; v1 memory.limit_in_bytes, cpu.cfs_quota_us / cpu.cfs_period_us):
+// a container's, when it is given less than the machine has.  A quota of
+// Q microseconds a period P allows ceil(Q / P) cores.
+typedef struct HostLimits {
+  uint64_t memory;        // bytes (machine_memory when no group lowers it)
+  int cores;              // (machine_cores when no group lowers it)
+  bool memory_by_cgroup;  // a control group's limit is what `memory` says
+  bool cores_by_cgroup;
+} HostLimits;
+HostLimits host_limits(uint64_t machine_memory, int machine_cores);
+// The same, reading the process's groups from `proc_self_cgroup` and their
+// files under `cgroup_root` (tests give a made-up tree).
+HostLimits host_limits_at(const char *proc_self_cgroup, const char *cgroup_root, uint64_t machine_memory,
+                          int machine_cores);
 
 #endif

@@ -40,7 +40,7 @@ typedef struct Args {
   FaultSpec faults[FAULT_MAX_SPECS];  // --inject, --fail-link, --fail-device
   int nfaults;
   int replays;                       // --replay
-  int64_t max_memory_mib;            // --max-memory (0: EMU_DEFAULT_MEMORY_PERCENT of the machine's)
+  int64_t max_memory_mib;            // --max-memory (0: EMU_DEFAULT_MEMORY_PERCENT of what the process may use)
   Reference **batch_ref;             // with several batches: each one's reference (opt.batch_ref)
   int nbatches;
 } Args;
@@ -73,9 +73,11 @@ static void usage(FILE *out) {
           "  --max-cycles N       a run longer than N cycles is a hang (default 2^40)\n"
           "  --max-listed N       violations listed (all are counted; default %d)\n"
           "  --max-memory MIB     refuse a run whose memory estimate is over MIB mebibytes\n"
-          "                       (default %d%% of this machine's memory)\n"
+          "                       (default %d%% of the memory this process may use: the\n"
+          "                       machine's, or its control group's limit when lower)\n"
           "  --threads N          run the devices on N threads, in windows of the smallest link\n"
-          "                       latency (default: the cores this process may use, 1 under\n"
+          "                       latency (default: the cores this process may use, by CPU\n"
+          "                       affinity and its control group's CPU quota, 1 under\n"
           "                       64-cycle links); the report and trace are the same for any N\n"
           "  --bursts on|off      on: a stream runs its elements several in one event where\n"
           "                       nothing else on its device can tell (default on); off: one\n"
@@ -740,18 +742,21 @@ static int run_loaded(Arena *a, Args *args, EmuInput *in) {
 static uint64_t mib_up(uint64_t bytes) { return (bytes + (1u << 20) - 1) >> 20; }
 
 // The run's memory estimate (runtime/memory.c) against --max-memory, or
-// without it EMU_DEFAULT_MEMORY_PERCENT of the machine's memory; false after
+// without it EMU_DEFAULT_MEMORY_PERCENT of the memory the process may use (the
+// machine's, or less when its control group says so); false after
 // saying what the run needs.
 static bool memory_fits(const EmuInput *in, const Args *a) {
   Reference *one[1] = {a->opt.ref};
   Reference *const *refs = a->batch_ref ? a->batch_ref : one;
   EmuMemory m = emu_memory_estimate(in, refs, a->batch_ref ? a->nbatches : a->opt.ref != NULL);
-  uint64_t limit = a->max_memory_mib ? (uint64_t)a->max_memory_mib << 20
-                                     : emu_machine_memory() / 100 * EMU_DEFAULT_MEMORY_PERCENT;
+  HostLimits host = host_limits(emu_machine_memory(), 0);
+  uint64_t limit = a->max_memory_mib ? (uint64_t)a->max_memory_mib << 20 : host.memory / 100 * EMU_DEFAULT_MEMORY_PERCENT;
   if (limit == 0 || m.total <= limit) return true;
-  char whose[64];
+  char whose[96];
   if (a->max_memory_mib)
     snprintf(whose, sizeof whose, "--max-memory");
+  else if (host.memory_by_cgroup)
+    snprintf(whose, sizeof whose, "%d%% of the memory this process's control group may use", EMU_DEFAULT_MEMORY_PERCENT);
   else
     snprintf(whose, sizeof whose, "%d%% of this machine's memory", EMU_DEFAULT_MEMORY_PERCENT);
   char reference[64] = "";

@@ -1,6 +1,6 @@
 // test_support.c: unit tests of support/: arena, growable arrays, number
 // parsing, edit distance, digests, diagnostics with carets, atomic output
-// directories.
+// directories, the host's limits under control groups.
 #define _DEFAULT_SOURCE
 #include "harness.h"
 
@@ -229,6 +229,61 @@ static void outdir_commit_puts_files_in_place(void **state) {
   free(base);
 }
 
+// Writes `text` to base/rel, making its directories.
+static void put_file(const char *base, const char *rel, const char *text) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s/%s')\" && printf '%%s' '%s' > '%s/%s'", base, rel, text, base,
+           rel);
+  assert_int_equal(system(cmd), 0);
+}
+
+// A made-up control-group tree lowers the machine's memory and cores by
+// the tightest limit of the process's group and every group above it, and
+// leaves them alone where no group limits them.
+static void host_limits_follow_the_control_groups(void **state) {
+  (void)state;
+  char *base = temp_dir(), proc[600], root[600];
+  snprintf(proc, sizeof proc, "%s/cgroup", base);
+  snprintf(root, sizeof root, "%s/fs", base);
+  const uint64_t machine = UINT64_C(64) << 30;  // 64 GiB, 32 cores
+
+  // No such file: the machine's figures.
+  HostLimits h = host_limits_at(proc, root, machine, 32);
+  assert_true(h.memory == machine && h.cores == 32 && !h.memory_by_cgroup && !h.cores_by_cgroup);
+
+  // cgroup v2: the parent's 8 GiB under the group's "max"; 1.5 CPUs of quota are 2 cores.
+  put_file(base, "cgroup", "0::/job/step\n");
+  put_file(base, "fs/job/step/memory.max", "max\n");
+  put_file(base, "fs/job/memory.max", "8589934592\n");
+  put_file(base, "fs/job/step/cpu.max", "150000 100000\n");
+  put_file(base, "fs/job/cpu.max", "max 100000\n");
+  h = host_limits_at(proc, root, machine, 32);
+  assert_true(h.memory == (UINT64_C(8) << 30) && h.memory_by_cgroup);
+  assert_true(h.cores == 2 && h.cores_by_cgroup);
+
+  // A limit above what the machine has changes nothing.
+  h = host_limits_at(proc, root, UINT64_C(4) << 30, 1);
+  assert_true(h.memory == (UINT64_C(4) << 30) && !h.memory_by_cgroup && h.cores == 1 && !h.cores_by_cgroup);
+
+  // cgroup v1: "no limit" is a number near 2^63; the root group's 1 GiB
+  // holds; a cfs quota of -1 is no quota, 300000 a period of 100000 is 3.
+  put_file(base, "cgroup", "4:memory:/box\n3:cpu,cpuacct:/box\n1:name=systemd:/\n");
+  put_file(base, "fs/memory/box/memory.limit_in_bytes", "9223372036854771712\n");
+  put_file(base, "fs/memory/memory.limit_in_bytes", "1073741824\n");
+  put_file(base, "fs/cpu,cpuacct/box/cpu.cfs_quota_us", "-1\n");
+  put_file(base, "fs/cpu,cpuacct/box/cpu.cfs_period_us", "100000\n");
+  h = host_limits_at(proc, root, machine, 32);
+  assert_true(h.memory == (UINT64_C(1) << 30) && h.memory_by_cgroup && h.cores == 32 && !h.cores_by_cgroup);
+  put_file(base, "fs/cpu,cpuacct/box/cpu.cfs_quota_us", "300000\n");
+  h = host_limits_at(proc, root, machine, 32);
+  assert_true(h.cores == 3 && h.cores_by_cgroup);
+
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  assert_int_equal(system(cmd), 0);
+  free(base);
+}
+
 static void outdir_abort_leaves_nothing_and_foreign_dirs_are_refused(void **state) {
   (void)state;
   char *base = temp_dir(), out[256];
@@ -297,6 +352,7 @@ static void progress_waits_redraws_and_erases(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(arena_allocations_are_zeroed_and_aligned),
+      cmocka_unit_test(host_limits_follow_the_control_groups),
       cmocka_unit_test(arena_release_rolls_back_to_the_mark),
       cmocka_unit_test(arena_reuses_released_chunks),
       cmocka_unit_test(vec_push_keeps_every_element),
