@@ -23,21 +23,10 @@ typedef struct Loader {
 
 // libyaml counts columns in characters; diagnostics count bytes (as the .tg
 // front end does), so the caret lines up under any UTF-8 text.
-static int byte_column(const SrcFile *src, int line, size_t chars) {
-  int len;
-  const char *p = src_line(src, line, &len);
-  int b = 0;
-  for (size_t c = 0; c < chars && b < len; c++) {
-    b++;
-    while (b < len && ((unsigned char)p[b] & 0xc0) == 0x80) b++;  // continuation bytes
-  }
-  return b;
-}
-
 static SrcLoc mark_loc(const SrcFile *src, yaml_mark_t start, yaml_mark_t end) {
   int line = (int)start.line + 1;
-  int col = byte_column(src, line, start.column);
-  int len = end.line == start.line ? byte_column(src, line, end.column) - col : 1;
+  int col = src_byte_column(src, line, start.column);
+  int len = end.line == start.line ? src_byte_column(src, line, end.column) - col : 1;
   return (SrcLoc){src, line, col + 1, MAX(1, len)};
 }
 

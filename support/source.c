@@ -85,10 +85,31 @@ static const char *next_line(const char *p, const char *end) {
 const char *src_line(const SrcFile *f, int line, int *len) {
   SrcFile *cache = (SrcFile *)f;  // the cursor is a cache, not the file's content
   const char *p = f->text, *end = f->text + f->len;
+  if (f->cursor_line == line && f->cursor_len >= 0) {
+    *len = f->cursor_len;
+    return p + f->cursor_at;
+  }
   int l = 1;
   if (f->cursor_line >= 1 && f->cursor_line <= line) p = f->text + f->cursor_at, l = f->cursor_line;
   for (; l < line && p < end; l++) p = next_line(line_end(p, end), end);
-  if (l == line) cache->cursor_line = line, cache->cursor_at = (size_t)(p - f->text);
   *len = (int)(line_end(p, end) - p);
+  if (l == line)
+    cache->cursor_line = line, cache->cursor_at = (size_t)(p - f->text), cache->cursor_len = *len,
+    cache->column_chars = 0, cache->column_bytes = 0;
   return p;
+}
+
+int src_byte_column(const SrcFile *f, int line, size_t chars) {
+  int len;
+  const char *p = src_line(f, line, &len);
+  SrcFile *cache = (SrcFile *)f;
+  size_t c = 0;
+  int b = 0;
+  if (f->cursor_line == line && f->column_chars <= chars) c = f->column_chars, b = f->column_bytes;
+  for (; c < chars && b < len; c++) {
+    b++;
+    while (b < len && ((unsigned char)p[b] & 0xc0) == 0x80) b++;  // continuation bytes
+  }
+  if (f->cursor_line == line) cache->column_chars = c, cache->column_bytes = b;
+  return b;
 }

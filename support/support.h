@@ -111,6 +111,9 @@ typedef struct SrcFile {
   size_t len;
   int cursor_line;   // src_line's cache: where the last line it found starts (0: none)
   size_t cursor_at;
+  int cursor_len;    // ... and its length
+  size_t column_chars;  // src_byte_column's cache on cursor_line: a character
+  int column_bytes;     // count and the byte offset it ends at
 } SrcFile;
 
 // A position in a source file: 1-based line and column (columns count bytes),
@@ -136,6 +139,12 @@ SrcFile *src_from_string(Arena *a, const char *path, const char *text);
 // Scans on from the line it found last when LINE is not before it, so the
 // errors of one file, reported top to bottom, cost one pass over it.
 const char *src_line(const SrcFile *f, int line, int *len);
+// The byte offset, on line LINE, of the character after the first CHARS
+// (UTF-8: continuation bytes belong to the character before them), at most
+// the line's length.  Counts on from the last answer on the same line when
+// CHARS is not before it, so many errors along one long line (a YAML flow
+// sequence of 100,000 items) cost one pass over it.
+int src_byte_column(const SrcFile *f, int line, size_t chars);
 
 // ---- diag.c: user-facing diagnostics --------------------------------------
 // Errors accumulate; the caller decides when to stop.  Each one prints as

@@ -154,6 +154,24 @@ static void src_line_finds_each_line(void **state) {
   arena_free(&a);
 }
 
+// Character columns become byte columns (a UTF-8 character's continuation
+// bytes are its own), the same whether counted afresh, on from the last
+// answer on the line, after going back, or after another line was looked up.
+static void src_byte_column_counts_utf8_characters(void **state) {
+  (void)state;
+  Arena a = {0};
+  SrcFile *f = src_from_string(&a, "x", "ab\nd\xc3\xa9j\xe2\x82\xacz: 1\n");  // line 2: d é j € z
+  static const int bytes[] = {0, 1, 3, 4, 7, 8, 9, 10, 11, 11, 11};  // after 0 .. 10 characters
+  for (size_t c = 0; c < ARRAY_LEN(bytes); c++) assert_int_equal(src_byte_column(f, 2, c), bytes[c]);
+  for (size_t c = ARRAY_LEN(bytes); c-- > 0;) assert_int_equal(src_byte_column(f, 2, c), bytes[c]);
+  assert_int_equal(src_byte_column(f, 1, 1), 1);
+  assert_int_equal(src_byte_column(f, 2, 5), 8);
+  int n;
+  src_line(f, 1, &n);
+  assert_int_equal(src_byte_column(f, 2, 3), 4);
+  arena_free(&a);
+}
+
 static void diag_quotes_the_line_and_underlines_the_span(void **state) {
   (void)state;
   Arena a = {0};
@@ -361,6 +379,7 @@ int main(void) {
       cmocka_unit_test(fnv1a_matches_reference_vectors),
       cmocka_unit_test(human_bytes_use_binary_units),
       cmocka_unit_test(src_line_finds_each_line),
+      cmocka_unit_test(src_byte_column_counts_utf8_characters),
       cmocka_unit_test(diag_quotes_the_line_and_underlines_the_span),
       cmocka_unit_test(diag_stops_printing_after_max_errors),
       cmocka_unit_test(outdir_commit_puts_files_in_place),
