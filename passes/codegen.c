@@ -488,6 +488,26 @@ static void place_interface(Codegen *g) {
   }
 }
 
+// A collective that no transfer or stage touches (a group of one device,
+// reducing its operand in place: nothing moves) still names its result:
+// the result's home is the operand's buffer (work) before any node reads
+// it.  place_results would make it too late for a reader such as relu(r),
+// which would have read a home of its own that nothing writes.
+static void alias_idle_collectives(Codegen *g) {
+  const Graph *gr = g->c->graph;
+  bool *touched = ARENA_ARRAY(&g->c->arena, bool, gr->ops.len + 1);
+  for (int i = 0; i < g->c->dag->nodes.len; i++) {
+    const DagNode *n = g->c->dag->nodes.data[i];
+    if (n->kind == NODE_TRANSFER || n->kind == NODE_STAGE) touched[n->op->id] = true;
+  }
+  for (int i = 0; i < gr->ops.len; i++) {
+    const Op *op = gr->ops.data[i];
+    if (!ir_op_is_collective(op->kind) || touched[op->id]) continue;
+    for (int d = 0; d < g->t->ndevices; d++)
+      if (ir_place_has(&op->args[0]->place, d)) work(g, op, d);
+  }
+}
+
 // Every collective's result gets its home, even where no transfer touched it.
 static void place_results(Codegen *g) {
   for (int i = 0; i < g->c->graph->ops.len; i++) {
@@ -736,6 +756,7 @@ bool pass_codegen(Compilation *c) {
   g.live = ARENA_ARRAY(&c->arena, int64_t *, ntensors + 1);
   compute_lifetimes(&g);
   place_interface(&g);
+  alias_idle_collectives(&g);
   for (int i = 0; i < c->dag->nodes.len && !g.failed; i++) {
     const DagNode *n = c->dag->nodes.data[i];
     g.note = c->annotate ? node_note(&g, n) : NULL;
