@@ -1043,6 +1043,74 @@ static bool fits_vectors(Checker *c, const Call *call, const Tensor *r) {
   return fits_mxm_tiles(c, call);
 }
 
+// ---- rank-1 shards that are not whole vectors ---------------------------------------
+
+// A value the checker adds for `call` (named NAME.what after the call's
+// result: no .tg name has a dot, and a repeat's suffix follows it), made
+// by an op of `kind` from args[0 .. nargs) at the call's position.
+static Tensor *emit_hidden(Checker *c, const Call *call, Op *op, OpKind kind, Tensor *const *args, int nargs,
+                           const char *what, DType dt, const Shape *shape, Placement place) {
+  const AstStmt *s = call->s;
+  Tensor *t = new_tensor(c, arena_printf(c->a, "%s.%s", s->name, what), TENSOR_VALUE, s->name_loc);
+  t->dtype = dt;
+  t->shape = *shape;
+  t->place = place;
+  t->def = op;
+  op->id = c->g->ops.len;
+  op->kind = kind;
+  op->result = t;
+  op->nargs = nargs;
+  memcpy(op->args, args, sizeof(Tensor *) * (size_t)nargs);
+  op->loc = s->loc;
+  VEC_PUSH(c->a, &c->g->ops, op);
+  return t;
+}
+
+// Whether a reduce_scatter's or all_gather's shards are rank-1 runs of
+// elements that do not fill whole vectors (f32[1024] over 8 devices: 512
+// bytes), which the ISA cannot move as they are.
+static bool shards_need_rows(const Checker *c, const Call *call, const Tensor *r) {
+  if (call->kind != OP_REDUCE_SCATTER && call->kind != OP_ALL_GATHER) return false;
+  const Tensor *x = call->args[0];
+  const Tensor *shard = call->kind == OP_REDUCE_SCATTER ? r : x;
+  return x->shape.rank == 1 && each_group_size(c, &x->place) > 1 &&
+         ir_shape_elems(&shard->shape) * ir_dtype_bytes[shard->dtype] % c->topo->link.vector_bytes != 0;
+}
+
+// Such a collective runs on rows, whose every row starts on a vector
+// (passes/layout.c): a reduce_scatter of x = [n] over G devices as
+// reshape(x, [G, n / G]) -> reduce_scatter -> [1, n / G] -> reshape to
+// [n / G]; an all_gather of a shard [m] as reshape to [1, m] ->
+// all_gather -> [G, m] -> reshape to [G m].  The same values as the
+// collective on the packed elements (NCCL's flat buffers: any count the
+// group divides), at the cost of the two reshapes.  The added values are
+// NAME.rows and NAME.shards.
+static Tensor *emit_by_rows(Checker *c, const Call *call, Op *op, const Tensor *r) {
+  Tensor *x = call->args[0];
+  int group = each_group_size(c, &x->place);
+  int64_t n = x->shape.dim[0];
+  Shape rows = {.rank = 2}, out = {.rank = 2};
+  if (call->kind == OP_REDUCE_SCATTER) {
+    rows.dim[0] = group, rows.dim[1] = n / group;
+    out.dim[0] = 1, out.dim[1] = n / group;
+  } else {
+    rows.dim[0] = 1, rows.dim[1] = n;
+    out.dim[0] = group, out.dim[1] = n;
+  }
+  Op *to_rows = ARENA_NEW(c->a, Op);
+  to_rows->shape = rows;
+  Tensor *xr = emit_hidden(c, call, to_rows, OP_RESHAPE, &x, 1, "rows", x->dtype, &rows, x->place);
+  op->pad_rows = 0;  // the rows are the shards
+  Tensor *yr = emit_hidden(c, call, op, call->kind, &xr, 1, "shards", r->dtype, &out, r->place);
+  Op *back = ARENA_NEW(c->a, Op);
+  back->shape = r->shape;
+  Call packed = *call;
+  packed.kind = OP_RESHAPE;
+  packed.nargs = 1;
+  packed.args[0] = yr;
+  return emit_op(c, &packed, back, r);
+}
+
 // Checks one op call and returns its result tensor, or NULL after reporting.
 static Tensor *check_call(Checker *c, Call *call, bool carried) {
   Placement given;
@@ -1058,6 +1126,7 @@ static Tensor *check_call(Checker *c, Call *call, bool carried) {
   if (!shape_rules[call->kind](c, call, op, &r) || !place_result(c, call, &given, &r.place)) return NULL;
   if (!fits_vectors(c, call, &r)) return NULL;
   if (carried && !carried_ok(c, call->s, &r)) return NULL;
+  if (shards_need_rows(c, call, &r)) return emit_by_rows(c, call, op, &r);
   return emit_op(c, call, op, &r);
 }
 
