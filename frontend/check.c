@@ -177,8 +177,11 @@ static bool check_size(Checker *c, SrcLoc loc, const char *name, const Shape *s,
 
 static bool check_device_index(Checker *c, int64_t index, SrcLoc loc, const char *what) {
   if (index < c->topo->ndevices) return true;
-  diag_error(c->d, loc, "%s(%lld) is outside the topology (%d devices: 0..%d)", what,
-             (long long)index, c->topo->ndevices, c->topo->ndevices - 1);
+  if (c->topo->ndevices == 1)
+    diag_error(c->d, loc, "%s(%lld) is outside the topology (1 device: 0)", what, (long long)index);
+  else
+    diag_error(c->d, loc, "%s(%lld) is outside the topology (%d devices: 0..%d)", what, (long long)index,
+               c->topo->ndevices, c->topo->ndevices - 1);
   return false;
 }
 
