@@ -7,9 +7,9 @@
 // both rings, so the topology must have a Hamiltonian cycle
 // (passes/rings.c); one without (an odd mesh, which is bipartite with an odd
 // number of devices) is refused with the reason.  A group of part of the
-// devices takes that cycle's order, and must find its members neighbours
-// in it; a group of two needs only a link between them (the two rings are
-// then its two directions).
+// devices takes that cycle's order when its members are neighbours in it,
+// else a cycle searched through its members alone; a group of two needs
+// only a link between them (the two rings are then its two directions).
 #include "passes.h"
 
 #include <stdlib.h>
@@ -28,16 +28,31 @@ static bool neighbours_all_round(const Lowering *l, const int *order, char *why,
   return true;
 }
 
+// The group's ring: the order of the topology's Hamiltonian cycle when
+// its members are neighbours in it, else a cycle through the members
+// alone (8 devices of mesh3x3 without its centre: the mesh has no
+// Hamiltonian cycle, the ring round the centre is the group's).
+static bool biring_order(const Lowering *l, int *order, char *why, size_t whylen) {
+  char reason[200], own[200];
+  bool whole = lower_ring_order(l, order, reason, sizeof reason);
+  if (whole && neighbours_all_round(l, order, why, whylen)) return true;
+  if (l->ngroup < l->c->topo->ndevices &&
+      ring_hamiltonian_in_group(l->c->topo, l->group, l->ngroup, order, own, sizeof own))
+    return true;
+  if (!whole && l->ngroup < l->c->topo->ndevices)
+    snprintf(why, whylen, "it needs a cycle through the group: %s, and the topology has no Hamiltonian cycle", own);
+  else if (!whole)
+    snprintf(why, whylen, "it needs a Hamiltonian cycle, and %s", reason);
+  else if (l->ngroup < l->c->topo->ndevices)
+    snprintf(why + strlen(why), whylen - strlen(why), "; and %s", own);
+  return false;
+}
+
 static bool biring_applies(const Lowering *l, char *why, size_t whylen) {
   if (!lower_ring_fits(l, 2, why, whylen)) return false;
   if (l->ngroup == 2) return neighbours_all_round(l, l->group, why, whylen);
   int *order = xmalloc(sizeof(int) * (size_t)l->ngroup);
-  char reason[200];
-  bool ok = lower_ring_order(l, order, reason, sizeof reason);
-  if (!ok)
-    snprintf(why, whylen, "it needs a Hamiltonian cycle, and %s", reason);
-  else
-    ok = neighbours_all_round(l, order, why, whylen);
+  bool ok = biring_order(l, order, why, whylen);
   free(order);
   return ok;
 }
@@ -45,11 +60,11 @@ static bool biring_applies(const Lowering *l, char *why, size_t whylen) {
 static void biring_lower(Lowering *l) {
   int n = l->ngroup;
   int *order = xmalloc(sizeof(int) * (size_t)n), *reversed = xmalloc(sizeof(int) * (size_t)n);
-  char why[200];
+  char why[400];
   if (n == 2)
     memcpy(order, l->group, sizeof(int) * 2);
-  else
-    lower_ring_order(l, order, why, sizeof why);
+  else if (!biring_order(l, order, why, sizeof why))
+    die("biring: lowering a group biring_applies refused (%s)", why);
   for (int i = 0; i < n; i++) reversed[i] = order[n - 1 - i];
   lower_ring(l, order, 0, 2);
   l->lane = 1;

@@ -566,6 +566,11 @@ bool ring_hamiltonian(const Topology *t, int *order, char *why, size_t whylen);
 bool ring_near_hamiltonian(const Topology *t, int *order);
 // Whether order is a Hamiltonian cycle of t (for checks and tests).
 bool ring_is_hamiltonian(const Topology *t, const int *order);
+// Fills order[0..ngroup) with a cycle through the group's devices alone,
+// consecutive ones (and the last and the first) linked: searched within
+// RING_SEARCH_BUDGET.  False, with the reason in why.
+bool ring_hamiltonian_in_group(const Topology *t, const int *group, int ngroup, int *order, char *why,
+                               size_t whylen);
 
 // ---- align.c (continued) ----
 // Plans the tree (BFS from root over working links: minimal height).

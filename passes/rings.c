@@ -213,7 +213,9 @@ static bool dragonfly_ring(const Topology *t, int *order) {
 typedef struct Search {
   const Topology *t;
   int *order;
-  bool *visited;
+  bool *visited;  // on the path, or (a group's search) not a member
+  int n;          // devices the cycle passes through
+  bool group;     // a group's cycle: closed by any link between its ends
   long steps;
 } Search;
 
@@ -227,8 +229,10 @@ static int unvisited_degree(const Search *s, int v) {
 
 // Extends the path order[0..len) to a cycle; false when this branch fails.
 static bool extend(Search *s, int len) {
-  int n = s->t->ndevices, v = s->order[len - 1];
-  if (len == n) return ring_is_hamiltonian(s->t, s->order);
+  int n = s->n, v = s->order[len - 1];
+  if (len == n)
+    return s->group ? ring_link_between(s->t, s->order[n - 1], s->order[0], -1) >= 0
+                    : ring_is_hamiltonian(s->t, s->order);
   if (++s->steps > RING_SEARCH_BUDGET) return false;
   const Device *d = &s->t->devices[v];
   int cand[64], ncand = 0;
@@ -257,7 +261,7 @@ static bool extend(Search *s, int len) {
 
 // Searches for a cycle; *exhausted tells a finished search from a spent budget.
 static bool search(const Topology *t, int *order, bool *exhausted) {
-  Search s = {.t = t, .order = order, .visited = xcalloc((size_t)t->ndevices, sizeof(bool))};
+  Search s = {.t = t, .order = order, .visited = xcalloc((size_t)t->ndevices, sizeof(bool)), .n = t->ndevices};
   s.visited[0] = true;
   order[0] = 0;
   bool found = extend(&s, 1);
@@ -298,5 +302,30 @@ bool ring_hamiltonian(const Topology *t, int *order, char *why, size_t whylen) {
     snprintf(why, whylen, "the network has no Hamiltonian cycle (an exhaustive search found none)");
   else
     snprintf(why, whylen, "no Hamiltonian cycle was found within %d search steps", RING_SEARCH_BUDGET);
+  return false;
+}
+
+bool ring_hamiltonian_in_group(const Topology *t, const int *group, int ngroup, int *order, char *why,
+                               size_t whylen) {
+  if (ngroup < 3 || ngroup > RING_SEARCH_MAX_DEVICES) {
+    snprintf(why, whylen, "a group of %d devices is not searched for a cycle of its own (3 .. %d are)", ngroup,
+             RING_SEARCH_MAX_DEVICES);
+    return false;
+  }
+  Search s = {.t = t, .order = order, .visited = xmalloc((size_t)t->ndevices * sizeof(bool)), .n = ngroup,
+              .group = true};
+  for (int d = 0; d < t->ndevices; d++) s.visited[d] = true;
+  for (int g = 1; g < ngroup; g++) s.visited[group[g]] = false;
+  s.visited[group[0]] = true;
+  order[0] = group[0];
+  bool found = extend(&s, 1);
+  free(s.visited);
+  if (found) return true;
+  if (s.steps <= RING_SEARCH_BUDGET)
+    snprintf(why, whylen, "its %d devices have no cycle over the links between them (an exhaustive search found none)",
+             ngroup);
+  else
+    snprintf(why, whylen, "no cycle through its %d devices was found within %d search steps", ngroup,
+             RING_SEARCH_BUDGET);
   return false;
 }
