@@ -433,12 +433,43 @@ static int64_t least_fitting_limit(const Partitioner *p, Pipeline *pl, int stage
   return hi;
 }
 
+// The transfers the current cut adds, each value a stage reads from an
+// earlier stage's device (once a stage): *sum, the cycles they add to one
+// inference (they lie on its path), and *longest, the longest one (a link
+// carrying it each inference bounds how often inferences can follow each
+// other, as the largest stage does).  seen: scratch by tensor id.
+static void cut_transfers(const Partitioner *p, const Pipeline *pl, int *seen, int64_t *sum, int64_t *longest) {
+  *sum = *longest = 0;
+  for (int i = 0; i < p->g->tensors.len; i++) seen[i] = -1;
+  for (int i = 0; i < pl->nfree; i++) {
+    const Op *op = pl->ops[i];
+    int d = op->result->place.index;
+    for (int a = 0; a < op->nargs; a++) {
+      const Tensor *x = op->args[a];
+      if (x->kind != TENSOR_VALUE || x->place.kind != PLACE_DEVICE || x->place.index == d || seen[x->id] == d) continue;
+      seen[x->id] = d;
+      int64_t c = part_send_cycles(p, x->place.index, ir_tensor_bytes(x), 1);
+      *sum += c, *longest = MAX(*longest, c);
+    }
+  }
+}
+
+// N inferences through the current cut whose largest stage is `limit`:
+// the first one's stages and transfers, then N - 1 more, one each largest
+// stage or longest transfer.
+static int64_t pipelined_cycles(const Partitioner *p, const Pipeline *pl, int *seen, int64_t total, int64_t limit) {
+  int64_t sum, longest;
+  cut_transfers(p, pl, seen, &sum, &longest);
+  return total + sum + (int64_t)(p->batches - 1) * MAX(limit, longest);
+}
+
 // The cut.  One inference: the fewest stages that fit (its latency is the
 // sum of the stages either way, plus the transfers between them), then the
 // smallest largest stage that many allow.  N in flight: the estimated
-// makespan, the first inference's stages plus N - 1 times the largest,
-// decides how many stages from that fewest up, more only when they gain
-// PARTITION_MIN_GAIN_PERCENT.  False (with *stuck) when no cut fits.
+// makespan (pipelined_cycles: the stages, the activations carried between
+// them, and N - 1 times the largest of either) decides how many stages
+// from that fewest up, more only when they gain PARTITION_MIN_GAIN_PERCENT.
+// False (with *stuck) when no cut fits.
 static bool pipeline(Partitioner *p, Pipeline *pl, const Op **stuck) {
   int64_t total = 0, longest = 0, *cost = xmalloc(sizeof(int64_t) * (size_t)(pl->nfree + 1));
   for (int i = 0; i < pl->nfree; i++) {
@@ -447,15 +478,17 @@ static bool pipeline(Partitioner *p, Pipeline *pl, const Op **stuck) {
   }
   int stages = cut_stages(p, pl, INT64_MAX, stuck);
   if (stages < 0) return free(cost), false;
-  int64_t limit = least_fitting_limit(p, pl, stages, longest, total, stuck);
-  int64_t best = total + (int64_t)(p->batches - 1) * limit;
+  int64_t limit = least_fitting_limit(p, pl, stages, longest, total, stuck), best = 0;
+  int *seen = xmalloc(sizeof(int) * ((size_t)p->g->tensors.len + 1));
+  if (p->batches > 1 && cut_stages(p, pl, limit, stuck) > 0) best = pipelined_cycles(p, pl, seen, total, limit);
   for (int s = stages + 1; p->batches > 1 && s <= MIN(p->t->ndevices, pl->nfree); s++) {
     int64_t l = least_limit(cost, pl->nfree, s, longest, total);
     int n = cut_stages(p, pl, l, stuck);
-    if (n > 0 && n <= s && (total + (int64_t)(p->batches - 1) * l) * 100 < best * (100 - PARTITION_MIN_GAIN_PERCENT))
-      best = total + (int64_t)(p->batches - 1) * l, limit = l;
+    int64_t cycles = n > 0 && n <= s ? pipelined_cycles(p, pl, seen, total, l) : INT64_MAX;
+    if (n > 0 && n <= s && cycles * 100 < best * (100 - PARTITION_MIN_GAIN_PERCENT)) best = cycles, limit = l;
     if (l == longest) break;  // no cut goes below the longest op
   }
+  free(seen);
   free(cost);
   stages = cut_stages(p, pl, limit, stuck);
   if (stages < 0) return false;
