@@ -433,11 +433,13 @@ static int64_t least_fitting_limit(const Partitioner *p, Pipeline *pl, int stage
   return hi;
 }
 
-// The transfers the current cut adds, each value a stage reads from an
-// earlier stage's device (once a stage): *sum, the cycles they add to one
-// inference (they lie on its path), and *longest, the longest one (a link
-// carrying it each inference bounds how often inferences can follow each
-// other, as the largest stage does).  seen: scratch by tensor id.
+// The transfers the current cut adds, each tensor a stage reads from
+// another stage's device (once a stage): *sum, the cycles they add to one
+// inference (they lie on its path; sends that could overlap are summed,
+// an overstatement), and *longest, the longest one an inference repeats
+// (a value's or an input's: a link carrying it each inference bounds how
+// often inferences can follow each other, as the largest stage does; a
+// param moves once for them all).  seen: scratch by tensor id.
 static void cut_transfers(const Partitioner *p, const Pipeline *pl, int *seen, int64_t *sum, int64_t *longest) {
   *sum = *longest = 0;
   for (int i = 0; i < p->g->tensors.len; i++) seen[i] = -1;
@@ -446,10 +448,11 @@ static void cut_transfers(const Partitioner *p, const Pipeline *pl, int *seen, i
     int d = op->result->place.index;
     for (int a = 0; a < op->nargs; a++) {
       const Tensor *x = op->args[a];
-      if (x->kind != TENSOR_VALUE || x->place.kind != PLACE_DEVICE || x->place.index == d || seen[x->id] == d) continue;
+      if (x->place.kind != PLACE_DEVICE || x->place.index == d || seen[x->id] == d) continue;
       seen[x->id] = d;
       int64_t c = part_send_cycles(p, x->place.index, ir_tensor_bytes(x), 1);
-      *sum += c, *longest = MAX(*longest, c);
+      *sum += c;
+      if (x->kind != TENSOR_PARAM) *longest = MAX(*longest, c);
     }
   }
 }

@@ -305,6 +305,47 @@ bool ring_hamiltonian(const Topology *t, int *order, char *why, size_t whylen) {
   return false;
 }
 
+// Whether the group's devices can have no cycle through them all, seen
+// without a search (why says how): a member linked to fewer than two
+// members, members in more than one piece, or members two-colourable (a
+// mesh's, an even torus's) with more of one colour than of the other, since
+// a cycle alternates colours.  A breadth-first walk over the links between
+// members, colouring as it goes.
+static bool no_cycle_possible(const Topology *t, const int *group, int ngroup, char *why, size_t whylen) {
+  int *colour = xmalloc(sizeof(int) * (size_t)t->ndevices), *queue = xmalloc(sizeof(int) * (size_t)ngroup);
+  for (int d = 0; d < t->ndevices; d++) colour[d] = -2;  // -2: not a member
+  for (int g = 0; g < ngroup; g++) colour[group[g]] = -1;  // -1: a member not reached yet
+  int head = 0, tail = 0, count[2] = {0, 0}, lonely = -1;
+  bool two = true;
+  colour[group[0]] = 0, queue[tail++] = group[0];
+  while (head < tail) {
+    int v = queue[head++], degree = 0;
+    count[colour[v]]++;
+    const Device *dv = &t->devices[v];
+    for (int q = 0; q < dv->nports; q++) {
+      int w = dv->ports[q].peer;
+      if (dv->ports[q].link < 0 || t->links.data[dv->ports[q].link].failed || colour[w] == -2) continue;
+      degree++;
+      if (colour[w] == -1) colour[w] = !colour[v], queue[tail++] = w;
+      else if (colour[w] == colour[v]) two = false;
+    }
+    if (degree < 2 && lonely < 0) lonely = v;
+  }
+  bool none = true;
+  if (lonely >= 0)
+    snprintf(why, whylen, "device %d is linked to fewer than two of its %d devices", lonely, ngroup);
+  else if (tail < ngroup)
+    snprintf(why, whylen, "its %d devices are not all linked to each other through members", ngroup);
+  else if (two && count[0] != count[1])
+    snprintf(why, whylen, "its %d devices split into two colours of %d and %d that every link joins, and a cycle "
+             "alternates colours", ngroup, MAX(count[0], count[1]), MIN(count[0], count[1]));
+  else
+    none = false;
+  free(colour);
+  free(queue);
+  return none;
+}
+
 bool ring_hamiltonian_in_group(const Topology *t, const int *group, int ngroup, int *order, char *why,
                                size_t whylen) {
   if (ngroup < 3 || ngroup > RING_SEARCH_MAX_DEVICES) {
@@ -312,6 +353,7 @@ bool ring_hamiltonian_in_group(const Topology *t, const int *group, int ngroup, 
              RING_SEARCH_MAX_DEVICES);
     return false;
   }
+  if (no_cycle_possible(t, group, ngroup, why, whylen)) return false;
   Search s = {.t = t, .order = order, .visited = xmalloc((size_t)t->ndevices * sizeof(bool)), .n = ngroup,
               .group = true};
   for (int d = 0; d < t->ndevices; d++) s.visited[d] = true;

@@ -46,7 +46,7 @@ static void lower_by_file(const char *dir, const char *file, uint64_t *limit, bo
 // The cores a cpu.max, or a cfs quota and period, allows (0: no limit).
 static int quota_cores(long long quota, long long period) {
   if (quota <= 0 || period <= 0) return 0;
-  long long cores = (quota + period - 1) / period;
+  long long cores = quota / period + (quota % period != 0);  // ceil, without overflowing near LLONG_MAX
   return (int)MIN(cores, (long long)1 << 20);
 }
 

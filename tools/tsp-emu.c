@@ -751,7 +751,7 @@ static bool memory_fits(const EmuInput *in, const Args *a) {
   EmuMemory m = emu_memory_estimate(in, refs, a->batch_ref ? a->nbatches : a->opt.ref != NULL);
   HostLimits host = host_limits(emu_machine_memory(), 0);
   uint64_t limit = a->max_memory_mib ? (uint64_t)a->max_memory_mib << 20 : host.memory / 100 * EMU_DEFAULT_MEMORY_PERCENT;
-  if (limit == 0 || m.total <= limit) return true;
+  if ((limit == 0 && !a->max_memory_mib && !host.memory_by_cgroup) || m.total <= limit) return true;  // 0: unknown
   char whose[96];
   if (a->max_memory_mib)
     snprintf(whose, sizeof whose, "--max-memory");

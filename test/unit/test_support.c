@@ -283,6 +283,14 @@ static void host_limits_follow_the_control_groups(void **state) {
   h = host_limits_at(proc, root, UINT64_C(4) << 30, 1);
   assert_true(h.memory == (UINT64_C(4) << 30) && !h.memory_by_cgroup && h.cores == 1 && !h.cores_by_cgroup);
 
+  // A quota near LLONG_MAX rounds up without overflowing (UBSan watches);
+  // a memory limit of 0 is a limit (tsp-emu then refuses any run).
+  put_file(base, "fs/job/step/cpu.max", "9223372036854775807 1\n");
+  put_file(base, "fs/job/memory.max", "0\n");
+  h = host_limits_at(proc, root, machine, 32);
+  assert_true(h.cores == 32 && !h.cores_by_cgroup && h.memory == 0 && h.memory_by_cgroup);
+  put_file(base, "fs/job/memory.max", "8589934592\n");
+
   // cgroup v1: "no limit" is a number near 2^63; the root group's 1 GiB
   // holds; a cfs quota of -1 is no quota, 300000 a period of 100000 is 3.
   put_file(base, "cgroup", "4:memory:/box\n3:cpu,cpuacct:/box\n1:name=systemd:/\n");
