@@ -28,6 +28,7 @@
 #include <assert.h>
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -448,31 +449,99 @@ static void seed_group(Emu *e, Reference *ref, const Tensor *t, const TensorHome
   block_free(&b);
 }
 
+// One group of homes to seed (seed_group's arguments), and whether it
+// may run on any thread: a single home (on this rank) whose bytes come
+// straight from the seed, which writes its own device's SRAM and nothing
+// else.
+typedef struct SeedJob {
+  Reference *ref;
+  const Tensor *t;
+  const TensorHome *const *hs;
+  int n;
+  bool alone;
+} SeedJob;
+
+typedef struct SeedJobs {
+  SeedJob *job;
+  int len, cap;
+  const TensorHome ***orders;  // homes_by_box's arrays the jobs point into
+  int norders;
+  Emu *e;
+  int nthreads;
+} SeedJobs;
+
 // Homes hs[0 .. n) of input or param t (ref: their batch's): one reference
 // for all that hold the same box when t is the same on every device
-// (given by --input, or not @ each).
-static void seed_tensor(Emu *e, Reference *ref, const Tensor *t, const TensorHome *const *hs, int n) {
+// (given by --input, or not @ each); each group becomes a job.
+static void seed_tensor(Emu *e, Reference *ref, const Tensor *t, const TensorHome *const *hs, int n, SeedJobs *js) {
   bool shared = ref_same_on_every_device(ref, t);
   const TensorHome **order = homes_by_box(hs, n);
+  js->orders = xrealloc(js->orders, sizeof *js->orders * (size_t)(js->norders + 1));
+  js->orders[js->norders++] = order;
   for (int g = 0, size; g < n; g += size) {
     size = group_size(order + g, n - g, shared);
-    seed_group(e, ref, t, order + g, size);
+    if (js->len == js->cap) js->job = xrealloc(js->job, sizeof *js->job * (size_t)(js->cap = 2 * js->cap + 16));
+    bool alone = size == 1 && emu_owns(e, order[g]->device) && ref_seeded_bytes(ref, t, order[g]->device, 0, 0, NULL);
+    js->job[js->len++] = (SeedJob){.ref = ref, .t = t, .hs = order + g, .n = size, .alone = alone};
   }
-  free(order);
+}
+
+typedef struct SeedWorker {
+  SeedJobs *js;
+  int part;
+  pthread_t thread;
+} SeedWorker;
+
+// The single-home jobs of one partition's devices, in order.
+static void *seed_part(void *arg) {
+  const SeedWorker *w = arg;
+  const SeedJobs *js = w->js;
+  for (int j = 0; j < js->len; j++) {
+    const SeedJob *job = &js->job[j];
+    if (job->alone && window_part_of(js->e->topo, js->e->ndevs, js->nthreads, job->hs[0]->device) == w->part)
+      seed_group(js->e, job->ref, job->t, job->hs, job->n);
+  }
+  return NULL;
+}
+
+// Seeding on the run's threads (--threads): most of it is faulting SRAM
+// pages in and filling them from the seed hash, device by device.  The
+// jobs that touch several devices' SRAM, or compute their values, run
+// first on this thread; then each thread seeds the single-home jobs of the
+// devices its windows will run (window_part_of), in order.  Homes do not
+// overlap, so the SRAM holds the same bytes in any order.
+static void run_seed_jobs(SeedJobs *js) {
+  for (int j = 0; j < js->len; j++)
+    if (!js->job[j].alone) seed_group(js->e, js->job[j].ref, js->job[j].t, js->job[j].hs, js->job[j].n);
+  int n = js->nthreads;
+  SeedWorker *w = xmalloc(sizeof *w * (size_t)n);
+  for (int k = 0; k < n; k++) {
+    w[k] = (SeedWorker){.js = js, .part = k};
+    if (k && pthread_create(&w[k].thread, NULL, seed_part, &w[k])) die("tsp-emu: cannot start a thread");
+  }
+  seed_part(&w[0]);
+  for (int k = 1; k < n; k++) pthread_join(w[k].thread, NULL);
+  free(w);
 }
 
 void emu_seed_model(Emu *e) {
   if (!e->opt.ref) return;
   const Graph *g = e->in->graph;
   HomeIndex x = index_homes(e);
+  int threads = e->opt.threads > 0 ? e->opt.threads : emu_default_threads();
   for (int b = 0; b < e->in->prog->batches; b++) {
     Batch bt = batch_of(e, b);
+    SeedJobs js = {.e = e, .nthreads = MAX(1, MIN(threads, e->ndevs))};
     for (int i = 0; i < g->tensors.len; i++) {
       const Tensor *t = g->tensors.data[i];
       int n;
       const TensorHome *const *hs = homes_of(&x, b, i, &n);
-      if (t->kind == TENSOR_INPUT || t->kind == TENSOR_PARAM) seed_tensor(e, bt.ref, t, hs, n);
+      if (t->kind == TENSOR_INPUT || t->kind == TENSOR_PARAM) seed_tensor(e, bt.ref, t, hs, n, &js);
     }
+    run_seed_jobs(&js);
+    for (int o = 0; o < js.norders; o++) free(js.orders[o]);
+    free(js.orders);
+    free(js.job);
     batch_done(&bt);
   }
   index_free(&x);
