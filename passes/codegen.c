@@ -78,6 +78,7 @@ typedef struct Codegen {
   int64_t **home;     // [tensor id][device]: the vector address + 1 of its copy there (0: none)
   int64_t **replica;  // [tensor id][device]: a copy fetched by an implicit transfer
   int64_t **work;     // [op id][device]: a collective's buffer
+  bool *idle;         // [op id]: a collective no transfer or stage touches (find_idle_collectives)
   int64_t last;       // the latest event of the program, schedule time
   VEC(const Op *) refused;  // the ops refused, one per source position
   bool failed;
@@ -137,8 +138,11 @@ static int64_t *table_row(Codegen *g, int64_t **table, int index) {
 
 // The home of tensor t's copy on device, made on first use: for the
 // lifetime compute_lifetimes found, or for good.
+static int64_t work(Codegen *g, const Op *op, int device);
+
 static int64_t home(Codegen *g, const Tensor *t, int device) {
   int64_t *row = table_row(g, g->home, t->id);
+  if (!row[device] && t->def && g->idle && g->idle[t->def->id]) work(g, t->def, device);  // its operand's buffer
   if (row[device]) return row[device] - 1;
   int64_t vectors = layout_vectors(g->c, t);
   const int64_t *live = g->live[t->id];
@@ -488,23 +492,19 @@ static void place_interface(Codegen *g) {
   }
 }
 
-// A collective that no transfer or stage touches (a group of one device,
-// reducing its operand in place: nothing moves) still names its result:
-// the result's home is the operand's buffer (work) before any node reads
-// it.  place_results would make it too late for a reader such as relu(r),
-// which would have read a home of its own that nothing writes.
-static void alias_idle_collectives(Codegen *g) {
+// The collectives no transfer or stage touches: over a group of one
+// device, reducing the operand in place, nothing moves.  Such a result's
+// home is its operand's buffer, found when something first asks for it
+// (home: the reader's node, or place_results), after whatever made the
+// operand (another collective's buffer, say) has placed it.  Before, a
+// reader such as relu(r) got a home of its own that nothing wrote.
+static void find_idle_collectives(Codegen *g) {
   const Graph *gr = g->c->graph;
-  bool *touched = ARENA_ARRAY(&g->c->arena, bool, gr->ops.len + 1);
+  g->idle = ARENA_ARRAY(&g->c->arena, bool, gr->ops.len + 1);
+  for (int i = 0; i < gr->ops.len; i++) g->idle[i] = ir_op_is_collective(gr->ops.data[i]->kind);
   for (int i = 0; i < g->c->dag->nodes.len; i++) {
     const DagNode *n = g->c->dag->nodes.data[i];
-    if (n->kind == NODE_TRANSFER || n->kind == NODE_STAGE) touched[n->op->id] = true;
-  }
-  for (int i = 0; i < gr->ops.len; i++) {
-    const Op *op = gr->ops.data[i];
-    if (!ir_op_is_collective(op->kind) || touched[op->id]) continue;
-    for (int d = 0; d < g->t->ndevices; d++)
-      if (ir_place_has(&op->args[0]->place, d)) work(g, op, d);
+    if (n->kind == NODE_TRANSFER || n->kind == NODE_STAGE) g->idle[n->op->id] = false;
   }
 }
 
@@ -755,8 +755,8 @@ bool pass_codegen(Compilation *c) {
   if (!ops_fit(&g) || !shards_fit(&g)) return false;
   g.live = ARENA_ARRAY(&c->arena, int64_t *, ntensors + 1);
   compute_lifetimes(&g);
+  find_idle_collectives(&g);
   place_interface(&g);
-  alias_idle_collectives(&g);
   for (int i = 0; i < c->dag->nodes.len && !g.failed; i++) {
     const DagNode *n = c->dag->nodes.data[i];
     g.note = c->annotate ? node_note(&g, n) : NULL;
