@@ -136,10 +136,11 @@ static int64_t *table_row(Codegen *g, int64_t **table, int index) {
   return table[index];
 }
 
-// The home of tensor t's copy on device, made on first use: for the
-// lifetime compute_lifetimes found, or for good.
 static int64_t work(Codegen *g, const Op *op, int device);
 
+// The home of tensor t's copy on device, made on first use: for the
+// lifetime compute_lifetimes found, or for good; an idle collective's
+// result, its operand's buffer (find_idle_collectives).
 static int64_t home(Codegen *g, const Tensor *t, int device) {
   int64_t *row = table_row(g, g->home, t->id);
   if (!row[device] && t->def && g->idle && g->idle[t->def->id]) work(g, t->def, device);  // its operand's buffer

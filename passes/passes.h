@@ -174,9 +174,9 @@ int64_t schedule_as_compiled(Compilation *c, int64_t bound, bool *whole);
 // than minimally (when not, its schedule is the minimal one).
 bool schedule_may_spread(const Dag *d);
 // Frees the reservation tables a compilation keeps between schedules
-// (c->sched_tables; pass_run_pipeline's end).
+// (c->sched_tables, then NULL; pass_schedule and pass_run_pipeline's end).
 typedef struct SchedTables SchedTables;
-void schedule_forget_tables(SchedTables *k);
+void schedule_forget_tables(Compilation *c);
 // The generated program as assembly, every device (--dump-after=codegen).
 void codegen_dump(const Compilation *c, FILE *out);
 

@@ -415,6 +415,13 @@ struct SchedTables {
   int n;
 };
 
+static void free_tables(SchedTables *k) {
+  if (!k) return;
+  for (int i = 0; i < k->n; i++) resv_free(&k->r[i]);
+  free(k->r);
+  free(k);
+}
+
 static int table_count(const Topology *t, int ports) { return t->links.len * 2 + ports + 4 * t->ndevices; }
 
 static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
@@ -429,7 +436,7 @@ static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
   int n = table_count(t, ports);
   SchedTables *kept = c->sched_tables;
   c->sched_tables = NULL;  // this schedule's until scheduler_free
-  if (kept && kept->n != n) schedule_forget_tables(kept), kept = NULL;
+  if (kept && kept->n != n) free_tables(kept), kept = NULL;
   if (!kept) {
     kept = xmalloc(sizeof *kept);
     *kept = (SchedTables){.r = xcalloc((size_t)n + 1, sizeof(Reservations)), .n = n};
@@ -445,17 +452,15 @@ static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
   s->weights_free = xcalloc((size_t)t->ndevices, sizeof(int64_t));
 }
 
-void schedule_forget_tables(SchedTables *k) {
-  if (!k) return;
-  for (int i = 0; i < k->n; i++) resv_free(&k->r[i]);
-  free(k->r);
-  free(k);
+void schedule_forget_tables(Compilation *c) {
+  free_tables(c->sched_tables);
+  c->sched_tables = NULL;
 }
 
 // The tables go back to the compilation for the next schedule (unless one
 // ran inside this one and gave its back first).
 static void scheduler_free(Scheduler *s) {
-  if (s->c->sched_tables) schedule_forget_tables(s->tables);
+  if (s->c->sched_tables) free_tables(s->tables);
   else s->c->sched_tables = s->tables;
   free(s->weights_free);
   free(s->port_base);
@@ -586,13 +591,13 @@ int64_t schedule_as_compiled(Compilation *c, int64_t bound, bool *whole) {
 // are given back after it, not held through code generation.
 bool pass_schedule(Compilation *c) {
   if (c->dag->scheduled) {  // choose's trial, kept (c->trial_dag)
-    schedule_forget_tables(c->sched_tables), c->sched_tables = NULL;
+    schedule_forget_tables(c);
     return true;
   }
   bool lost;
   int64_t makespan = schedule_modes(c, -1, &lost);
   if (lost) makespan = schedule_all(c, ROUTE_MINIMAL, -1, NULL);  // the DAG holds the load-aware try
-  schedule_forget_tables(c->sched_tables), c->sched_tables = NULL;
+  schedule_forget_tables(c);
   if (makespan < 0) return false;
   c->dag->makespan = makespan;
   c->dag->scheduled = true;

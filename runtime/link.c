@@ -241,14 +241,20 @@ static void send_element(Emu *e, EDev *d, Stream *s) {
   depart(e, d, s->unit, s->in.port, local, s->in.a + s->k, payload);
 }
 
+// s's next element, then as many more as burst.c allows; whether elements
+// remain (for a later event).
+static bool run_elements(Emu *e, EDev *d, Stream *s, void (*element)(Emu *, EDev *, Stream *)) {
+  Burst b;
+  b.planned = false;
+  do element(e, d, s);
+  while (++s->k < s->n && burst_next(e, s, &b));
+  return s->k < s->n;
+}
+
 // Its elements, as many at once as burst.c allows.
 void link_step_send(Emu *e, Stream *s) {
   EDev *d = &e->devs[s->dev];
-  Burst b;
-  b.planned = false;
-  do send_element(e, d, s);
-  while (++s->k < s->n && burst_next(e, s, &b));
-  if (s->k < s->n) {
+  if (run_elements(e, d, s, send_element)) {
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_SEND, s->dev, s->unit, s);
   } else {
     d->ports[s->in.port].sending--;
@@ -318,11 +324,7 @@ static void recv_element(Emu *e, EDev *d, Stream *s) {
 
 void link_step_recv(Emu *e, Stream *s) {
   EDev *d = &e->devs[s->dev];
-  Burst b;
-  b.planned = false;
-  do recv_element(e, d, s);
-  while (++s->k < s->n && burst_next(e, s, &b));
-  if (s->k < s->n)
+  if (run_elements(e, d, s, recv_element))
     emu_push(e, emu_global_at(d, s->start + (int64_t)s->k * s->every), EV_RECV, s->dev, s->unit, s);
   else
     emu_stream_end(e, s);

@@ -72,10 +72,10 @@ static int cores_of_v1(const char *dir) {
   return quota_cores(number_in(dir, "cpu.cfs_quota_us"), number_in(dir, "cpu.cfs_period_us"));
 }
 
-// Lowers *mem and *cores by the group at BASE + PATH and every group above
-// it, up to BASE itself.
-static void lower_by_groups(const char *base, const char *cgpath, bool v2, uint64_t *mem, bool *mem_lowered,
-                            int *cores, bool *cores_lowered, bool want_mem, bool want_cores) {
+// Lowers h's memory and cores (those asked for) by the group at BASE +
+// PATH and every group above it, up to BASE itself.
+static void lower_by_groups(const char *base, const char *cgpath, bool v2, HostLimits *h, bool want_mem,
+                            bool want_cores) {
   char dir[4096];
   int n = snprintf(dir, sizeof dir, "%s%s", base, cgpath);
   if (n < 0 || (size_t)n >= sizeof dir) return;
@@ -83,10 +83,10 @@ static void lower_by_groups(const char *base, const char *cgpath, bool v2, uint6
   for (;;) {
     size_t len = strlen(dir);
     while (len > floor && dir[len - 1] == '/') dir[--len] = '\0';
-    if (want_mem) lower_by_file(dir, v2 ? "memory.max" : "memory.limit_in_bytes", mem, mem_lowered);
+    if (want_mem) lower_by_file(dir, v2 ? "memory.max" : "memory.limit_in_bytes", &h->memory, &h->memory_by_cgroup);
     if (want_cores) {
       int c = v2 ? cores_of_v2(dir) : cores_of_v1(dir);
-      if (c > 0 && c < *cores) *cores = c, *cores_lowered = true;
+      if (c > 0 && c < h->cores) h->cores = c, h->cores_by_cgroup = true;
     }
     char *slash = strrchr(dir, '/');
     if (len <= floor || !slash || (size_t)(slash - dir) < floor) break;
@@ -108,11 +108,11 @@ static bool lists_controller(const char *list, const char *name) {
 
 HostLimits host_limits_at(const char *proc_self_cgroup, const char *cgroup_root, uint64_t machine_memory,
                           int machine_cores) {
-  HostLimits h = {.memory = machine_memory, .cores = machine_cores};
   FILE *fp = fopen(proc_self_cgroup, "r");
-  if (!fp) return h;
-  uint64_t mem = machine_memory ? machine_memory : UINT64_MAX;
-  int cores = machine_cores > 0 ? machine_cores : INT32_MAX;
+  if (!fp) return (HostLimits){.memory = machine_memory, .cores = machine_cores};
+  // Lowered from the machine's figures, or from no limit where they are unknown.
+  HostLimits h = {.memory = machine_memory ? machine_memory : UINT64_MAX,
+                  .cores = machine_cores > 0 ? machine_cores : INT32_MAX};
   char line[4096];
   while (fgets(line, sizeof line, fp)) {
     line[strcspn(line, "\n")] = '\0';
@@ -121,18 +121,18 @@ HostLimits host_limits_at(const char *proc_self_cgroup, const char *cgroup_root,
     *c1 = *c2 = '\0';
     const char *controllers = c1 + 1, *path = c2 + 1;
     if (!strcmp(line, "0") && !*controllers) {  // v2
-      lower_by_groups(cgroup_root, path, true, &mem, &h.memory_by_cgroup, &cores, &h.cores_by_cgroup, true, true);
+      lower_by_groups(cgroup_root, path, true, &h, true, true);
       continue;
     }
     bool memory = lists_controller(controllers, "memory"), cpu = lists_controller(controllers, "cpu");
     char base[1024];
     int n = snprintf(base, sizeof base, "%s/%s", cgroup_root, controllers);
     if ((!memory && !cpu) || n < 0 || (size_t)n >= sizeof base) continue;
-    lower_by_groups(base, path, false, &mem, &h.memory_by_cgroup, &cores, &h.cores_by_cgroup, memory, cpu);
+    lower_by_groups(base, path, false, &h, memory, cpu);
   }
   fclose(fp);
-  if (h.memory_by_cgroup) h.memory = mem;
-  if (h.cores_by_cgroup) h.cores = cores;
+  if (!h.memory_by_cgroup) h.memory = machine_memory;
+  if (!h.cores_by_cgroup) h.cores = machine_cores;
   return h;
 }
 

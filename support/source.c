@@ -85,7 +85,7 @@ static const char *next_line(const char *p, const char *end) {
 const char *src_line(const SrcFile *f, int line, int *len) {
   SrcFile *cache = (SrcFile *)f;  // the cursor is a cache, not the file's content
   const char *p = f->text, *end = f->text + f->len;
-  if (f->cursor_line == line && f->cursor_len >= 0) {
+  if (f->cursor_line == line) {
     *len = f->cursor_len;
     return p + f->cursor_at;
   }

@@ -289,7 +289,6 @@ static void host_limits_follow_the_control_groups(void **state) {
   put_file(base, "fs/job/memory.max", "0\n");
   h = host_limits_at(proc, root, machine, 32);
   assert_true(h.cores == 32 && !h.cores_by_cgroup && h.memory == 0 && h.memory_by_cgroup);
-  put_file(base, "fs/job/memory.max", "8589934592\n");
 
   // cgroup v1: "no limit" is a number near 2^63; the root group's 1 GiB
   // holds; a cfs quota of -1 is no quota, 300000 a period of 100000 is 3.
