@@ -7,7 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 static void put_u8(Buf *b, unsigned v) {
   unsigned char c = (unsigned char)v;
@@ -176,6 +176,5 @@ void be_encode_device(const DeviceProgram *dp, int ndevices, bool debug, Buf *ou
   if (debug) put_debug_section(out, dp);
   uint32_t size = (uint32_t)(out->len - base);
   patch_u32(out, base + 24, size);
-  uLong crc = crc32(0L, (const Bytef *)out->data + base, size);
-  patch_u32(out, base + ISA_CRC_OFFSET, (uint32_t)crc);
+  patch_u32(out, base + ISA_CRC_OFFSET, libdeflate_crc32(0, out->data + base, size));
 }

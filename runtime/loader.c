@@ -14,11 +14,11 @@
 #include "emu.h"
 
 #include <errno.h>
+#include <libdeflate.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <yaml.h>
-#include <zlib.h>
 
 // ---- little-endian fields -----------------------------------------------------------
 
@@ -50,12 +50,12 @@ static bool check_header(const unsigned char *data, size_t n, int expect_device,
   if (get_u32(data + 24) != n)
     FAIL("byte 24: the header says %u bytes, the file has %zu (truncated or padded)", get_u32(data + 24), n);
   unsigned char zero[4] = {0};
-  uLong crc = crc32(0L, data, ISA_CRC_OFFSET);
-  crc = crc32(crc, zero, 4);
-  crc = crc32(crc, data + ISA_CRC_OFFSET + 4, (uInt)(n - ISA_CRC_OFFSET - 4));
-  if ((uint32_t)crc != get_u32(data + ISA_CRC_OFFSET))
+  uint32_t crc = libdeflate_crc32(0, data, ISA_CRC_OFFSET);
+  crc = libdeflate_crc32(crc, zero, 4);
+  crc = libdeflate_crc32(crc, data + ISA_CRC_OFFSET + 4, n - ISA_CRC_OFFSET - 4);
+  if (crc != get_u32(data + ISA_CRC_OFFSET))
     FAIL("byte %d: CRC-32 mismatch: stored 0x%08x, computed 0x%08x (the file is corrupt)", ISA_CRC_OFFSET,
-         get_u32(data + ISA_CRC_OFFSET), (uint32_t)crc);
+         get_u32(data + ISA_CRC_OFFSET), crc);
   uint32_t dev = get_u32(data + 8), count = get_u32(data + 12);
   if (count > IR_MAX_DEVICES) FAIL("byte 12: a system of %u devices, more than any (IR_MAX_DEVICES, %d)", count, IR_MAX_DEVICES);
   if (dev >= count) FAIL("byte 8: device %u of a %u-device system", dev, count);

@@ -3,11 +3,12 @@
 # tests with, plus any EXTRA ones (`make fuzz` asks for clang's libFuzzer).
 # As root it runs apt-get for whatever is missing; otherwise it prints the
 # exact command and fails.  `make demo` and `make check` run it first.
+# libdeflate-dev: the binaries' CRC-32.
 # librsvg2-bin: rsvg-convert, which the tests render links.svg with.
 # openmpi-bin, libopenmpi-dev: mpicc and mpirun, for bin/tsp-emu-mpi and its tests.
 set -eu
 
-packages="gcc make flex bison pkg-config libyaml-dev zlib1g-dev libcmocka-dev llvm-14-tools python3 libopenblas-dev python3-numpy man-db groff-base bsdextrautils librsvg2-bin openmpi-bin libopenmpi-dev $*"
+packages="gcc make flex bison pkg-config libyaml-dev libdeflate-dev libcmocka-dev llvm-14-tools python3 libopenblas-dev python3-numpy man-db groff-base bsdextrautils librsvg2-bin openmpi-bin libopenmpi-dev $*"
 
 missing=""
 for p in $packages; do
