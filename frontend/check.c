@@ -590,17 +590,9 @@ static bool shape_collective(Checker *c, const Call *call, Op *op, Tensor *r) {
   r->shape = x->shape;
   if (call->kind == OP_REDUCE_SCATTER) {
     // Rows are whole vectors (row padding, passes/layout.c), so a first
-    // dimension the group does not divide is completed with zero rows; the
-    // elements of a rank-1 tensor are packed, and its shards may not be.
+    // dimension the group does not divide is completed with zero rows; a
+    // rank-1 tensor's are elements, completed by emit_by_rows.
     int64_t n = x->shape.dim[0], rows = (n + group - 1) / group;
-    if (x->shape.rank == 1 && n % group) {
-      diag_error(c->d, call->arg_ast[0]->loc,
-                 "reduce_scatter splits '%s' (%lld elements) over %d devices; a rank-1 operand must be a "
-                 "multiple of %d (give it a second dimension, [rows, k], and any number of rows is split, "
-                 "the last shards padded with zero rows)",
-                 x->name, (long long)n, group, group);
-      return false;
-    }
     r->shape.dim[0] = rows;
     op->pad_rows = rows * group - n;
   }
@@ -1071,36 +1063,42 @@ static Tensor *emit_hidden(Checker *c, const Call *call, Op *op, OpKind kind, Te
 
 // Whether a reduce_scatter's or all_gather's shards are rank-1 runs of
 // elements that do not fill whole vectors (f32[1024] over 8 devices: 512
-// bytes), which the ISA cannot move as they are.
-static bool shards_need_rows(const Checker *c, const Call *call, const Tensor *r) {
+// bytes), which the ISA cannot move as they are, or a rank-1
+// reduce_scatter's shards need zero elements after the operand's.
+static bool shards_need_rows(const Checker *c, const Call *call, const Op *op, const Tensor *r) {
   if (call->kind != OP_REDUCE_SCATTER && call->kind != OP_ALL_GATHER) return false;
   const Tensor *x = call->args[0];
   const Tensor *shard = call->kind == OP_REDUCE_SCATTER ? r : x;
   return x->shape.rank == 1 && each_group_size(c, &x->place) > 1 &&
-         ir_shape_elems(&shard->shape) * ir_dtype_bytes[shard->dtype] % c->topo->link.vector_bytes != 0;
+         (ir_shape_elems(&shard->shape) * ir_dtype_bytes[shard->dtype] % c->topo->link.vector_bytes != 0 ||
+          op->pad_rows);
 }
 
 // Such a collective runs on rows, whose every row starts on a vector
-// (passes/layout.c): a reduce_scatter of x = [n] over G devices as
-// reshape(x, [G, n / G]) -> reduce_scatter -> [1, n / G] -> reshape to
-// [n / G]; an all_gather of a shard [m] as reshape to [1, m] ->
+// (passes/layout.c): a reduce_scatter of x = [n] over G devices in shards
+// of S = ceil(n / G) as reshape(x, [G, S]) -> reduce_scatter -> [1, S] ->
+// reshape to [S]; an all_gather of a shard [m] as reshape to [1, m] ->
 // all_gather -> [G, m] -> reshape to [G m].  The same values as the
-// collective on the packed elements (NCCL's flat buffers: any count the
-// group divides), at the cost of the two reshapes.  The added values are
+// collective on the packed elements (NCCL's flat buffers), at the cost of
+// the two reshapes.  When G does not divide n, the first reshape puts
+// G S - n zero elements after x's (Op.pad_elems), so the last shards end
+// in zeros, as the pad rows of a rank-2 operand do.  The added values are
 // NAME.rows and NAME.shards.
 static Tensor *emit_by_rows(Checker *c, const Call *call, Op *op, const Tensor *r) {
   Tensor *x = call->args[0];
   int group = each_group_size(c, &x->place);
   int64_t n = x->shape.dim[0];
   Shape rows = {.rank = 2}, out = {.rank = 2};
+  Op *to_rows = ARENA_NEW(c->a, Op);
   if (call->kind == OP_REDUCE_SCATTER) {
-    rows.dim[0] = group, rows.dim[1] = n / group;
-    out.dim[0] = 1, out.dim[1] = n / group;
+    int64_t shard = r->shape.dim[0];
+    rows.dim[0] = group, rows.dim[1] = shard;
+    out.dim[0] = 1, out.dim[1] = shard;
+    to_rows->pad_elems = group * shard - n;
   } else {
     rows.dim[0] = 1, rows.dim[1] = n;
     out.dim[0] = group, out.dim[1] = n;
   }
-  Op *to_rows = ARENA_NEW(c->a, Op);
   to_rows->shape = rows;
   Tensor *xr = emit_hidden(c, call, to_rows, OP_RESHAPE, &x, 1, "rows", x->dtype, &rows, x->place);
   op->pad_rows = 0;  // the rows are the shards
@@ -1129,7 +1127,7 @@ static Tensor *check_call(Checker *c, Call *call, bool carried) {
   if (!shape_rules[call->kind](c, call, op, &r) || !place_result(c, call, &given, &r.place)) return NULL;
   if (!fits_vectors(c, call, &r)) return NULL;
   if (carried && !carried_ok(c, call->s, &r)) return NULL;
-  if (shards_need_rows(c, call, &r)) return emit_by_rows(c, call, op, &r);
+  if (shards_need_rows(c, call, op, &r)) return emit_by_rows(c, call, op, &r);
   return emit_op(c, call, op, &r);
 }
 

@@ -188,6 +188,9 @@ void ir_graph_dump(const Graph *g, FILE *out) {
     fprintf(out, " @ %s;  // %s", place, size);
     if (t->def && t->def->pad_rows)
       fprintf(out, ", %lld pad row%s", (long long)t->def->pad_rows, t->def->pad_rows == 1 ? "" : "s");
+    if (t->def && t->def->pad_elems)
+      fprintf(out, ", %lld zero element%s after the operand's", (long long)t->def->pad_elems,
+              t->def->pad_elems == 1 ? "" : "s");
     if (t->shard_of) dump_shard(t, out);
     fprintf(out, ", line %d\n", t->loc.line);
   }

@@ -216,6 +216,8 @@ struct Op {
   int64_t start, end;  // slice: [start, end) along axis, non-negative, start < end
   int64_t pad_rows;  // reduce_scatter: zero rows that complete the operand's first
                      //   dimension to group x the result's (docs/dsl.md)
+  int64_t pad_elems; // reshape made for a rank-1 reduce_scatter (frontend/check.c,
+                     //   emit_by_rows): zero elements after the operand's
   CholPiece chol;    // cholesky: the part it computes (CHOL_WHOLE: all of it)
   SrcLoc loc;
 };

@@ -94,11 +94,17 @@ static bool reduced_shape(Verifier *v, const Op *op, int index, Shape *want) {
   return true;
 }
 
-// reshape: the shape asked for holds as many elements as the operand.
+// reshape: the shape asked for holds as many elements as the operand (and
+// a rank-1 reduce_scatter's rows its zero elements after them).
 static bool reshaped_shape(Verifier *v, const Op *op, int index, Shape *want) {
   int64_t have = ir_shape_elems(&op->args[0]->shape);
-  if (!ir_shape_fits(&op->shape, 1, IR_MAX_TENSOR_BYTES) || ir_shape_elems(&op->shape) != have)
+  if (op->pad_elems < 0 || !ir_shape_fits(&op->shape, 1, IR_MAX_TENSOR_BYTES) ||
+      ir_shape_elems(&op->shape) != have + op->pad_elems) {
+    if (op->pad_elems)
+      return fail(v, "op %d (reshape) does not keep the %lld elements of its operand and %lld zeros after them", index,
+                  (long long)have, (long long)op->pad_elems);
     return fail(v, "op %d (reshape) does not keep the %lld elements of its operand", index, (long long)have);
+  }
   *want = op->shape;
   return true;
 }

@@ -715,24 +715,39 @@ static void emit_transpose(Emitter *e, int64_t ready) {
       }
 }
 
+// A padding reshape's zeros (Op.pad_elems): every result vector from the
+// one element `from` falls in to the end, by a VMOV of a zero constant and
+// then copies of what is zero already, doubling; returns the first result
+// vector zeroed, and *land when the last copy has landed.
+static int64_t zero_tail(Emitter *e, Geom y, DType dt, int64_t from, int64_t ready, int64_t *land) {
+  int64_t first = from / y.cols * y.pitch + from % y.cols / y.per, count = y.rows * y.pitch - first;
+  *land = vmov_block(e, REF_RESULT, first, scratch_ref(new_const(e, dt, 0)), 0, 1, ready);
+  for (int64_t have = 1; have < count; have *= 2)
+    *land = vmov_block(e, REF_RESULT, first + have, REF_RESULT, first, MIN(have, count - have), *land);
+  return first;
+}
+
 // reshape: the same rows (one block copy), or element runs moved where the
-// rows of the operand and the result meet, one SXMOV each.
+// rows of the operand and the result meet, one SXMOV each; a run into a
+// vector of a padding reshape's zeros after they have landed.
 static void emit_reshape(Emitter *e, int64_t ready) {
   const Op *op = e->n->op;
   Geom x = geom(e, op->args[0]), y = geom(e, op->result);
   DType dt = op->result->dtype;
-  if (x.cols == y.cols) {
+  if (x.cols == y.cols && !op->pad_elems) {
     vmov_block(e, REF_RESULT, 0, REF_ARG0, 0, x.rows * x.pitch, ready);
     return;
   }
-  int64_t total = x.rows * x.cols, last_land = ready, last_vec = -1;
+  int64_t total = x.rows * x.cols, last_land = ready, last_vec = -1, zeroed = INT64_MAX, zeros_land = ready;
+  if (op->pad_elems) zeroed = zero_tail(e, y, dt, total, ready, &zeros_land);
   for (int64_t el = 0; el < total;) {
     int64_t r1 = el / x.cols, c1 = el % x.cols, r2 = el / y.cols, c2 = el % y.cols;
     int64_t n = MIN(x.cols - c1, y.cols - c2), vec = r2 * y.pitch + c2 / y.per;
+    int64_t end_vec = r2 * y.pitch + (c2 + n - 1) / y.per;
     // Runs that share a result vector merge into it one after the other.
-    int64_t after = vec == last_vec ? last_land : ready;
+    int64_t after = MAX(vec == last_vec ? last_land : ready, end_vec >= zeroed ? zeros_land : ready);
     last_land = sxmov(e, dt, y.per, REF_ARG0, r1 * x.pitch, c1, r2 * y.pitch, c2, n, after);
-    last_vec = r2 * y.pitch + (c2 + n - 1) / y.per;
+    last_vec = end_vec;
     el += n;
   }
 }

@@ -929,6 +929,14 @@ static void binary_block(Reference *r, const Op *op, int device, int64_t first, 
   free(b);
 }
 
+// reshape: the same row-major elements, and zeros after the operand's
+// (Op.pad_elems: a rank-1 reduce_scatter's rows).
+static void reshape_block(Reference *r, const Op *op, int device, int64_t first, int64_t n, double *out) {
+  int64_t real = MAX(0, MIN(n, ir_shape_elems(&op->args[0]->shape) - first));
+  if (real) ref_block(r, op->args[0], device, first, real, out);
+  for (int64_t k = real; k < n; k++) out[k] = 0;
+}
+
 // Elements first .. first + n of t on `device` without its dense array,
 // rounded to t's dtype: inputs, collectives and element-wise ops.
 static void lazy_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out) {
@@ -943,7 +951,7 @@ static void lazy_block(Reference *r, const Tensor *t, int device, int64_t first,
   case OP_REDUCE_SCATTER: scatter_block(r, op, device, first, n, out); break;
   case OP_ALL_GATHER: gather_block(r, op, first, n, out); break;
   case OP_COPY: ref_block(r, x, x->place.kind == PLACE_EACH ? device : 0, first, n, out); break;
-  case OP_RESHAPE: ref_block(r, x, device, first, n, out); break;  // the same row-major elements
+  case OP_RESHAPE: reshape_block(r, op, device, first, n, out); break;
   case OP_ADD:
   case OP_SUB:
   case OP_MUL:

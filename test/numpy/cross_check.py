@@ -217,20 +217,35 @@ def cross_check_allreduce(bindir, work):
     return all([judge("allreduce device %d" % d, got[d], want) for d in range(4)])
 
 
-def cross_check_reduce_scatter(bindir, work):
-    """An f32 reduce_scatter of 37 rows over fc4's 4 devices: each gets 10
-    rows of the sum, the last 7 and 3 zero rows (the pad rows)."""
-    parts, got = emulate_collective(bindir, work, "test/lit/Inputs/model/reduce-scatter-uneven.tg", (37, 5), 11)
-    padded = np.concatenate([sum(parts), np.zeros((3, 5))])
-    ok = all([judge("reduce_scatter device %d" % d, got[d], T(store(padded[10 * d:10 * d + 10], "f32"), "f32",
-                                                              1 + log2c(4))) for d in range(4)])
-    if np.any(got[3][7:] != 0):
-        print("reduce_scatter device 3: pad rows are not zero: FAIL")
+def judge_scatter(parts, got, shard, what):
+    """Each of the 4 devices' shard of the sum completed with zeros (the pad
+    rows or elements), and the zeros exactly zero."""
+    total = sum(parts)
+    padded = np.concatenate([total, np.zeros((4 * shard - len(total),) + total.shape[1:])])
+    ok = all([judge("reduce_scatter device %d" % d, got[d],
+                    T(store(padded[shard * d:shard * (d + 1)], "f32"), "f32", 1 + log2c(4))) for d in range(4)])
+    if np.any(got[3][len(total) - 3 * shard:] != 0):
+        print("reduce_scatter device 3: %s are not zero: FAIL" % what)
         ok = False
     return ok
 
 
-COLLECTIVES = {"allreduce": cross_check_allreduce, "reduce-scatter-uneven": cross_check_reduce_scatter}
+def cross_check_reduce_scatter(bindir, work):
+    """An f32 reduce_scatter of 37 rows over fc4's 4 devices: each gets 10
+    rows of the sum, the last 7 and 3 zero rows (the pad rows)."""
+    parts, got = emulate_collective(bindir, work, "test/lit/Inputs/model/reduce-scatter-uneven.tg", (37, 5), 11)
+    return judge_scatter(parts, got, 10, "pad rows")
+
+
+def cross_check_reduce_scatter_rank1(bindir, work):
+    """An f32 reduce_scatter of 1001 elements over fc4's 4 devices: each
+    gets 251 elements of the sum, the last 248 and 3 zeros."""
+    parts, got = emulate_collective(bindir, work, "test/lit/Inputs/model/reduce-scatter-rank1.tg", 1001, 13)
+    return judge_scatter(parts, got, 251, "the 3 elements after the sum")
+
+
+COLLECTIVES = {"allreduce": cross_check_allreduce, "reduce-scatter-uneven": cross_check_reduce_scatter,
+               "reduce-scatter-rank1": cross_check_reduce_scatter_rank1}
 
 
 def main():
