@@ -83,6 +83,8 @@ typedef struct Codegen {
   VEC(const Op *) refused;  // the ops refused, one per source position
   bool failed;
   int64_t **live;     // [tensor id][device]: [from, until) a compute value lives (NULL row: for good)
+  Instr *sort_buffer; // sort_by_time's, for the longest unit list so far
+  int sort_cap;
   const char *note;   // what the instructions being made serve (Instr.note)
   int line;           // ... and the .tg line of the op behind them (Instr.line; 0: none)
 } Codegen;
@@ -526,11 +528,6 @@ static void place_results(Codegen *g) {
 
 // ---- from timed instructions to streams -----------------------------------------
 
-static int compare_timed(const void *x, const void *y) {
-  const Instr *a = x, *b = y;
-  return (a->at > b->at) - (a->at < b->at);
-}
-
 // Cycles after issuing in before the unit issues again.
 static int64_t issue_cycles(const Codegen *g, const Instr *in) {
   if (in->op == OPC_SYNC) return g->c->sync.window;
@@ -571,10 +568,40 @@ static void add_resyncs(Codegen *g, DeviceCode *d, int nports) {
   }
 }
 
-static bool is_sorted_by_time(const UnitCode *u) {
-  for (int i = 1; i < u->code.len; i++)
-    if (u->code.data[i].at < u->code.data[i - 1].at) return false;
-  return true;
+// The end of the run of instructions in time order that starts at i.
+static int run_end(const Instr *code, int i, int n) {
+  while (++i < n && code[i].at >= code[i - 1].at) {}
+  return i;
+}
+
+// Sorts u's list by issue cycle, stably (instructions of one cycle keep the
+// order they were made in).  A unit's list is made node by node, so it is
+// a few runs already in time order, mostly one: natural merge sort merges
+// neighbouring runs, pass after pass, through g->sort_buffer (qsort with
+// its allocations and indirect moves of 40-byte instructions was a tenth
+// of a system10440 compile).
+static void sort_by_time(Codegen *g, UnitCode *u) {
+  int n = u->code.len;
+  if (run_end(u->code.data, 0, n) == n) return;
+  if (g->sort_cap < n) {
+    g->sort_cap = MAX(n, 2 * g->sort_cap);
+    g->sort_buffer = xrealloc(g->sort_buffer, sizeof(Instr) * (size_t)g->sort_cap);
+  }
+  Instr *from = u->code.data, *to = g->sort_buffer;
+  for (bool merged = true; merged;) {
+    merged = false;
+    for (int lo = 0; lo < n;) {
+      int mid = run_end(from, lo, n), hi = mid < n ? run_end(from, mid, n) : n, a = lo, b = mid, k = lo;
+      while (a < mid && b < hi) to[k++] = from[b].at < from[a].at ? from[b++] : from[a++];
+      memcpy(to + k, from + a, sizeof(Instr) * (size_t)(mid - a));
+      memcpy(to + k + (mid - a), from + b, sizeof(Instr) * (size_t)(hi - b));
+      merged |= mid < n;
+      lo = hi;
+    }
+    Instr *t = from;
+    from = to, to = t;
+  }
+  if (from != u->code.data) memcpy(u->code.data, from, sizeof(Instr) * (size_t)n);
 }
 
 // Where emit_unit stands in a unit's instructions merged with its SYNCs.
@@ -612,7 +639,7 @@ static int64_t merged_cycles(const Codegen *g, const Instr *in) { return in ? is
 // built on the stack and copied stalls on the stores just made to it; most
 // of a long run's instructions are these WAITs and SYNCs).
 static void emit_unit(Codegen *g, int device, UnitCode *u, UnitProgram *out) {
-  if (!is_sorted_by_time(u)) qsort(u->code.data, (size_t)u->code.len, sizeof(Instr), compare_timed);
+  sort_by_time(g, u);
   int64_t now = 0, words = 1, at;  // the instructions, their WAITs and the HALT
   const Instr *t;
   Merge m = {.u = u, .next_sync = g->c->sync.interval};
@@ -772,6 +799,7 @@ bool pass_codegen(Compilation *c) {
   if (!g.failed) place_results(&g);
   bool ok = !g.failed && assemble(&g);
   forget_all_code(&g);
+  free(g.sort_buffer);
   if (!ok) return false;
   record_homes(&g);
   return true;
