@@ -405,6 +405,8 @@ typedef struct Topology {
   double drift_ppm;            // emulator: each device's clock off by up to +-drift_ppm
   double *device_drift_ppm;    // or, when the file lists them, each device's exact drift
   int epoch_cycles;            // HAC period
+  SrcLoc drift_loc, epoch_loc; // where the file gives drift_ppm and epoch_cycles (file NULL:
+                               //   it does not), for the sync pass's refusals
   int sram_vectors;            // SRAM size of one device, in vectors
   int rx_buffer_vectors;       // vectors a port can hold that arrived and are not yet taken
   int nspares;

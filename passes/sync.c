@@ -48,6 +48,26 @@ static void link_budget(const Topology *t, int64_t *tolerance, int *every) {
   }
 }
 
+// What a drift plan that cannot be met is refused at: the topology's own
+// drift_ppm when the plan is its figure, else its epoch_cycles when half an
+// epoch is what bounds the error; none (a message of tspc's) when the
+// drift is --drift-ppm's or the default and the buffers bound it.
+static SrcLoc drift_culprit(const Compilation *c, const SyncPlan *s) {
+  const Topology *t = c->topo;
+  if (c->drift_ppm >= 0) return (SrcLoc){0};
+  if (t->drift_loc.file && t->drift_ppm >= SYNC_DEFAULT_DRIFT_PPM) return t->drift_loc;
+  if (t->epoch_loc.file && s->drift_cycles == t->epoch_cycles / 2 - 1) return t->epoch_loc;
+  return (SrcLoc){0};
+}
+
+static void refuse_drift(Compilation *c, const SyncPlan *s, const char *message) {
+  SrcLoc at = drift_culprit(c, s);
+  if (at.file)
+    diag_error(&c->diag, at, "%s", message);
+  else
+    diag_tool_error(&c->diag, "tspc", "%s", message);
+}
+
 bool pass_sync(Compilation *c) {
   const Topology *t = c->topo;
   SyncPlan *s = &c->sync;
@@ -80,19 +100,23 @@ bool pass_sync(Compilation *c) {
   s->stream_vectors = s->interval / every;
   s->margin = s->drift_cycles;
   if (span <= 0) {  // even a resync at every cycle leaves more error than the buffers absorb
-    diag_tool_error(&c->diag, "tspc",
-                    "a clock drift of %g ppm cannot be resynced: the receive buffers absorb %lld cycles of error "
-                    "(half the least of a link's rx_buffer_vectors budget and half an epoch of %d cycles), and "
-                    "resyncing needs more than twice the %lld a resync itself leaves; plan for less with --drift-ppm (0: none), or give the "
-                    "topology larger receive buffers (rx_buffer_vectors) or a longer epoch (epoch_cycles)",
-                    s->drift_ppm, (long long)s->drift_cycles, t->epoch_cycles, (long long)s->residual);
+    refuse_drift(c, s,
+                 arena_printf(&c->arena,
+                              "a clock drift of %g ppm cannot be resynced: the receive buffers absorb %lld cycles of "
+                              "error (half the least of a link's rx_buffer_vectors budget and half an epoch of %d "
+                              "cycles), and resyncing needs more than twice the %lld a resync itself leaves; plan for "
+                              "less with --drift-ppm (0: none), or give the topology larger receive buffers "
+                              "(rx_buffer_vectors) or a longer epoch (epoch_cycles)",
+                              s->drift_ppm, (long long)s->drift_cycles, t->epoch_cycles, (long long)s->residual));
     return false;
   }
   if (s->stream_vectors < 1 || s->interval < 4 * s->window) {
-    diag_tool_error(&c->diag, "tspc",
-                    "a clock drift of %g ppm would need a resync every %lld cycles, too often to schedule anything "
-                    "(the receive buffers absorb %lld cycles of error); plan for less with --drift-ppm",
-                    s->drift_ppm, (long long)s->interval, (long long)s->drift_cycles);
+    refuse_drift(c, s,
+                 arena_printf(&c->arena,
+                              "a clock drift of %g ppm would need a resync every %lld cycles, too often to schedule "
+                              "anything (the receive buffers absorb %lld cycles of error); plan for less with "
+                              "--drift-ppm",
+                              s->drift_ppm, (long long)s->interval, (long long)s->drift_cycles));
     return false;
   }
   return true;
