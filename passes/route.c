@@ -54,15 +54,17 @@ typedef struct Router {
   int64_t min_hop;   // the least latency_max + receive slack of a working link
   PairPaths *table;  // open addressing, a power of two long
   int cap, len;
+  int *every;        // by link: the cycles a vector holds it (ir_cycles_per_vector, once)
 } Router;
 
 // The latency, pacing and vector size of a path; false if its links differ.
-static bool path_params(const Topology *t, const Path *p, int64_t slack, int64_t *latency, int *every,
+static bool path_params(const Router *r, const Path *p, int64_t slack, int64_t *latency, int *every,
                         int *vector_bytes) {
+  const Topology *t = r->c->topo;
   *latency = 0;
   for (int i = 0; i < p->nhops; i++) {
     const LinkParams *lp = &t->links.data[p->hops[i].link].p;
-    int e = ir_cycles_per_vector(lp, t->clock_mhz);
+    int e = r->every[p->hops[i].link];
     if (i && (e != *every || lp->vector_bytes != *vector_bytes)) return false;
     *every = e;
     *vector_bytes = lp->vector_bytes;
@@ -116,10 +118,9 @@ static const PairPaths *candidates(Router *r, int src, int dst, int64_t bytes, b
   PairPaths *pp = pair_entry(r, src, dst);
   if (!pp->npaths && !pp->exhausted) extend(r, pp, INT_MAX, 1);  // the minimal path
   if (!pp->npaths || pp->exhausted || minimal || r->c->route_mode == ROUTE_MINIMAL) return pp;  // no spreading
-  const Topology *t = r->c->topo;
   int64_t latency;
   int every, vb;
-  if (!path_params(t, &pp->paths[0], r->c->sync.rx_slack, &latency, &every, &vb)) return pp;  // refused by the caller
+  if (!path_params(r, &pp->paths[0], r->c->sync.rx_slack, &latency, &every, &vb)) return pp;  // refused by the caller
   int64_t vectors = MAX(1, (bytes + vb - 1) / vb);
   if (vectors > ROUTE_MAX_CYCLES / every) return pp;  // refused by the caller
   int64_t reach = latency + (vectors - 1) * (int64_t)every;
@@ -173,7 +174,6 @@ static int split(Route *routes, int k, int64_t n) {
 }
 
 static bool route_transfer(Router *r, DagNode *n) {
-  const Topology *t = r->c->topo;
   const PairPaths *pp = candidates(r, n->src, n->dst, n->bytes, n->fill_gaps);
   if (!pp->npaths) {
     diag_error(&r->c->diag, n->op->loc, "no working path from device %d to device %d for %s", n->src, n->dst,
@@ -187,7 +187,7 @@ static bool route_transfer(Router *r, DagNode *n) {
   for (int i = 0; i < npaths; i++) {
     Route rt = {.path = pp->paths[i], .hop_slack = r->c->sync.rx_slack};
     int vb = 0;
-    if (!path_params(t, &rt.path, rt.hop_slack, &rt.latency, &rt.every, &vb) || (k && (rt.every != cand[0].every || vb != vector_bytes))) {
+    if (!path_params(r, &rt.path, rt.hop_slack, &rt.latency, &rt.every, &vb) || (k && (rt.every != cand[0].every || vb != vector_bytes))) {
       if (i) continue;
       diag_error(&r->c->diag, n->op->loc,
                  "the links from device %d to device %d differ in speed or vector size; routes need one of each",
@@ -225,7 +225,9 @@ void route_choose(DagNode *n, RouteMode mode) {
 
 bool pass_route(Compilation *c) {
   if (c->dag->scheduled) return true;  // choose's trial, kept (c->trial_dag)
-  Router r = {.c = c, .finder = route_finder_new(c->topo), .min_hop = least_hop(c)};
+  Router r = {.c = c, .finder = route_finder_new(c->topo), .min_hop = least_hop(c),
+              .every = ARENA_ARRAY(&c->arena, int, c->topo->links.len + 1)};
+  for (int i = 0; i < c->topo->links.len; i++) r.every[i] = ir_cycles_per_vector(&c->topo->links.data[i].p, c->topo->clock_mhz);
   bool ok = true;
   for (int i = 0; i < c->dag->nodes.len && ok; i++) {
     DagNode *n = c->dag->nodes.data[i];
