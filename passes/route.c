@@ -112,19 +112,35 @@ static void extend(Router *r, PairPaths *pp, int max_hops, int max) {
   else pp->searched_hops = MAX(pp->searched_hops, pp->paths[pp->npaths - 1].nhops - 1);  // by the count: more may tie
 }
 
+// The first of pp's paths whose links share one pace and vector size (a
+// stream needs one of each), searching on for one when the shortest mixes
+// them (a slow cable between two devices also joined by faster ones); -1:
+// none among the first ROUTE_MAX_PATHS.
+static int first_uniform(Router *r, PairPaths *pp) {
+  int64_t latency;
+  int every, vb;
+  for (int i = 0;; i++) {
+    if (i == pp->npaths && !pp->exhausted) extend(r, pp, INT_MAX, MIN(ROUTE_MAX_PATHS, pp->npaths + 1));
+    if (i == pp->npaths) return -1;
+    if (path_params(r, &pp->paths[i], r->c->sync.rx_slack, &latency, &every, &vb)) return i;
+  }
+}
+
 // The pair's paths, enough for a transfer of `bytes` (in the vectors of
-// the minimal path: every candidate the router keeps has its vector size).
+// its first uniform path, the minimal one: every candidate the router
+// keeps has its pace and vector size).
 static const PairPaths *candidates(Router *r, int src, int dst, int64_t bytes, bool minimal) {
   PairPaths *pp = pair_entry(r, src, dst);
   if (!pp->npaths && !pp->exhausted) extend(r, pp, INT_MAX, 1);  // the minimal path
-  if (!pp->npaths || pp->exhausted || minimal || r->c->route_mode == ROUTE_MINIMAL) return pp;  // no spreading
+  int first = pp->npaths ? first_uniform(r, pp) : -1;
+  if (first < 0 || pp->exhausted || minimal || r->c->route_mode == ROUTE_MINIMAL) return pp;  // no spreading
   int64_t latency;
   int every, vb;
-  if (!path_params(r, &pp->paths[0], r->c->sync.rx_slack, &latency, &every, &vb)) return pp;  // refused by the caller
+  path_params(r, &pp->paths[first], r->c->sync.rx_slack, &latency, &every, &vb);
   int64_t vectors = MAX(1, (bytes + vb - 1) / vb);
   if (vectors > ROUTE_MAX_CYCLES / every) return pp;  // refused by the caller
   int64_t reach = latency + (vectors - 1) * (int64_t)every;
-  int hops = (int)MIN(MIN(reach / r->min_hop, INT_MAX), (int64_t)pp->paths[0].nhops + ROUTE_MAX_DETOUR_HOPS);
+  int hops = (int)MIN(MIN(reach / r->min_hop, INT_MAX), (int64_t)pp->paths[first].nhops + ROUTE_MAX_DETOUR_HOPS);
   if (hops > pp->searched_hops) extend(r, pp, hops, ROUTE_MAX_PATHS);
   return pp;
 }
@@ -180,22 +196,24 @@ static bool route_transfer(Router *r, DagNode *n) {
                n->tensor->name);
     return false;
   }
-  // A transfer that fills gaps is cut in time, not spread over paths.
-  int npaths = n->fill_gaps ? 1 : pp->npaths;
-  Route *cand = ARENA_ARRAY(&r->c->arena, Route, npaths);
+  // The paths whose links share the first uniform one's pace and vector
+  // size; a transfer that fills gaps is cut in time, not spread over paths.
+  Route *cand = ARENA_ARRAY(&r->c->arena, Route, pp->npaths);
   int k = 0, vector_bytes = 0;
-  for (int i = 0; i < npaths; i++) {
+  for (int i = 0; i < pp->npaths && !(n->fill_gaps && k); i++) {
     Route rt = {.path = pp->paths[i], .hop_slack = r->c->sync.rx_slack};
     int vb = 0;
-    if (!path_params(r, &rt.path, rt.hop_slack, &rt.latency, &rt.every, &vb) || (k && (rt.every != cand[0].every || vb != vector_bytes))) {
-      if (i) continue;
-      diag_error(&r->c->diag, n->op->loc,
-                 "the links from device %d to device %d differ in speed or vector size; routes need one of each",
-                 n->src, n->dst);
-      return false;
-    }
+    if (!path_params(r, &rt.path, rt.hop_slack, &rt.latency, &rt.every, &vb) || (k && (rt.every != cand[0].every || vb != vector_bytes)))
+      continue;
     if (!k) vector_bytes = vb;
     cand[k++] = rt;
+  }
+  if (!k) {
+    diag_error(&r->c->diag, n->op->loc,
+               "no route from device %d to device %d has links of one speed and vector size (%d route%s "
+               "tried, shortest first); a stream needs one of each",
+               n->src, n->dst, pp->npaths, pp->npaths == 1 ? "" : "s");
+    return false;
   }
   n->vectors = (n->bytes + vector_bytes - 1) / vector_bytes;
   if (n->vectors > (ROUTE_MAX_CYCLES - cand[0].latency) / cand[0].every) {
