@@ -595,6 +595,14 @@ static bool shape_collective(Checker *c, const Call *call, Op *op, Tensor *r) {
     int64_t n = x->shape.dim[0], rows = (n + group - 1) / group;
     r->shape.dim[0] = rows;
     op->pad_rows = rows * group - n;
+    Shape padded = {.rank = 2, .dim = {group, rows}};
+    if (x->shape.rank == 1 && op->pad_rows && checked_bytes(&padded, x->dtype) < 0) {
+      diag_error(c->d, call->arg_ast[0]->loc,
+                 "reduce_scatter pads '%s' (%lld elements) to %d x %lld for its rows, more than the limit of "
+                 "%lld bytes (1 PiB)",
+                 x->name, (long long)n, group, (long long)rows, (long long)IR_MAX_TENSOR_BYTES);
+      return false;
+    }
   }
   if (call->kind == OP_ALL_GATHER) {
     if (x->shape.dim[0] > IR_MAX_TENSOR_BYTES / group) {
