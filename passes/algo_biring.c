@@ -9,7 +9,8 @@
 // number of devices) is refused with the reason.  A group of part of the
 // devices takes that cycle's order when its members are neighbours in it,
 // else a cycle searched through its members alone; a group of two needs
-// only a link between them (the two rings are then its two directions).
+// only a link between them (the two rings are then its two directions),
+// and a group of one nothing.
 #include "passes.h"
 
 #include <stdlib.h>
@@ -50,6 +51,7 @@ static bool biring_order(const Lowering *l, int *order, char *why, size_t whylen
 
 static bool biring_applies(const Lowering *l, char *why, size_t whylen) {
   if (!lower_ring_fits(l, 2, why, whylen)) return false;
+  if (l->ngroup == 1) return true;  // nothing moves, as for ring
   if (l->ngroup == 2) return neighbours_all_round(l, l->group, why, whylen);
   int *order = xmalloc(sizeof(int) * (size_t)l->ngroup);
   bool ok = biring_order(l, order, why, whylen);
@@ -61,8 +63,8 @@ static void biring_lower(Lowering *l) {
   int n = l->ngroup;
   int *order = xmalloc(sizeof(int) * (size_t)n), *reversed = xmalloc(sizeof(int) * (size_t)n);
   char why[400];
-  if (n == 2)
-    memcpy(order, l->group, sizeof(int) * 2);
+  if (n <= 2)
+    memcpy(order, l->group, sizeof(int) * (size_t)n);
   else if (!biring_order(l, order, why, sizeof why))
     die("biring: lowering a group biring_applies refused (%s)", why);
   for (int i = 0; i < n; i++) reversed[i] = order[n - 1 - i];

@@ -45,14 +45,14 @@ static void corner_free_cycle(int w, int h, int *order) {
 
 static bool ringbiodd_applies(const Lowering *l, char *why, size_t whylen) {
   const Topology *t = l->c->topo;
-  if (l->op->kind != OP_ALLREDUCE) {
-    snprintf(why, whylen, "it lowers allreduce only (the left-out corner holds no shard of its rings)");
-    return false;
-  }
   if (t->family != FAMILY_MESH || t->ndims != 2 || t->dims[0] % 2 == 0 || t->dims[1] % 2 == 0 || t->dims[0] < 3 ||
       t->dims[1] < 3) {
     snprintf(why, whylen, "it needs a two-dimensional mesh with both sides odd and at least 3 (use biring when "
                           "a side is even)");
+    return false;
+  }
+  if (l->op->kind != OP_ALLREDUCE) {
+    snprintf(why, whylen, "it lowers allreduce only (the left-out corner holds no shard of its rings)");
     return false;
   }
   if (l->ngroup != t->ndevices) {

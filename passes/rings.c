@@ -349,8 +349,8 @@ static bool no_cycle_possible(const Topology *t, const int *group, int ngroup, c
 bool ring_hamiltonian_in_group(const Topology *t, const int *group, int ngroup, int *order, char *why,
                                size_t whylen) {
   if (ngroup < 3 || ngroup > RING_SEARCH_MAX_DEVICES) {
-    snprintf(why, whylen, "a group of %d devices is not searched for a cycle of its own (3 .. %d are)", ngroup,
-             RING_SEARCH_MAX_DEVICES);
+    snprintf(why, whylen, "a group of %d device%s is not searched for a cycle of its own (3 .. %d are)", ngroup,
+             ngroup == 1 ? "" : "s", RING_SEARCH_MAX_DEVICES);
     return false;
   }
   if (no_cycle_possible(t, group, ngroup, why, whylen)) return false;
