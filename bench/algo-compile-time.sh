@@ -22,11 +22,11 @@ done
 # One compile: "wall cpu makespan" (cpu = user + system seconds, to the
 # millisecond: bash's time, since /usr/bin/time counts hundredths).
 once() {  # ALGO MIB
-  local t m TIMEFORMAT='%3R %3U %3S'
-  { t=$( { time bin/tspc "$work/ar$2.tg" -t "$work/big.yaml" --algo="$1" -o "$work/out" --stats \
+  local t m out TIMEFORMAT='%3R %3U %3S'
+  out=$(mktemp -d -p "$work" out.XXXXXX)  # a directory each, removed at the end (bench/scale.sh says why)
+  { t=$( { time bin/tspc "$work/ar$2.tg" -t "$work/big.yaml" --algo="$1" -o "$out" --stats \
              > /dev/null 2> "$work/stats"; } 2>&1 ); } || true
   m=$(awk '/^makespan_cycles:/ { print $2 } /error:/ { print "refused" }' "$work/stats" | head -1)
-  rm -rf "$work/out"
   echo "$t" | awk -v m="$m" '{ printf "%s %.3f %s\n", $1, $2 + $3, m }'
 }
 
