@@ -539,6 +539,9 @@ PathFinder *route_finder_new(const Topology *t);
 void route_finder_free(PathFinder *f);
 int route_more_paths(PathFinder *f, Arena *a, int src, int dst, Path *paths, int have, int max, int max_hops,
                      bool *exhausted);
+// The shortest path from src to dst over the links only[] allows (and no
+// failed one), into *out; false if there is none.
+bool route_shortest_within(PathFinder *f, Arena *a, int src, int dst, const bool *only, Path *out);
 
 // ---- rings.c: Hamiltonian cycles (for ring lowerings) ----
 //

@@ -48,6 +48,7 @@ struct PathFinder {
   int *prev_dev, *prev_port, *queue, *depth;  // by device, valid where seen == gen
   bool *used;         // by link direction (link * 2 + direction, 0 = a -> b): taken by a path of this
                       //   pair, or (for good) a failed link's
+  const bool *only;   // by link: the links a search may use (NULL: all; route_shortest_within)
   int *port_base;     // by device: its first entry in port_dir
   int *port_dir;      // by port: the link direction it sends on (-1: unplugged)
 };
@@ -142,7 +143,8 @@ static bool bfs_free(PathFinder *f, int src, int dst, int limit, bool *pruned) {
     const int *dir = f->port_dir + f->port_base[v];
     for (int p = 0; p < d->nports; p++) {
       const Port *port = &d->ports[p];
-      if (dir[p] < 0 || f->seen[port->peer] == f->gen || f->used[dir[p]]) continue;
+      if (dir[p] < 0 || f->seen[port->peer] == f->gen || f->used[dir[p]] || (f->only && !f->only[port->link]))
+        continue;
       if (f->depth[v] + 1 + hops_at_least(f, port->peer, dst) > limit) {  // cannot reach dst in time
         *pruned = true;
         continue;
@@ -214,6 +216,14 @@ int route_more_paths(PathFinder *f, Arena *a, int src, int dst, Path *paths, int
   }
   for (int i = 0; i < n; i++) mark(f, &paths[i], false);
   return n;
+}
+
+bool route_shortest_within(PathFinder *f, Arena *a, int src, int dst, const bool *only, Path *out) {
+  f->only = only;
+  bool found = src != dst && bfs_deepening(f, src, dst, src_hops_at_least(f->t, src, dst), INT_MAX);
+  f->only = NULL;
+  if (found) *out = take_path(f, a, src, dst, found_hops(f, src, dst));
+  return found;
 }
 
 int route_disjoint_paths(Arena *a, const Topology *t, int src, int dst, int max, Path *out) {

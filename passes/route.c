@@ -22,8 +22,9 @@
 //               (schedule.c, place_best) and keeps the all-minimal program
 //               if that finishes first.
 // A path must have one vector size and one pacing along it (a candidate
-// that differs from the shortest path's is dropped; a shortest path that
-// mixes them is refused).
+// that differs from the shortest path's is dropped; when the shortest path
+// mixes them, the shortest over links of one kind alone is the pair's one
+// route, route_alike_only).
 #include "passes.h"
 
 #include <limits.h>
@@ -112,35 +113,59 @@ static void extend(Router *r, PairPaths *pp, int max_hops, int max) {
   else pp->searched_hops = MAX(pp->searched_hops, pp->paths[pp->npaths - 1].nhops - 1);  // by the count: more may tie
 }
 
-// The first of pp's paths whose links share one pace and vector size (a
-// stream needs one of each), searching on for one when the shortest mixes
-// them (a slow cable between two devices also joined by faster ones); -1:
-// none among the first ROUTE_MAX_PATHS.
-static int first_uniform(Router *r, PairPaths *pp) {
+// Whether links a and b have one pace and vector size.
+static bool alike(const Router *r, int a, int b) {
+  const Topology *t = r->c->topo;
+  return r->every[a] == r->every[b] && t->links.data[a].p.vector_bytes == t->links.data[b].p.vector_bytes;
+}
+
+// When the pair's shortest path mixes link paces (a slow cable between two
+// devices also joined by faster ones): the shortest path over the links of
+// one pace and vector size alone, each such kind tried, becomes the pair's
+// one route (no spreading: the link-disjoint candidates were made round the
+// mixed path).  False when no kind joins the pair.
+static bool route_alike_only(Router *r, PairPaths *pp) {
+  const Topology *t = r->c->topo;
+  bool *only = xmalloc(sizeof(bool) * ((size_t)t->links.len + 1)), found = false;
+  Path best = {0}, path;
+  for (int kind = 0; kind < t->links.len; kind++) {
+    bool first_of_kind = true;  // each kind once, at its first link
+    for (int l = 0; l < kind && first_of_kind; l++) first_of_kind = !alike(r, l, kind);
+    if (!first_of_kind) continue;
+    for (int l = 0; l < t->links.len; l++) only[l] = alike(r, l, kind);
+    if (route_shortest_within(r->finder, &r->c->arena, pp->src, pp->dst, only, &path) &&
+        (!found || path.nhops < best.nhops))
+      best = path, found = true;
+  }
+  free(only);
+  if (found) pp->paths[0] = best, pp->npaths = 1, pp->exhausted = true, pp->searched_hops = INT_MAX;
+  return found;
+}
+
+// Whether the pair's first path (the minimal one) is uniform, made so if
+// it can be (route_alike_only).
+static bool minimal_is_uniform(Router *r, PairPaths *pp) {
   int64_t latency;
   int every, vb;
-  for (int i = 0;; i++) {
-    if (i == pp->npaths && !pp->exhausted) extend(r, pp, INT_MAX, MIN(ROUTE_MAX_PATHS, pp->npaths + 1));
-    if (i == pp->npaths) return -1;
-    if (path_params(r, &pp->paths[i], r->c->sync.rx_slack, &latency, &every, &vb)) return i;
-  }
+  if (path_params(r, &pp->paths[0], r->c->sync.rx_slack, &latency, &every, &vb)) return true;
+  return route_alike_only(r, pp);
 }
 
 // The pair's paths, enough for a transfer of `bytes` (in the vectors of
-// its first uniform path, the minimal one: every candidate the router
-// keeps has its pace and vector size).
+// the minimal path: every candidate the router keeps has its pace and
+// vector size).
 static const PairPaths *candidates(Router *r, int src, int dst, int64_t bytes, bool minimal) {
   PairPaths *pp = pair_entry(r, src, dst);
   if (!pp->npaths && !pp->exhausted) extend(r, pp, INT_MAX, 1);  // the minimal path
-  int first = pp->npaths ? first_uniform(r, pp) : -1;
-  if (first < 0 || pp->exhausted || minimal || r->c->route_mode == ROUTE_MINIMAL) return pp;  // no spreading
+  if (!pp->npaths || !minimal_is_uniform(r, pp)) return pp;      // refused by the caller
+  if (pp->exhausted || minimal || r->c->route_mode == ROUTE_MINIMAL) return pp;  // no spreading
   int64_t latency;
   int every, vb;
-  path_params(r, &pp->paths[first], r->c->sync.rx_slack, &latency, &every, &vb);
+  path_params(r, &pp->paths[0], r->c->sync.rx_slack, &latency, &every, &vb);
   int64_t vectors = MAX(1, (bytes + vb - 1) / vb);
   if (vectors > ROUTE_MAX_CYCLES / every) return pp;  // refused by the caller
   int64_t reach = latency + (vectors - 1) * (int64_t)every;
-  int hops = (int)MIN(MIN(reach / r->min_hop, INT_MAX), (int64_t)pp->paths[first].nhops + ROUTE_MAX_DETOUR_HOPS);
+  int hops = (int)MIN(MIN(reach / r->min_hop, INT_MAX), (int64_t)pp->paths[0].nhops + ROUTE_MAX_DETOUR_HOPS);
   if (hops > pp->searched_hops) extend(r, pp, hops, ROUTE_MAX_PATHS);
   return pp;
 }
@@ -210,9 +235,9 @@ static bool route_transfer(Router *r, DagNode *n) {
   }
   if (!k) {
     diag_error(&r->c->diag, n->op->loc,
-               "no route from device %d to device %d has links of one speed and vector size (%d route%s "
-               "tried, shortest first); a stream needs one of each",
-               n->src, n->dst, pp->npaths, pp->npaths == 1 ? "" : "s");
+               "no route from device %d to device %d has links of one speed and vector size; a stream needs one "
+               "of each",
+               n->src, n->dst);
     return false;
   }
   n->vectors = (n->bytes + vector_bytes - 1) / vector_bytes;
