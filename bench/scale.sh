@@ -13,7 +13,9 @@
 # creates, so removing system10440's 10,443 files before the next compile
 # added 3-5 s of system time to it (11-12 s against 6.5-7.5 s here).  A
 # compile after other work that removed many files in the same place pays
-# that too; it is the filesystem's, not the compiler's.
+# that too; it is the filesystem's, not the compiler's.  The outputs kept
+# until the end take about 1 GB (system10440's at 1 MiB alone 379 MB) in
+# mktemp's directory: give TMPDIR a disk with room where /tmp is small.
 #
 #   bench/scale.sh [MIB...]   (default: 1 64)
 set -euo pipefail

@@ -773,7 +773,8 @@ static bool read_device_drifts(Loader *L, yaml_node_t *n) {
     if (!read_number(L, item, "a device's drift_ppm", -FE_MAX_DRIFT_PPM, false, FE_MAX_DRIFT_PPM,
                      &t->device_drift_ppm[i]))
       return false;
-    t->drift_ppm = MAX(t->drift_ppm, t->device_drift_ppm[i] < 0 ? -t->device_drift_ppm[i] : t->device_drift_ppm[i]);
+    double size = t->device_drift_ppm[i] < 0 ? -t->device_drift_ppm[i] : t->device_drift_ppm[i];
+    if (size > t->drift_ppm || i == 0) t->drift_ppm = size, t->drift_loc = node_loc(L, item);  // the figure a plan uses
   }
   return true;
 }
@@ -808,7 +809,8 @@ static bool read_settings(Loader *L, yaml_node_t *root, Entry *e) {
   t->rx_buffer_vectors = IR_DEFAULT_RX_BUFFER_VECTORS;
   if (e[K_EPOCH].key) ok &= read_int32(L, e[K_EPOCH].value, "epoch_cycles", 2, 1 << 20, &t->epoch_cycles);
   if (e[K_EPOCH].key) t->epoch_loc = node_loc(L, e[K_EPOCH].value);
-  if (e[K_DRIFT_PPM].key) t->drift_loc = node_loc(L, e[K_DRIFT_PPM].value);
+  if (e[K_DRIFT_PPM].key && e[K_DRIFT_PPM].value->type != YAML_SEQUENCE_NODE)
+    t->drift_loc = node_loc(L, e[K_DRIFT_PPM].value);  // a list's: its largest (read_device_drifts)
   if (e[K_SRAM].key) ok &= read_int32(L, e[K_SRAM].value, "sram_vectors", 1, FE_MAX_SRAM_VECTORS, &t->sram_vectors);
   if (e[K_RX_BUFFER].key)
     ok &= read_int32(L, e[K_RX_BUFFER].value, "rx_buffer_vectors", 1, 1 << 20, &t->rx_buffer_vectors);

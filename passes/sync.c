@@ -48,15 +48,15 @@ static void link_budget(const Topology *t, int64_t *tolerance, int *every) {
   }
 }
 
-// What a drift plan that cannot be met is refused at: the topology's own
-// drift_ppm when the plan is its figure, else its epoch_cycles when half an
-// epoch is what bounds the error; none (a message of tspc's) when the
-// drift is --drift-ppm's or the default and the buffers bound it.
+// What a drift plan that cannot be met is refused at: the topology's
+// epoch_cycles when half an epoch is what bounds the error, else its own
+// drift_ppm when the plan is that figure (above the default); none (a
+// message of tspc's) when the drift is --drift-ppm's or the default and the
+// buffers bound the error.
 static SrcLoc drift_culprit(const Compilation *c, const SyncPlan *s) {
   const Topology *t = c->topo;
-  if (c->drift_ppm >= 0) return (SrcLoc){0};
-  if (t->drift_loc.file && t->drift_ppm >= SYNC_DEFAULT_DRIFT_PPM) return t->drift_loc;
   if (t->epoch_loc.file && s->drift_cycles == t->epoch_cycles / 2 - 1) return t->epoch_loc;
+  if (c->drift_ppm < 0 && t->drift_loc.file && t->drift_ppm > SYNC_DEFAULT_DRIFT_PPM) return t->drift_loc;
   return (SrcLoc){0};
 }
 
