@@ -56,6 +56,7 @@ typedef struct Router {
   PairPaths *table;  // open addressing, a power of two long
   int cap, len;
   int *every;        // by link: the cycles a vector holds it (ir_cycles_per_vector, once)
+  int *kind, nkinds; // by link: its pace and vector size as a number (link_kinds; NULL: not yet)
 } Router;
 
 // The latency, pacing and vector size of a path; false if its links differ.
@@ -113,10 +114,20 @@ static void extend(Router *r, PairPaths *pp, int max_hops, int max) {
   else pp->searched_hops = MAX(pp->searched_hops, pp->paths[pp->npaths - 1].nhops - 1);  // by the count: more may tie
 }
 
-// Whether links a and b have one pace and vector size.
-static bool alike(const Router *r, int a, int b) {
+// Numbers the links' kinds, each pace and vector size a kind, for
+// route_alike_only (rare: only where a shortest path mixes them).
+static void link_kinds(Router *r) {
   const Topology *t = r->c->topo;
-  return r->every[a] == r->every[b] && t->links.data[a].p.vector_bytes == t->links.data[b].p.vector_bytes;
+  r->kind = ARENA_ARRAY(&r->c->arena, int, t->links.len + 1);
+  int *first = ARENA_ARRAY(&r->c->arena, int, t->links.len + 1);  // by kind: a link of it
+  for (int l = 0; l < t->links.len; l++) {
+    int k = 0;
+    while (k < r->nkinds && (r->every[first[k]] != r->every[l] ||
+                             t->links.data[first[k]].p.vector_bytes != t->links.data[l].p.vector_bytes))
+      k++;
+    if (k == r->nkinds) first[r->nkinds++] = l;
+    r->kind[l] = k;
+  }
 }
 
 // When the pair's shortest path mixes link paces (a slow cable between two
@@ -126,13 +137,11 @@ static bool alike(const Router *r, int a, int b) {
 // mixed path).  False when no kind joins the pair.
 static bool route_alike_only(Router *r, PairPaths *pp) {
   const Topology *t = r->c->topo;
+  if (!r->kind) link_kinds(r);
   bool *only = xmalloc(sizeof(bool) * ((size_t)t->links.len + 1)), found = false;
   Path best = {0}, path;
-  for (int kind = 0; kind < t->links.len; kind++) {
-    bool first_of_kind = true;  // each kind once, at its first link
-    for (int l = 0; l < kind && first_of_kind; l++) first_of_kind = !alike(r, l, kind);
-    if (!first_of_kind) continue;
-    for (int l = 0; l < t->links.len; l++) only[l] = alike(r, l, kind);
+  for (int k = 0; k < r->nkinds; k++) {
+    for (int l = 0; l < t->links.len; l++) only[l] = r->kind[l] == k;
     if (route_shortest_within(r->finder, &r->c->arena, pp->src, pp->dst, only, &path) &&
         (!found || path.nhops < best.nhops))
       best = path, found = true;
@@ -221,8 +230,8 @@ static bool route_transfer(Router *r, DagNode *n) {
                n->tensor->name);
     return false;
   }
-  // The paths whose links share the first uniform one's pace and vector
-  // size; a transfer that fills gaps is cut in time, not spread over paths.
+  // The paths whose links share the minimal one's pace and vector size; a
+  // transfer that fills gaps is cut in time, not spread over paths.
   Route *cand = ARENA_ARRAY(&r->c->arena, Route, pp->npaths);
   int k = 0, vector_bytes = 0;
   for (int i = 0; i < pp->npaths && !(n->fill_gaps && k); i++) {
