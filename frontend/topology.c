@@ -807,8 +807,10 @@ static bool read_settings(Loader *L, yaml_node_t *root, Entry *e) {
   t->epoch_cycles = IR_DEFAULT_EPOCH_CYCLES;
   t->sram_vectors = IR_DEFAULT_SRAM_VECTORS;
   t->rx_buffer_vectors = IR_DEFAULT_RX_BUFFER_VECTORS;
-  if (e[K_EPOCH].key) ok &= read_int32(L, e[K_EPOCH].value, "epoch_cycles", 2, 1 << 20, &t->epoch_cycles);
-  if (e[K_EPOCH].key) t->epoch_loc = node_loc(L, e[K_EPOCH].value);
+  if (e[K_EPOCH].key) {
+    ok &= read_int32(L, e[K_EPOCH].value, "epoch_cycles", 2, 1 << 20, &t->epoch_cycles);
+    t->epoch_loc = node_loc(L, e[K_EPOCH].value);
+  }
   if (e[K_DRIFT_PPM].key && e[K_DRIFT_PPM].value->type != YAML_SEQUENCE_NODE)
     t->drift_loc = node_loc(L, e[K_DRIFT_PPM].value);  // a list's: its largest (read_device_drifts)
   if (e[K_SRAM].key) ok &= read_int32(L, e[K_SRAM].value, "sram_vectors", 1, FE_MAX_SRAM_VECTORS, &t->sram_vectors);

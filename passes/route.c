@@ -47,6 +47,7 @@ typedef struct PairPaths {
   Path *paths;       // room for ROUTE_MAX_PATHS
   int searched_hops; // every path of the sequence up to this many hops is found
   bool exhausted;    // the sequence has no more
+  bool uniform;      // paths[0] is known to be of one pace and vector size (minimal_is_uniform)
 } PairPaths;
 
 typedef struct Router {
@@ -152,12 +153,13 @@ static bool route_alike_only(Router *r, PairPaths *pp) {
 }
 
 // Whether the pair's first path (the minimal one) is uniform, made so if
-// it can be (route_alike_only).
+// it can be (route_alike_only); checked once a pair.
 static bool minimal_is_uniform(Router *r, PairPaths *pp) {
   int64_t latency;
   int every, vb;
-  if (path_params(r, &pp->paths[0], r->c->sync.rx_slack, &latency, &every, &vb)) return true;
-  return route_alike_only(r, pp);
+  if (!pp->uniform)
+    pp->uniform = path_params(r, &pp->paths[0], r->c->sync.rx_slack, &latency, &every, &vb) || route_alike_only(r, pp);
+  return pp->uniform;
 }
 
 // The pair's paths, enough for a transfer of `bytes` (in the vectors of
