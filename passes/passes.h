@@ -235,6 +235,13 @@ void resv_undo_all(ResvJournal *j);
 // The cycles reserved in [from, to): for utilisation figures.
 int64_t resv_busy(const Reservations *r, int64_t from, int64_t to);
 void resv_free(Reservations *r);
+// schedule.c's look at one hop's link direction (for tests): `at` if a
+// run of `run` cycles leaving there on a hop of `latency` finds the link
+// free for as long as it holds it (the run, plus sync->margin when it
+// meets a resync window at either end), else the next time worth trying:
+// no time in between fits.
+int64_t schedule_link_free_from(const SyncPlan *sync, const Reservations *link, int64_t latency, int64_t at,
+                                int64_t run);
 
 // ---- layout.c: where a tensor's elements sit in its vectors ----
 //

@@ -38,6 +38,15 @@ typedef struct HopLook {
   int64_t latency;              // hop_latency
 } HopLook;
 
+// Where the last route on one path with one count left (fit_memo_*).
+typedef struct FitMemo {
+  const Hop *hops;  // the path (its hops, shared by every route on it); NULL: empty
+  int64_t count, ready, start;
+  int every;
+} FitMemo;
+
+#define FIT_MEMO_SLOTS 4096  // direct-mapped: a collision only forgets
+
 typedef struct Scheduler {
   Compilation *c;
   const Topology *t;
@@ -55,6 +64,7 @@ typedef struct Scheduler {
   HopLook *look;           // by hop: the route being placed (look_begin)
   int look_cap;
   int64_t win_k, win_lo, win_hi;  // window_after's last answer, for times in [win_lo, win_hi)
+  FitMemo *memo;           // by a hash of path and count (FIT_MEMO_SLOTS of them)
   bool failed;             // an error was reported
 } Scheduler;
 
@@ -112,6 +122,47 @@ static int64_t hold_for(Scheduler *s, int64_t latency, int64_t at, int64_t run) 
 
 static int64_t hold(Scheduler *s, const Hop *h, int64_t at, int64_t run) { return hold_for(s, hop_latency(s, h), at, run); }
 
+// The first time after `at` at which a run of `run` cycles, leaving then
+// on a hop of `latency`, crosses no resync window at either end (so holds
+// its link direction for the run alone); INT64_MAX if none ever does.
+// Windows repeat every interval, so if none is found within two intervals
+// none will be.
+static int64_t next_clear_start(Scheduler *s, int64_t latency, int64_t at, int64_t run) {
+  const SyncPlan *p = s->sync;
+  int64_t x = at + 1, limit = at + 2 * p->interval + p->window;
+  while (x <= limit) {
+    if (overlaps_window(s, x, run)) x = window_after(s, x) * p->interval + p->window;
+    else if (overlaps_window(s, x + latency, run)) x = window_after(s, x + latency) * p->interval + p->window - latency;
+    else return x;
+  }
+  return INT64_MAX;
+}
+
+// The earliest time from `at` on at which the hop's link direction could
+// take a run of `run` cycles: `at` if it is free there for as long as the
+// run holds it (hold_for), else a time no later than the first at which it
+// is.  A run that crosses a resync window holds the link for the sync
+// margin more, so the hold depends on the time: the link is searched for
+// the run alone (no time before that fits), and when only the margin is
+// missing, the answer is the first time the longer hold fits or the run
+// stops crossing, whichever comes first.  So a route's tries skip no time
+// at which it fits, and its search finds its earliest fit from wherever it
+// starts (fit_memo_from relies on that).
+static int64_t link_free_from(Scheduler *s, HopLook *h, int64_t at, int64_t run) {
+  int64_t free_at = resv_cursor_earliest(&h->link, at, run);
+  int64_t held = hold_for(s, h->latency, at, run);
+  if (free_at != at || held == run) return free_at;
+  int64_t longer = resv_cursor_earliest(&h->link, at, held);
+  return longer == at ? at : MIN(longer, next_clear_start(s, h->latency, at, run));
+}
+
+int64_t schedule_link_free_from(const SyncPlan *sync, const Reservations *link, int64_t latency, int64_t at,
+                                int64_t run) {
+  Scheduler s = {.sync = sync};
+  HopLook h = {.link = resv_cursor(link), .latency = latency};
+  return link_free_from(&s, &h, at, run);
+}
+
 // Readies s->look for tries of route rt (route_fits_looked): fresh cursors
 // into its hops' tables.  Valid until the next take.
 static void look_begin(Scheduler *s, const Route *rt) {
@@ -140,7 +191,7 @@ static bool route_fits_looked(Scheduler *s, const Route *rt, int64_t t, int64_t 
   int64_t at = t, run = rt->count * rt->every;
   HopLook *look = s->look;
   for (int j = 0; j < rt->path.nhops; j++) {
-    int64_t free_at = resv_cursor_earliest(&look[j].link, at, hold_for(s, look[j].latency, at, run));
+    int64_t free_at = link_free_from(s, &look[j], at, run);
     if (free_at != at) {
       *retry = t + (free_at - at);
       return false;
@@ -176,6 +227,34 @@ static void route_take(Scheduler *s, Route *rt, int64_t t, ResvJournal *j) {
     resv_take_logged(&s->c2c[s->port_base[h->from] + h->out_port], at, 1, j);
     at += hop_latency(s, h);
     resv_take_logged(&s->c2c[s->port_base[h->to] + h->in_port], at, 1, j);
+  }
+}
+
+// Where a route can leave from `ready` on, at the earliest, as the last
+// placed route with the same path, count and pace says.  That route left
+// at its earliest fit from its ready on, found against less than the
+// tables hold now: a node's routes are remembered once its placement is
+// final (schedule_transfer), when every take before them is kept, and
+// takes are undone only while a node is being tried.  A route that fits
+// at t fits at t against less, so against more, and from a later ready, it
+// fits no earlier: the search can start there and finds the same time.
+static FitMemo *fit_memo_slot(Scheduler *s, const Route *rt) {
+  uint64_t h = (uint64_t)(uintptr_t)rt->path.hops * 0x9E3779B97F4A7C15u ^ (uint64_t)rt->count * 0xC2B2AE3D27D4EB4Fu;
+  return &s->memo[(h >> 40) & (FIT_MEMO_SLOTS - 1)];
+}
+
+static int64_t fit_memo_from(Scheduler *s, const Route *rt, int64_t ready) {
+  const FitMemo *m = fit_memo_slot(s, rt);
+  bool same = m->hops == rt->path.hops && m->count == rt->count && m->every == rt->every;
+  return same && ready >= m->ready ? MAX(ready, m->start) : ready;
+}
+
+static void fit_memo_put(Scheduler *s, const DagNode *n, int64_t ready) {
+  if (n->fill_gaps) return;  // its pieces leave where a part of them fits, not where the whole does
+  for (int r = 0; r < n->nroutes; r++) {
+    const Route *rt = &n->routes[r];
+    *fit_memo_slot(s, rt) = (FitMemo){.hops = rt->path.hops, .count = rt->count, .ready = ready,
+                                      .start = rt->start, .every = rt->every};
   }
 }
 
@@ -259,7 +338,7 @@ static int64_t place_routes(Scheduler *s, DagNode *n, int64_t ready, int64_t bou
   int64_t done = ready;
   for (int r = 0; r < n->nroutes; r++) {
     Route *rt = &n->routes[r];
-    int64_t t = ready, retry, took = route_finish(rt, 1);
+    int64_t t = fit_memo_from(s, rt, ready), retry, took = route_finish(rt, 1);
     look_begin(s, rt);
     for (;;) {
       if (bound >= 0 && t + took >= bound) return -1;
@@ -362,6 +441,7 @@ static int64_t place_best(Scheduler *s, DagNode *n, int64_t ready) {
 
 static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
   int64_t done = s->mode == ROUTE_AUTO ? place_best(s, n, ready) : place_as(s, n, s->mode, ready, -1, NULL);
+  fit_memo_put(s, n, ready);
   n->start = n->nroutes ? n->routes[0].start : ready;
   for (int r = 1; r < n->nroutes; r++) n->start = MIN(n->start, n->routes[r].start);
   done += s->sync->margin;
@@ -450,6 +530,7 @@ static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
   s->mxw = s->mxm + t->ndevices;
   s->sxm = s->mxw + t->ndevices;
   s->weights_free = xcalloc((size_t)t->ndevices, sizeof(int64_t));
+  s->memo = xcalloc(FIT_MEMO_SLOTS, sizeof(FitMemo));
 }
 
 void schedule_forget_tables(Compilation *c) {
@@ -467,6 +548,7 @@ static void scheduler_free(Scheduler *s) {
   free(s->tried.e);
   free(s->pieces);
   free(s->look);
+  free(s->memo);
 }
 
 // Schedules every node with its transfers routed as mode says; returns the
