@@ -45,7 +45,15 @@ typedef struct FitMemo {
   int every;
 } FitMemo;
 
-#define FIT_MEMO_SLOTS 4096  // direct-mapped: a collision only forgets
+// The memo's slots: a power of two at least FIT_MEMO_SLOTS_PER_NODE a DAG
+// node, within [FIT_MEMO_MIN_SLOTS, FIT_MEMO_MAX_SLOTS]; direct-mapped, so a
+// collision only forgets.
+#define FIT_MEMO_SLOTS_PER_NODE 2
+#define FIT_MEMO_MIN_SLOTS 1024
+#define FIT_MEMO_MAX_SLOTS (1 << 20)
+// Set (to anything), the memo is not used: every route is searched from
+// its ready cycle (test/lit/dsl/fit-memo.test: the same schedules).
+#define FIT_MEMO_OFF_ENV "TSPC_NO_FIT_MEMO"
 
 typedef struct Scheduler {
   Compilation *c;
@@ -64,7 +72,9 @@ typedef struct Scheduler {
   HopLook *look;           // by hop: the route being placed (look_begin)
   int look_cap;
   int64_t win_k, win_lo, win_hi;  // window_after's last answer, for times in [win_lo, win_hi)
-  FitMemo *memo;           // by a hash of path and count (FIT_MEMO_SLOTS of them)
+  FitMemo *memo;           // by a hash of path and count, memo_mask + 1 of them
+  uint64_t memo_mask;
+  bool memo_off;           // FIT_MEMO_OFF_ENV is set
   bool failed;             // an error was reported
 } Scheduler;
 
@@ -231,31 +241,35 @@ static void route_take(Scheduler *s, Route *rt, int64_t t, ResvJournal *j) {
 }
 
 // Where a route can leave from `ready` on, at the earliest, as the last
-// placed route with the same path, count and pace says.  That route left
-// at its earliest fit from its ready on, found against less than the
-// tables hold now: a node's routes are remembered once its placement is
-// final (schedule_transfer), when every take before them is kept, and
-// takes are undone only while a node is being tried.  A route that fits
-// at t fits at t against less, so against more, and from a later ready, it
-// fits no earlier: the search can start there and finds the same time.
+// route searched with the same path, count and pace says.  That route's
+// earliest fit from its ready on was found against less than the tables
+// hold now, if what it was found against is still taken: takes are undone
+// only while a node is being tried, so the memo keeps a node's routes once
+// its placement is final (schedule_transfer), and the first route of each
+// try, searched against the kept takes alone (place_routes).  A route that
+// fits at t fits at t against less, so against more, and from a later
+// ready, it fits no earlier: the search can start there and finds the
+// same time (link_free_from skips no fit).
 static FitMemo *fit_memo_slot(Scheduler *s, const Route *rt) {
   uint64_t h = (uint64_t)(uintptr_t)rt->path.hops * 0x9E3779B97F4A7C15u ^ (uint64_t)rt->count * 0xC2B2AE3D27D4EB4Fu;
-  return &s->memo[(h >> 40) & (FIT_MEMO_SLOTS - 1)];
+  return &s->memo[(h >> 32) & s->memo_mask];
 }
 
 static int64_t fit_memo_from(Scheduler *s, const Route *rt, int64_t ready) {
   const FitMemo *m = fit_memo_slot(s, rt);
   bool same = m->hops == rt->path.hops && m->count == rt->count && m->every == rt->every;
-  return same && ready >= m->ready ? MAX(ready, m->start) : ready;
+  return same && !s->memo_off && ready >= m->ready ? MAX(ready, m->start) : ready;
 }
 
-static void fit_memo_put(Scheduler *s, const DagNode *n, int64_t ready) {
+static void fit_memo_put(Scheduler *s, const Route *rt, int64_t ready, int64_t start) {
+  *fit_memo_slot(s, rt) = (FitMemo){.hops = rt->path.hops, .count = rt->count, .ready = ready, .start = start,
+                                    .every = rt->every};
+}
+
+// A node's routes, once its placement is final.
+static void fit_memo_put_node(Scheduler *s, const DagNode *n, int64_t ready) {
   if (n->fill_gaps) return;  // its pieces leave where a part of them fits, not where the whole does
-  for (int r = 0; r < n->nroutes; r++) {
-    const Route *rt = &n->routes[r];
-    *fit_memo_slot(s, rt) = (FitMemo){.hops = rt->path.hops, .count = rt->count, .ready = ready,
-                                      .start = rt->start, .every = rt->every};
-  }
+  for (int r = 0; r < n->nroutes; r++) fit_memo_put(s, &n->routes[r], ready, n->routes[r].start);
 }
 
 // Vectors of the device's SRAM a tensor of `bytes` fills.
@@ -345,6 +359,7 @@ static int64_t place_routes(Scheduler *s, DagNode *n, int64_t ready, int64_t bou
       if (route_fits_looked(s, rt, t, &retry)) break;
       t = retry;
     }
+    if (j && !j->len) fit_memo_put(s, rt, ready, t);  // found against kept takes alone: true whatever is undone
     route_take(s, rt, t, j);
     done = MAX(done, t + took);
   }
@@ -441,7 +456,7 @@ static int64_t place_best(Scheduler *s, DagNode *n, int64_t ready) {
 
 static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
   int64_t done = s->mode == ROUTE_AUTO ? place_best(s, n, ready) : place_as(s, n, s->mode, ready, -1, NULL);
-  fit_memo_put(s, n, ready);
+  fit_memo_put_node(s, n, ready);
   n->start = n->nroutes ? n->routes[0].start : ready;
   for (int r = 1; r < n->nroutes; r++) n->start = MIN(n->start, n->routes[r].start);
   done += s->sync->margin;
@@ -530,7 +545,11 @@ static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
   s->mxw = s->mxm + t->ndevices;
   s->sxm = s->mxw + t->ndevices;
   s->weights_free = xcalloc((size_t)t->ndevices, sizeof(int64_t));
-  s->memo = xcalloc(FIT_MEMO_SLOTS, sizeof(FitMemo));
+  uint64_t slots = FIT_MEMO_MIN_SLOTS;
+  while (slots < FIT_MEMO_MAX_SLOTS && slots < (uint64_t)c->dag->nodes.len * FIT_MEMO_SLOTS_PER_NODE) slots *= 2;
+  s->memo = xcalloc(slots, sizeof(FitMemo));
+  s->memo_mask = slots - 1;
+  s->memo_off = getenv(FIT_MEMO_OFF_ENV) != NULL;
 }
 
 void schedule_forget_tables(Compilation *c) {
