@@ -524,6 +524,7 @@ typedef struct Hop {
 
 typedef struct Path {
   int nhops;
+  int id;     // route.c numbers a DAG's routed paths from 1 (the scheduler's fit memo); 0: none
   Hop *hops;  // in the caller's arena
 } Path;
 
@@ -650,6 +651,7 @@ typedef struct Dag {
   VEC(DagNode *) nodes;
   bool scheduled;    // start, finish and route starts are set
   int64_t makespan;  // the last finish
+  int npath_ids;     // the routes' paths are numbered 1..npath_ids (Path.id)
 } Dag;
 
 // ---- dag.c ----

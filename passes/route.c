@@ -165,7 +165,7 @@ static bool minimal_is_uniform(Router *r, PairPaths *pp) {
 // The pair's paths, enough for a transfer of `bytes` (in the vectors of
 // the minimal path: every candidate the router keeps has its pace and
 // vector size).
-static const PairPaths *candidates(Router *r, int src, int dst, int64_t bytes, bool minimal) {
+static PairPaths *candidates(Router *r, int src, int dst, int64_t bytes, bool minimal) {
   PairPaths *pp = pair_entry(r, src, dst);
   if (!pp->npaths && !pp->exhausted) extend(r, pp, INT_MAX, 1);  // the minimal path
   if (!pp->npaths || !minimal_is_uniform(r, pp)) return pp;      // refused by the caller
@@ -226,7 +226,7 @@ static int split(Route *routes, int k, int64_t n) {
 }
 
 static bool route_transfer(Router *r, DagNode *n) {
-  const PairPaths *pp = candidates(r, n->src, n->dst, n->bytes, n->fill_gaps);
+  PairPaths *pp = candidates(r, n->src, n->dst, n->bytes, n->fill_gaps);
   if (!pp->npaths) {
     diag_error(&r->c->diag, n->op->loc, "no working path from device %d to device %d for %s", n->src, n->dst,
                n->tensor->name);
@@ -237,6 +237,7 @@ static bool route_transfer(Router *r, DagNode *n) {
   Route *cand = ARENA_ARRAY(&r->c->arena, Route, pp->npaths);
   int k = 0, vector_bytes = 0;
   for (int i = 0; i < pp->npaths && !(n->fill_gaps && k); i++) {
+    if (!pp->paths[i].id) pp->paths[i].id = ++r->c->dag->npath_ids;
     Route rt = {.path = pp->paths[i], .hop_slack = r->c->sync.rx_slack};
     int vb = 0;
     if (!path_params(r, &rt.path, rt.hop_slack, &rt.latency, &rt.every, &vb) || (k && (rt.every != cand[0].every || vb != vector_bytes)))

@@ -38,19 +38,16 @@ typedef struct HopLook {
   int64_t latency;              // hop_latency
 } HopLook;
 
-// Where the last route on one path with one count left (fit_memo_*).
+// Where the last routes on one path with one count left (fit_memo_*):
+// FIT_MEMO_WAYS counts a path, the oldest forgotten first.  A tree's
+// routes on a path mostly have one or two counts (its chunks whole, or
+// spread, this path's share).
+#define FIT_MEMO_WAYS 2
 typedef struct FitMemo {
-  const Hop *hops;  // the path (its hops, shared by every route on it); NULL: empty
-  int64_t count, ready, start;
-  int every;
+  int64_t count[FIT_MEMO_WAYS], ready[FIT_MEMO_WAYS], start[FIT_MEMO_WAYS];  // count 0: empty
+  int next;  // the way to fill next
 } FitMemo;
 
-// The memo's slots: a power of two at least FIT_MEMO_SLOTS_PER_NODE a DAG
-// node, within [FIT_MEMO_MIN_SLOTS, FIT_MEMO_MAX_SLOTS]; direct-mapped, so a
-// collision only forgets.
-#define FIT_MEMO_SLOTS_PER_NODE 2
-#define FIT_MEMO_MIN_SLOTS 1024
-#define FIT_MEMO_MAX_SLOTS (1 << 20)
 // Set (to anything), the memo is not used: every route is searched from
 // its ready cycle (test/lit/dsl/fit-memo.test: the same schedules).
 #define FIT_MEMO_OFF_ENV "TSPC_NO_FIT_MEMO"
@@ -72,9 +69,7 @@ typedef struct Scheduler {
   HopLook *look;           // by hop: the route being placed (look_begin)
   int look_cap;
   int64_t win_k, win_lo, win_hi;  // window_after's last answer, for times in [win_lo, win_hi)
-  FitMemo *memo;           // by a hash of path and count, memo_mask + 1 of them
-  uint64_t memo_mask;
-  bool memo_off;           // FIT_MEMO_OFF_ENV is set
+  FitMemo *memo;           // by path id (Path.id; the DAG's npath_ids + 1), NULL: FIT_MEMO_OFF_ENV set
   bool failed;             // an error was reported
 } Scheduler;
 
@@ -250,20 +245,21 @@ static void route_take(Scheduler *s, Route *rt, int64_t t, ResvJournal *j) {
 // fits at t fits at t against less, so against more, and from a later
 // ready, it fits no earlier: the search can start there and finds the
 // same time (link_free_from skips no fit).
-static FitMemo *fit_memo_slot(Scheduler *s, const Route *rt) {
-  uint64_t h = (uint64_t)(uintptr_t)rt->path.hops * 0x9E3779B97F4A7C15u ^ (uint64_t)rt->count * 0xC2B2AE3D27D4EB4Fu;
-  return &s->memo[(h >> 32) & s->memo_mask];
-}
-
-static int64_t fit_memo_from(Scheduler *s, const Route *rt, int64_t ready) {
-  const FitMemo *m = fit_memo_slot(s, rt);
-  bool same = m->hops == rt->path.hops && m->count == rt->count && m->every == rt->every;
-  return same && !s->memo_off && ready >= m->ready ? MAX(ready, m->start) : ready;
+static int64_t fit_memo_from(const Scheduler *s, const Route *rt, int64_t ready) {
+  if (!s->memo || !rt->path.id) return ready;
+  const FitMemo *m = &s->memo[rt->path.id];
+  for (int w = 0; w < FIT_MEMO_WAYS; w++)
+    if (m->count[w] == rt->count && ready >= m->ready[w]) return MAX(ready, m->start[w]);
+  return ready;
 }
 
 static void fit_memo_put(Scheduler *s, const Route *rt, int64_t ready, int64_t start) {
-  *fit_memo_slot(s, rt) = (FitMemo){.hops = rt->path.hops, .count = rt->count, .ready = ready, .start = start,
-                                    .every = rt->every};
+  if (!s->memo || !rt->path.id) return;
+  FitMemo *m = &s->memo[rt->path.id];
+  int w = 0;
+  while (w < FIT_MEMO_WAYS && m->count[w] != rt->count) w++;
+  if (w == FIT_MEMO_WAYS) w = m->next, m->next = (m->next + 1) % FIT_MEMO_WAYS;
+  m->count[w] = rt->count, m->ready[w] = ready, m->start[w] = start;
 }
 
 // A node's routes, once its placement is final.
@@ -545,11 +541,7 @@ static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
   s->mxw = s->mxm + t->ndevices;
   s->sxm = s->mxw + t->ndevices;
   s->weights_free = xcalloc((size_t)t->ndevices, sizeof(int64_t));
-  uint64_t slots = FIT_MEMO_MIN_SLOTS;
-  while (slots < FIT_MEMO_MAX_SLOTS && slots < (uint64_t)c->dag->nodes.len * FIT_MEMO_SLOTS_PER_NODE) slots *= 2;
-  s->memo = xcalloc(slots, sizeof(FitMemo));
-  s->memo_mask = slots - 1;
-  s->memo_off = getenv(FIT_MEMO_OFF_ENV) != NULL;
+  if (!getenv(FIT_MEMO_OFF_ENV)) s->memo = xcalloc((size_t)c->dag->npath_ids + 1, sizeof(FitMemo));
 }
 
 void schedule_forget_tables(Compilation *c) {
