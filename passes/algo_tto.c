@@ -20,6 +20,8 @@
 // times in all, so TTO uses nearly every link direction of the mesh.
 #include "passes.h"
 
+#include <string.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -120,8 +122,11 @@ static bool edges_work(const Topology *t, const TreeSet *ts, char *why, size_t w
 static TreeSet *tto_trees(const Lowering *l, char *why, size_t whylen) {
   const Topology *t = l->c->topo;
   if (!is_2d_mesh(t)) {
-    snprintf(why, whylen, "it needs a 2-D mesh of at least 2 x 2 devices, and %s is a %s", t->name,
-             t->family == FAMILY_MESH ? "mesh of other dimensions" : ir_family_names[t->family]);
+    const char *family = t->family == FAMILY_MESH       ? "mesh of other dimensions"
+                         : t->family == FAMILY_EXPLICIT ? "explicit graph"
+                                                        : ir_family_names[t->family];
+    snprintf(why, whylen, "it needs a 2-D mesh of at least 2 x 2 devices, and %s is %s %s", t->name,
+             strchr("aeiou", family[0]) ? "an" : "a", family);
     return NULL;
   }
   int excluded = excluded_corner(l, why, whylen);

@@ -36,13 +36,36 @@
 
 int64_t part_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Bytes of one copy of t as layout.c pads it: every row on whole vectors.
+// a x b and a + b, or INT64_MAX when that does not fit in 64 bits (sizes
+// are never negative, and one past any SRAM is refused either way).
+static int64_t mul_saturated(int64_t a, int64_t b) {
+  int64_t x;
+  return __builtin_mul_overflow(a, b, &x) ? INT64_MAX : x;
+}
+
+static int64_t add_saturated(int64_t a, int64_t b) {
+  int64_t x;
+  return __builtin_add_overflow(a, b, &x) ? INT64_MAX : x;
+}
+
+// Bytes of one copy of t as layout.c pads it: every row on whole vectors
+// (INT64_MAX when that is more than 64 bits count: a row of 2^20-byte
+// vectors times 2^44 rows fits no device, and must not wrap to one that
+// fits).
 int64_t part_padded_bytes(const Partitioner *p, DType dt, const Shape *s) {
   int64_t cols = s->dim[s->rank - 1];
-  return ir_shape_elems(s) / cols * part_ceil_div(cols, isa_elems_per_vector(dt, p->vb)) * p->vb;
+  int64_t vectors = mul_saturated(ir_shape_elems(s) / cols, part_ceil_div(cols, isa_elems_per_vector(dt, p->vb)));
+  return mul_saturated(vectors, p->vb);
 }
 
 int64_t part_tensor_bytes(const Partitioner *p, const Tensor *t) { return part_padded_bytes(p, t->dtype, &t->shape); }
+
+// part_tensor_bytes in floating point, for messages: past 64 bits too.
+static double tensor_bytes_as_double(const Partitioner *p, const Tensor *t) {
+  int64_t cols = t->shape.dim[t->shape.rank - 1];
+  return (double)(ir_shape_elems(&t->shape) / cols) *
+         (double)part_ceil_div(cols, isa_elems_per_vector(t->dtype, p->vb)) * (double)p->vb;
+}
 
 // Scratch an op holds while it runs (compute.c's estimate).
 int64_t part_scratch_bytes(const Partitioner *p, const Op *op) {
@@ -276,8 +299,9 @@ static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) 
     if (!home && on_d[i].from < 0) continue;
     int64_t bytes = part_tensor_bytes(p, t);
     if (!*largest || bytes > part_tensor_bytes(p, *largest)) *largest = t;
+    bytes = MIN(bytes, p->sram + 1);  // a tensor bigger than the SRAM is refused whatever its size: sums stay small
     if (home && (t->kind != TENSOR_VALUE || t->is_output)) {
-      base += t->kind == TENSOR_PARAM ? bytes : bytes * p->batches;  // params are shared by the inferences
+      base = add_saturated(base, t->kind == TENSOR_PARAM ? bytes : mul_saturated(bytes, p->batches));  // params are shared
       continue;
     }
     Span s = on_d[i];  // received: from its first reader here to its last
@@ -287,11 +311,11 @@ static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) 
   }
   int64_t local = 0, cross = 0, peak = 0, in_flight = MIN(p->batches, PARTITION_LIVE_BATCHES);
   for (int i = 0; i < nops; i++) {
-    local += delta[0][i], cross += delta[1][i];
-    peak = MAX(peak, local * in_flight + cross * p->batches);
+    local += delta[0][i], cross += delta[1][i];  // at most the tensors' count times SRAM + 1
+    peak = MAX(peak, add_saturated(mul_saturated(local, in_flight), mul_saturated(cross, p->batches)));
   }
   free(delta[0]), free(delta[1]), free(on_d), free(anywhere);
-  return base + peak + scratch;
+  return add_saturated(add_saturated(base, peak), scratch);
 }
 
 // The first device whose estimate exceeds `limit` bytes, or -1; *peak and
@@ -522,7 +546,7 @@ static void refuse(Partitioner *p, int d, int64_t peak, const Tensor *largest, c
   char need[32], sram[32], big[32], type[IR_TYPE_STR_MAX];
   str_human_bytes(need, sizeof need, (double)peak);
   str_human_bytes(sram, sizeof sram, (double)p->t->sram_vectors * p->vb);
-  str_human_bytes(big, sizeof big, (double)part_tensor_bytes(p, largest));
+  str_human_bytes(big, sizeof big, tensor_bytes_as_double(p, largest));
   ir_format_type(type, sizeof type, largest->dtype, &largest->shape);
   if (part_tensor_bytes(p, largest) > p->sram)
     diag_error(&p->c->diag, largest->loc, "tensor '%s' (%s, %s) does not fit in device %d's %s of SRAM%s",
