@@ -172,6 +172,34 @@ static void log_cost(FILE *log, AlgoKind algo, int64_t cycles, int64_t bound) {
   else fprintf(log, " %s refused", ir_algo_names[algo]);
 }
 
+static bool tried_count(const int *counts, size_t i);
+
+// Collective n alone under algo, minimally routed, under `bound`.  A tree
+// algorithm is costed at its fastest chunk count, the formula's divided by
+// each of TREE_CHUNK_DIVISORS (unless --tree-chunks gives the count), as
+// --algo=NAME chooses it (choose_tree_chunks): costed at the formula's
+// count alone, multitree lost to biring on ring8 at 1 MiB (75,009 against
+// 74,486 cycles) though with a quarter of it, which --algo=multitree
+// takes, it runs 70,255.  *divisor: the divisor of the cost returned.
+static Cost candidate_cost(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound, Dag **keep, int *divisor) {
+  static const int divisors[] = TREE_CHUNK_DIVISORS;
+  Compilation *c = ch->c;
+  int op = n->op->id, counts[ARRAY_LEN(divisors)];
+  *divisor = 1;
+  if (c->tree_chunks || !lower_uses_tree_chunks(algo)) return isolated(ch, n, algo, bound, false, keep);
+  Cost best = {0};
+  for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
+    c->tree_chunk_divisor[op] = divisors[i];
+    counts[i] = lower_tree_chunks(c, n, algo);
+    if (tried_count(counts, i)) continue;  // the count an earlier divisor gave: the same schedule
+    Cost k = isolated(ch, n, algo, bound, false, NULL);  // under branch and bound: it finishes within bound
+    if (i == 0 || (k.cycles >= 0 && (best.cycles < 0 || k.cycles < best.cycles))) best = k, *divisor = divisors[i];
+    if (k.cycles >= 0) bound = k.cycles;
+  }
+  c->tree_chunk_divisor[op] = 0;
+  return best;
+}
+
 // The applicable algorithm that runs collective n fastest alone (ALGO_AUTO
 // when none applies: lower then says why).
 static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
@@ -192,20 +220,24 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
   // after, so its trial is not the compile's.
   bool alone = ch->c->keep_trials && ch->c->dag->nodes.len == 1 && !lower_uses_tree_chunks(cand[0]);
   Dag *kept = NULL;
+  int best_divisor = 1;
   for (int i = 0; i < k; i++) {
-    Cost cost = isolated(ch, n, cand[i], best_cycles, false, alone && i == 0 ? &kept : NULL);
+    int divisor;
+    Cost cost = candidate_cost(ch, n, cand[i], best_cycles, alone && i == 0 ? &kept : NULL, &divisor);
     cached &= cost.cached;
     log_cost(ch->log, cand[i], cost.cycles, best_cycles);
+    if (cost.cycles >= 0 && divisor > 1) fprintf(ch->log, " (chunks /%d)", divisor);
     if (cost.cycles < 0) continue;
     bool tie = cost.cycles == best_cycles;
     if (best_cycles < 0 || cost.cycles < best_cycles || (tie && cost.link_vectors < best_vectors)) {
       tied_vectors = tie ? best_vectors : -1;
-      best = cand[i], best_cycles = cost.cycles, best_vectors = cost.link_vectors;
+      best = cand[i], best_cycles = cost.cycles, best_vectors = cost.link_vectors, best_divisor = divisor;
     } else if (tie) {
       tied_vectors = cost.link_vectors;
     }
   }
   if (kept && best == cand[0]) ch->c->trial_dag = kept;
+  ch->c->tree_chunk_divisor[n->op->id] = best_divisor;  // the joint trials' (choose_tree_chunks decides the compile's)
   if (best == ALGO_AUTO) fprintf(ch->log, " -> none applies");
   else if (tied_vectors == best_vectors)
     fprintf(ch->log, " -> %s, fewest cycles (a tie in cycles and vector-hops: the first in registry order)",

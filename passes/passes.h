@@ -570,9 +570,10 @@ int ring_link_between(const Topology *t, int a, int b, int except);
 // False, with the reason in why (an odd mesh: bipartite with an odd number
 // of devices; or nothing found within the budget).
 bool ring_hamiltonian(const Topology *t, int *order, char *why, size_t whylen);
-// On a mesh whose dimensions are all odd (and at least 3, no failed links):
-// fills order with a cycle whose hops are neighbours except one over two
-// links.  False on any other topology.
+// On a mesh whose dimensions are all odd (and at least 3): fills order
+// with a cycle whose hops are neighbours except one over two links, over
+// working links only.  False on any other topology, or when failed cables
+// leave no such cycle of the ones it knows.
 bool ring_near_hamiltonian(const Topology *t, int *order);
 // Whether order is a Hamiltonian cycle of t (for checks and tests).
 bool ring_is_hamiltonian(const Topology *t, const int *order);
