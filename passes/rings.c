@@ -388,8 +388,38 @@ static bool no_cycle_possible(const Topology *t, const int *group, int ngroup, c
   return none;
 }
 
+// A group of all of an odd mesh's devices but a corner: the near cycle
+// laid out with that corner as its own, which it visits between two
+// neighbours, left out; every hop is then between neighbours (tto's
+// groups, and a biring over them: a search gave up on 7x7 and larger).
+static bool cycle_without_corner(const Topology *t, const int *group, int ngroup, int *order) {
+  if (ngroup != t->ndevices - 1 || t->family != FAMILY_MESH || t->bypass || t->ndims < 2) return false;
+  char *member = xcalloc((size_t)t->ndevices, 1);
+  for (int g = 0; g < ngroup; g++) member[group[g]] = 1;
+  int left_out = 0;
+  while (member[left_out]) left_out++;
+  int *cycle = xmalloc(sizeof(int) * (size_t)t->ndevices);
+  bool found = false;
+  for (int axis = 0; axis < t->ndims && !found; axis++)
+    for (int flips = 0; flips < 4 && !found; flips++) {
+      NearLayout g = {.t = t, .axis = axis, .w = t->dims[axis], .rows = t->ndevices / t->dims[axis],
+                      .flip_x = flips & 1, .flip_r = flips & 2};
+      if (g.w < 3 || g.rows < 3 || g.w % 2 == 0 || g.rows % 2 == 0) break;
+      int corner = near_cycle(&g, cycle), n = 0;
+      if (cycle[corner] != left_out) continue;
+      for (int i = 0; i < t->ndevices; i++)
+        if (i != corner) order[n++] = cycle[i];
+      found = true;
+      for (int i = 0; i < n && found; i++) found = ring_link_between(t, order[i], order[(i + 1) % n], -1) >= 0;
+    }
+  free(cycle);
+  free(member);
+  return found;
+}
+
 bool ring_hamiltonian_in_group(const Topology *t, const int *group, int ngroup, int *order, char *why,
                                size_t whylen) {
+  if (cycle_without_corner(t, group, ngroup, order)) return true;
   if (ngroup < 3 || ngroup > RING_SEARCH_MAX_DEVICES) {
     snprintf(why, whylen, "a group of %d device%s is not searched for a cycle of its own (3 .. %d are)", ngroup,
              ngroup == 1 ? "" : "s", RING_SEARCH_MAX_DEVICES);
