@@ -322,6 +322,8 @@ size_t sram_page_bytes(int vector_bytes);
 #define EMU_DEFAULT_MEMORY_PERCENT 90
 
 typedef struct EmuMemory {
+  int rank, nranks;                 // the rank of nranks whose figure this is (the largest)
+  int ranks_to_fit;                 // over the limit: the fewest ranks that would fit (0: none would)
   int devices;
   uint64_t sram_pages, sram_bytes;  // the pages the program can write, and their bytes
   uint64_t device_bytes;            // every device's own state
@@ -331,8 +333,10 @@ typedef struct EmuMemory {
 } EmuMemory;
 
 // refs[0 .. nrefs): the model's references (batch 0's, then each batch's),
-// whose dense arrays the estimate counts (none without a model).
-EmuMemory emu_memory_estimate(const EmuInput *in, Reference *const *refs, int nrefs);
+// whose dense arrays the estimate counts (none without a model).  The
+// largest rank's figure across the run's MPI ranks (the process's when
+// there is one); over `limit` bytes, also the fewest ranks that would fit.
+EmuMemory emu_memory_estimate(const EmuInput *in, Reference *const *refs, int nrefs, uint64_t limit);
 // The machine's physical memory in bytes (0: unknown).
 uint64_t emu_machine_memory(void);
 

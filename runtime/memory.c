@@ -14,7 +14,10 @@
 // pages: one for each home, and one for the slab the last went into.  The estimate is that set of
 // pages, device by device, plus each device's own state, plus the
 // reference's dense arrays (reference.c) and the largest cholesky factor
-// check (model.c) when there is a model.
+// check (model.c) when there is a model.  Across MPI ranks each rank holds
+// its own devices' pages and all the rest: the figure is the largest
+// rank's, which every rank computes alike (so all refuse together), and a
+// run that does not fit is told how many ranks would hold it.
 #include "emu_internal.h"
 
 #include <stdlib.h>
@@ -92,33 +95,89 @@ static uint64_t factor_check_bytes(const Graph *g) {
   return most;
 }
 
-EmuMemory emu_memory_estimate(const EmuInput *in, Reference *const *refs, int nrefs) {
+// What each device's SRAM will cost: the pages its program can write, and
+// the slabs whose last system page may be part used.
+typedef struct DevicePages {
+  uint64_t pages, slabs;
+} DevicePages;
+
+static DevicePages *device_pages(const EmuInput *in) {
   int vb = in->topo->link.vector_bytes, n = in->prog->ndevices;
   Spans *per = xcalloc((size_t)MAX(n, 1), sizeof *per);
+  DevicePages *dp = xcalloc((size_t)MAX(n, 1), sizeof *dp);
   for (int i = 0; i < in->prog->tensors.len; i++) {  // the homes, then each device's program
     const TensorHome *th = &in->prog->tensors.data[i];
     if (th->device >= 0 && th->device < n) add_span(&per[th->device], th->addr, emu_home_vectors(th, vb));
   }
-  EmuMemory m = {0};
-  uint64_t slabs = 0;  // slabs whose last system page may be part used
   for (int d = 0; d < n; d++) {
     uint64_t homes = per[d].n;  // before the program's spans join them
     device_spans(in, d, vb, &per[d]);
-    if (window_part_of(in->topo, n, ranks_count(), d) == ranks_me()) {  // ranks: this rank's devices' SRAM
-      uint64_t pages = pages_of(&per[d]);
-      m.sram_pages += pages, m.devices++;
-      if (pages) slabs += homes + 1;  // each home's slab and the newest
-    }
-    m.device_bytes += sizeof(EDev) + (uint64_t)in->prog->devices[d].units.len * sizeof(EUnit) +
-                      (uint64_t)in->topo->devices[d].nports * sizeof(EPort);
+    dp[d].pages = pages_of(&per[d]);
+    dp[d].slabs = dp[d].pages ? homes + 1 : 0;  // each home's slab and the newest
     free(per[d].s);
   }
   free(per);
+  return dp;
+}
+
+// What every rank holds whatever its devices: each device's own state,
+// the references' arrays and the base.
+static void fixed_costs(const EmuInput *in, Reference *const *refs, int nrefs, EmuMemory *m) {
+  for (int d = 0; d < in->prog->ndevices; d++)
+    m->device_bytes += sizeof(EDev) + (uint64_t)in->prog->devices[d].units.len * sizeof(EUnit) +
+                       (uint64_t)in->topo->devices[d].nports * sizeof(EPort);
+  for (int i = 0; i < nrefs; i++) m->reference_bytes += ref_dense_bytes(refs[i]);
+  if (nrefs) m->reference_bytes += factor_check_bytes(in->graph);
+}
+
+// The rank of nranks that needs the most: each rank's devices
+// (window_part_of's) summed in one pass, plus the fixed costs in `fixed`.
+static EmuMemory largest_rank(const EmuInput *in, const DevicePages *dp, EmuMemory fixed, int nranks) {
+  EmuMemory *per = xcalloc((size_t)nranks, sizeof *per);
+  uint64_t *slabs = xcalloc((size_t)nranks, sizeof *slabs);
+  for (int d = 0; d < in->prog->ndevices; d++) {
+    int r = window_part_of(in->topo, in->prog->ndevices, nranks, d);
+    per[r].sram_pages += dp[d].pages, slabs[r] += dp[d].slabs, per[r].devices++;
+  }
   long sys_page = sysconf(_SC_PAGESIZE);
-  m.sram_bytes = m.sram_pages * sram_page_bytes(vb) + slabs * (uint64_t)(sys_page > 0 ? sys_page : 4096);
-  for (int i = 0; i < nrefs; i++) m.reference_bytes += ref_dense_bytes(refs[i]);
-  if (nrefs) m.reference_bytes += factor_check_bytes(in->graph);
-  m.total = m.sram_bytes + m.device_bytes + m.reference_bytes + EMU_MEMORY_BASE_BYTES;
+  EmuMemory worst = {0};
+  for (int r = 0; r < nranks; r++) {
+    EmuMemory m = fixed;
+    m.rank = r, m.devices = per[r].devices, m.sram_pages = per[r].sram_pages;
+    m.sram_bytes = m.sram_pages * sram_page_bytes(in->topo->link.vector_bytes) +
+                   slabs[r] * (uint64_t)(sys_page > 0 ? sys_page : 4096);
+    m.total = m.sram_bytes + m.device_bytes + m.reference_bytes + EMU_MEMORY_BASE_BYTES;
+    if (r == 0 || m.total > worst.total) worst = m;
+  }
+  free(per);
+  free(slabs);
+  return worst;
+}
+
+// The fewest ranks (up to one a device) whose every rank's estimate is at
+// most `limit`, found by doubling and then bisecting (more ranks hold fewer
+// devices each); 0 when not even one device a rank fits.
+static int ranks_to_fit(const EmuInput *in, const DevicePages *dp, EmuMemory fixed, uint64_t limit) {
+  int n = MAX(in->prog->ndevices, 1), hi = 1;
+  while (hi < n && largest_rank(in, dp, fixed, hi).total > limit) hi = MIN(2 * hi, n);
+  if (largest_rank(in, dp, fixed, hi).total > limit) return 0;
+  int lo = hi / 2 + 1;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (largest_rank(in, dp, fixed, mid).total <= limit) hi = mid;
+    else lo = mid + 1;
+  }
+  return hi;
+}
+
+EmuMemory emu_memory_estimate(const EmuInput *in, Reference *const *refs, int nrefs, uint64_t limit) {
+  DevicePages *dp = device_pages(in);
+  EmuMemory fixed = {0};
+  fixed_costs(in, refs, nrefs, &fixed);
+  EmuMemory m = largest_rank(in, dp, fixed, ranks_count());
+  m.nranks = ranks_count();
+  if (m.total > limit) m.ranks_to_fit = ranks_to_fit(in, dp, fixed, limit);
+  free(dp);
   return m;
 }
 

@@ -947,7 +947,10 @@ void window_gather_result(Emu *m) {
   for (size_t i = 0; i < m->viols.len; i++) keep_violation(m, &m->viols.data[i]);
   m->viols.len = 0;
   ranks_sum(r->link_vectors, 2 * m->topo->links.len + 1);
-  int64_t v[2] = {r->vectors_moved, (int64_t)m->kept.len + m->dropped};
+  // This rank's violations: those it keeps for rank 0 to list, those past
+  // --max-listed it dropped, and those counted as found, never formatted
+  // (emu_violate, when the list is full from the start: --max-listed 0).
+  int64_t v[2] = {r->vectors_moved, (int64_t)m->kept.len + m->dropped + r->nviolations};
   ranks_sum(v, 2);
   r->vectors_moved = v[0];
   Buf mine = {0};

@@ -748,10 +748,11 @@ static uint64_t mib_up(uint64_t bytes) { return (bytes + (1u << 20) - 1) >> 20; 
 static bool memory_fits(const EmuInput *in, const Args *a) {
   Reference *one[1] = {a->opt.ref};
   Reference *const *refs = a->batch_ref ? a->batch_ref : one;
-  EmuMemory m = emu_memory_estimate(in, refs, a->batch_ref ? a->nbatches : a->opt.ref != NULL);
   HostLimits host = host_limits(emu_machine_memory(), 0);
   uint64_t limit = a->max_memory_mib ? (uint64_t)a->max_memory_mib << 20 : host.memory / 100 * EMU_DEFAULT_MEMORY_PERCENT;
-  if ((limit == 0 && !a->max_memory_mib && !host.memory_by_cgroup) || m.total <= limit) return true;  // 0: unknown
+  if (limit == 0 && !a->max_memory_mib && !host.memory_by_cgroup) return true;  // 0: unknown
+  EmuMemory m = emu_memory_estimate(in, refs, a->batch_ref ? a->nbatches : a->opt.ref != NULL, limit);
+  if (m.total <= limit) return true;
   char whose[96];
   if (a->max_memory_mib)
     snprintf(whose, sizeof whose, "--max-memory");
@@ -763,13 +764,22 @@ static bool memory_fits(const EmuInput *in, const Args *a) {
   if (m.reference_bytes)
     snprintf(reference, sizeof reference, "%llu MiB for the reference's arrays, ",
              (unsigned long long)mib_up(m.reference_bytes));
+  // The parts in whole MiB, rounded up, and "besides" what makes them add
+  // up to the total (each rounded up alone, they came to a MiB more).
+  uint64_t parts = mib_up(m.sram_bytes) + mib_up(m.reference_bytes);
+  uint64_t besides = mib_up(m.total) > parts ? mib_up(m.total) - parts : 0;
+  char where[64] = "", ranks[128] = "";
+  if (m.nranks > 1) snprintf(where, sizeof where, " on MPI rank %d of %d, the largest", m.rank, m.nranks);
+  if (m.ranks_to_fit > m.nranks)
+    snprintf(ranks, sizeof ranks, ", or run it on %d MPI ranks (mpirun -np %d tsp-emu-mpi), each under the limit",
+             m.ranks_to_fit, m.ranks_to_fit);
   fprintf(stderr,
-          "tsp-emu: error: this run needs an estimated %llu MiB (%llu MiB for the %llu SRAM pages the program can "
-          "write on %d device%s, %s%llu MiB besides), over the %llu MiB limit (%s); raise it with --max-memory MIB\n",
-          (unsigned long long)mib_up(m.total), (unsigned long long)mib_up(m.sram_bytes),
+          "tsp-emu: error: this run needs an estimated %llu MiB%s (%llu MiB for the %llu SRAM pages the program can "
+          "write on %d device%s, %s%llu MiB besides), over the %llu MiB limit (%s); raise it with --max-memory "
+          "MIB%s\n",
+          (unsigned long long)mib_up(m.total), where, (unsigned long long)mib_up(m.sram_bytes),
           (unsigned long long)m.sram_pages, m.devices, m.devices == 1 ? "" : "s", reference,
-          (unsigned long long)mib_up(m.total - m.sram_bytes - m.reference_bytes),
-          (unsigned long long)(limit >> 20), whose);
+          (unsigned long long)besides, (unsigned long long)(limit >> 20), whose, ranks);
   return false;
 }
 
