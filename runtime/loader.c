@@ -567,19 +567,66 @@ static bool read_batches(ManifestReader *m, yaml_node_t *root, Program *p) {
   return true;
 }
 
+// Whether two homes are of one copy: one tensor on one device, of one
+// batch (a shard: starting at one element).
+static bool same_copy(const TensorHome *x, const TensorHome *y) {
+  if (strcmp(x->name, y->name) || x->device != y->device || x->batch != y->batch || x->is_shard != y->is_shard)
+    return false;
+  for (int d = 0; x->is_shard && d < IR_MAX_RANK; d++)
+    if (x->start[d] != y->start[d]) return false;
+  return true;
+}
+
+// Homes in an order that puts two of one copy side by side, each copy's
+// in the manifest's order (qsort's comparison, with its array).
+static const TensorHome *sort_homes;
+static int cmp_home(const void *a, const void *b) {
+  int i = *(const int *)a, j = *(const int *)b;
+  const TensorHome *x = &sort_homes[i], *y = &sort_homes[j];
+  int c = strcmp(x->name, y->name);
+  if (c) return c;
+  if (x->device != y->device) return x->device < y->device ? -1 : 1;
+  if (x->batch != y->batch) return x->batch < y->batch ? -1 : 1;
+  if (x->is_shard != y->is_shard) return x->is_shard ? 1 : -1;
+  for (int d = 0; x->is_shard && d < IR_MAX_RANK; d++)
+    if (x->start[d] != y->start[d]) return x->start[d] < y->start[d] ? -1 : 1;
+  return (i > j) - (i < j);
+}
+
+// No copy has two homes: the emulator would seed or check only one of
+// them, and the copy the other stood for would show up as reads of what
+// nothing wrote.
+static bool homes_unique(ManifestReader *m, const Program *p, yaml_node_t *const *nodes) {
+  int n = p->tensors.len, *order = xmalloc(sizeof(int) * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) order[i] = i;
+  sort_homes = p->tensors.data;
+  qsort(order, (size_t)n, sizeof *order, cmp_home);
+  bool ok = true;
+  for (int k = 1; k < n && ok; k++) {
+    const TensorHome *first = &p->tensors.data[order[k - 1]], *th = &p->tensors.data[order[k]];
+    if (!same_copy(first, th)) continue;
+    diag_error(m->d, mloc(m, nodes[order[k]]), "tensor '%s' has a second home on device %d%s (the first is at line %d)",
+               th->name, th->device, th->batch ? " in its batch" : "", mloc(m, nodes[order[k - 1]]).line);
+    ok = false;
+  }
+  free(order);
+  return ok;
+}
+
 static bool read_tensors(ManifestReader *m, yaml_node_t *root, EmuInput *in) {
   yaml_node_t *tensors = map_get(m, root, "tensors");
   if (!tensors || tensors->type != YAML_SEQUENCE_NODE) return true;
   yaml_node_item_t *first = tensors->data.sequence.items.start, *end = tensors->data.sequence.items.top;
   if (in->graph) in->home_tensor = ARENA_ARRAY(m->a, const Tensor *, (size_t)(end - first) + 1);
+  yaml_node_t **nodes = ARENA_ARRAY(m->a, yaml_node_t *, (size_t)(end - first) + 1);
   for (yaml_node_item_t *i = first; i < end; i++) {
     TensorHome th = {0};
-    yaml_node_t *n = yaml_document_get_node(m->doc, *i);
+    yaml_node_t *n = nodes[i - first] = yaml_document_get_node(m->doc, *i);
     if (!read_tensor(m, n, in->topo, &th)) return false;
     if (in->graph && !check_home(m, n, in->graph, &th, &in->home_tensor[i - first])) return false;
     VEC_PUSH(m->a, &in->prog->tensors, th);
   }
-  return true;
+  return homes_unique(m, in->prog, nodes);
 }
 
 // Whether roles item n says role r: {node: F, spare: S} ("device:"
