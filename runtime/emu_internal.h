@@ -457,6 +457,8 @@ void window_end(Emu *m);
 
 // Which partition of nparts device dev is in (contiguous blocks of whole nodes).
 int window_part_of(const Topology *t, int ndevs, int nparts, int dev);
+// Devices window_part_of keeps together: a dragonfly's node, else one.
+int window_block_devices(const Topology *t);
 // Whether this rank runs device dev (always, without MPI).
 bool emu_owns(const Emu *e, int dev);
 // Whether this rank reports what concerns the whole run (rank 0).

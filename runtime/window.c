@@ -79,12 +79,12 @@ int emu_default_threads(void) {
 // ---- partitions ------------------------------------------------------------------------
 
 // Devices a block keeps together: a dragonfly's node, else one device.
-static int block_devices(const Topology *t) {
+int window_block_devices(const Topology *t) {
   return t->family == FAMILY_DRAGONFLY ? MAX(t->df.tsps_per_node, 1) : 1;
 }
 
 int window_part_of(const Topology *t, int ndevs, int nparts, int dev) {
-  int per = block_devices(t), blocks = (ndevs + per - 1) / per;
+  int per = window_block_devices(t), blocks = (ndevs + per - 1) / per;
   return (int)((int64_t)(dev / per) * nparts / blocks);
 }
 
@@ -121,7 +121,7 @@ void window_begin(Emu *m) {
   m->window = window_ticks(m->topo);
   bool short_windows = m->window < (Tick)EMU_MIN_PARALLEL_WINDOW_CYCLES * EMU_TICKS_PER_CYCLE;
   int threads = m->opt.threads > 0 ? m->opt.threads : short_windows ? 1 : emu_default_threads();
-  int per = block_devices(m->topo), blocks = (m->ndevs + per - 1) / per;
+  int per = window_block_devices(m->topo), blocks = (m->ndevs + per - 1) / per;
   m->main = m;
   m->nparts = m->nranks > 1 ? m->nranks : MAX(1, MIN(threads, blocks));  // ranks: partition r is rank r's
   m->parts = xcalloc((size_t)m->nparts, sizeof *m->parts);

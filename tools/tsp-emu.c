@@ -770,7 +770,7 @@ static bool memory_fits(const EmuInput *in, const Args *a) {
   uint64_t besides = mib_up(m.total) > parts ? mib_up(m.total) - parts : 0;
   char where[64] = "", ranks[128] = "";
   if (m.nranks > 1) snprintf(where, sizeof where, " on MPI rank %d of %d, the largest", m.rank, m.nranks);
-  if (m.ranks_to_fit > m.nranks)
+  if (m.ranks_to_fit && m.ranks_to_fit != m.nranks)
     snprintf(ranks, sizeof ranks, ", or run it on %d MPI ranks (mpirun -np %d tsp-emu-mpi), each under the limit",
              m.ranks_to_fit, m.ranks_to_fit);
   fprintf(stderr,
