@@ -349,22 +349,26 @@ static int next_on_path(const Partitioner *p, Pipeline *pl) {
   return best;
 }
 
+// Whether x, an operand of op, goes where op goes: a param or input the
+// .tg left unplaced, which op reads first.  One the .tg places stays there
+// (mlp.tg's `param w2 ... @ device(0)` moved with its matmul's stage under
+// --batches=2, and tsp-emu refused the manifest: the model places it on 0).
+static bool follows(const Pipeline *pl, const Op *op, const Tensor *x) {
+  return x->kind != TENSOR_VALUE && !x->place_written && pl->first_use[x->id] == op;
+}
+
 // Places op on device d with the unplaced params and inputs it reads first.
 static void assign(Pipeline *pl, Op *op, int d) {
   Placement here = {.kind = PLACE_DEVICE, .index = d};
   op->result->place = here;
-  for (int a = 0; a < op->nargs; a++) {
-    Tensor *x = op->args[a];
-    if (x->kind != TENSOR_VALUE && pl->first_use[x->id] == op) x->place = here;
-  }
+  for (int a = 0; a < op->nargs; a++)
+    if (follows(pl, op, op->args[a])) op->args[a]->place = here;
 }
 
 static void unassign(Pipeline *pl, Op *op) {
   op->result->place = (Placement){.kind = PLACE_AUTO};
-  for (int a = 0; a < op->nargs; a++) {
-    Tensor *x = op->args[a];
-    if (x->kind != TENSOR_VALUE && pl->first_use[x->id] == op) x->place = (Placement){.kind = PLACE_AUTO};
-  }
+  for (int a = 0; a < op->nargs; a++)
+    if (follows(pl, op, op->args[a])) op->args[a]->place = (Placement){.kind = PLACE_AUTO};
 }
 
 // Stage k's device, extending the path; -1 past the last device.
