@@ -172,32 +172,53 @@ static void log_cost(FILE *log, AlgoKind algo, int64_t cycles, int64_t bound) {
   else fprintf(log, " %s refused", ir_algo_names[algo]);
 }
 
-static bool tried_count(const int *counts, size_t i);
+static bool tried_count(const int *counts, size_t i) {
+  for (size_t j = 0; j < i; j++)
+    if (counts[j] == counts[i]) return true;
+  return false;
+}
 
-// Collective n alone under algo, minimally routed, under `bound`.  A tree
-// algorithm is costed at its fastest chunk count, the formula's divided by
-// each of TREE_CHUNK_DIVISORS (unless --tree-chunks gives the count), as
-// --algo=NAME chooses it (choose_tree_chunks): costed at the formula's
-// count alone, multitree lost to biring on ring8 at 1 MiB (75,009 against
-// 74,486 cycles) though with a quarter of it, which --algo=multitree
-// takes, it runs 70,255.  *divisor: the divisor of the cost returned.
-static Cost candidate_cost(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound, Dag **keep, int *divisor) {
+// The chunk search's first round (seed 003 s VIII-C): collective n alone
+// under tree algorithm algo, routed minimally, at the formula's chunk count
+// (algo_tree.c) divided by each of TREE_CHUNK_DIVISORS, each under `bound`
+// and the best so far (a divisor that gives a count already tried is
+// skipped).  Returns the fastest's cost and *divisor (the first's when
+// none finishes; c->tree_chunk_divisor is left 0).  log: each divisor's
+// figure (NULL: none).
+static Cost chunk_round(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound, FILE *log, int *divisor) {
   static const int divisors[] = TREE_CHUNK_DIVISORS;
   Compilation *c = ch->c;
   int op = n->op->id, counts[ARRAY_LEN(divisors)];
-  *divisor = 1;
-  if (c->tree_chunks || !lower_uses_tree_chunks(algo)) return isolated(ch, n, algo, bound, false, keep);
   Cost best = {0};
+  *divisor = 1;
   for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
     c->tree_chunk_divisor[op] = divisors[i];
     counts[i] = lower_tree_chunks(c, n, algo);
-    if (tried_count(counts, i)) continue;  // the count an earlier divisor gave: the same schedule
+    if (tried_count(counts, i)) {  // the count an earlier divisor gave: the same schedule
+      if (log) fprintf(log, " %d: the same %d chunks", divisors[i], counts[i]);
+      continue;
+    }
     Cost k = isolated(ch, n, algo, bound, false, NULL);  // under branch and bound: it finishes within bound
+    if (log && k.cycles >= 0) fprintf(log, " %d: %lld", divisors[i], (long long)k.cycles);
+    else if (log) fprintf(log, " %d: %s", divisors[i], k.cycles == ABANDONED ? ">best" : "refused");
     if (i == 0 || (k.cycles >= 0 && (best.cycles < 0 || k.cycles < best.cycles))) best = k, *divisor = divisors[i];
     if (k.cycles >= 0) bound = k.cycles;
   }
   c->tree_chunk_divisor[op] = 0;
   return best;
+}
+
+// Collective n alone under algo, minimally routed, under `bound`.  A tree
+// algorithm is costed at its fastest chunk count (chunk_round, unless
+// --tree-chunks gives the count), as --algo=NAME chooses it
+// (choose_tree_chunks): costed at the formula's count alone, multitree
+// lost to biring on ring8 at 1 MiB (75,009 against 74,486 cycles) though
+// with a quarter of it, which --algo=multitree takes, it runs 70,255.
+// *divisor: the divisor of the cost returned.
+static Cost candidate_cost(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound, Dag **keep, int *divisor) {
+  *divisor = 1;
+  if (ch->c->tree_chunks || !lower_uses_tree_chunks(algo)) return isolated(ch, n, algo, bound, false, keep);
+  return chunk_round(ch, n, algo, bound, NULL, divisor);
 }
 
 // The applicable algorithm that runs collective n fastest alone (ALGO_AUTO
@@ -324,34 +345,14 @@ static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoK
 // routing and schedule): the winner's is kept, so lower, route and
 // schedule do not make it again (dbtree on rack72 at 64 MiB, where the
 // formula's count wins: 1.2 s -> 0.7 s).
-static bool tried_count(const int *counts, size_t i) {
-  for (size_t j = 0; j < i; j++)
-    if (counts[j] == counts[i]) return true;
-  return false;
-}
-
 static void choose_tree_chunks(Chooser *ch, const DagNode *n) {
-  static const int divisors[] = TREE_CHUNK_DIVISORS;
   Compilation *c = ch->c;
-  int op = n->op->id;
+  int op = n->op->id, pick;
   AlgoKind algo = c->algos[op];
   if (c->tree_chunks || !lower_uses_tree_chunks(algo)) return;
   fprintf(ch->log, "choose %s (line %d): %s's chunks, the formula's count divided by", n->op->result->name,
           n->op->loc.line, ir_algo_names[algo]);
-  int64_t best = -1;
-  int pick = 1, counts[ARRAY_LEN(divisors)];
-  for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
-    c->tree_chunk_divisor[op] = divisors[i];
-    counts[i] = lower_tree_chunks(c, n, algo);
-    if (tried_count(counts, i)) {  // the count an earlier divisor gave: the same schedule
-      fprintf(ch->log, " %d: the same %d chunks", divisors[i], counts[i]);
-      continue;
-    }
-    Cost k = isolated(ch, n, algo, best, false, NULL);
-    if (k.cycles >= 0) fprintf(ch->log, " %d: %lld", divisors[i], (long long)k.cycles);
-    else fprintf(ch->log, " %d: %s", divisors[i], k.cycles == ABANDONED ? ">best" : "refused");
-    if (k.cycles >= 0 && (best < 0 || k.cycles < best)) best = k.cycles, pick = divisors[i];
-  }
+  chunk_round(ch, n, algo, -1, ch->log, &pick);
   Dag *kept = NULL, *kept_formula = NULL;
   if (pick != 1 && c->route_mode == ROUTE_AUTO) {
     bool alone = c->keep_trials && c->dag->nodes.len == 1 && !c->trial_dag;

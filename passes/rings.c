@@ -130,6 +130,18 @@ typedef struct NearLayout {
   bool flip_x, flip_r;
 } NearLayout;
 
+// Layout i (0 .. 4 ndims - 1) of the near cycle on t: columns along
+// dimension i / 4, flipped as i % 4 says.  False when t is no mesh such a
+// cycle covers or that dimension cannot carry one (both it and the rows
+// odd and at least 3).
+static bool near_layout(const Topology *t, int i, NearLayout *g) {
+  if (t->family != FAMILY_MESH || t->bypass || t->ndims < 2) return false;
+  int axis = i / 4;
+  *g = (NearLayout){.t = t, .axis = axis, .w = t->dims[axis], .rows = t->ndevices / t->dims[axis],
+                    .flip_x = i & 1, .flip_r = i & 2};
+  return g->w >= 3 && g->rows >= 3 && g->w % 2 && g->rows % 2;
+}
+
 static int near_push(const NearLayout *g, int *order, int n, int x, int r) {
   int c[IR_MAX_TOPO_DIMS] = {0};
   snake_row(g->t, g->axis, g->flip_r ? g->rows - 1 - r : r, c);
@@ -175,18 +187,15 @@ static bool near_hop_works(const Topology *t, int a, int b, bool two_links) {
 // 40-49 failed kept id order before, 56 % of its link directions against
 // 29 %).  Without failures the first layout is the one.
 bool ring_near_hamiltonian(const Topology *t, int *order) {
-  if (t->family != FAMILY_MESH || t->bypass || t->ndims < 2) return false;
-  for (int axis = 0; axis < t->ndims; axis++)
-    for (int flips = 0; flips < 4; flips++) {
-      NearLayout g = {.t = t, .axis = axis, .w = t->dims[axis], .rows = t->ndevices / t->dims[axis],
-                      .flip_x = flips & 1, .flip_r = flips & 2};
-      if (g.w < 3 || g.rows < 3 || g.w % 2 == 0 || g.rows % 2 == 0) break;
-      int corner = near_cycle(&g, order), n = t->ndevices;
-      bool works = true;
-      for (int i = 0; i < n && works && t->nfailed; i++)
-        works = near_hop_works(t, order[i], order[(i + 1) % n], i == corner);
-      if (works) return true;
-    }
+  NearLayout g;
+  for (int layout = 0; layout < 4 * t->ndims; layout++) {
+    if (!near_layout(t, layout, &g)) continue;
+    int corner = near_cycle(&g, order), n = t->ndevices;
+    bool works = true;
+    for (int i = 0; i < n && works && t->nfailed; i++)
+      works = near_hop_works(t, order[i], order[(i + 1) % n], i == corner);
+    if (works) return true;
+  }
   return false;
 }
 
@@ -393,25 +402,23 @@ static bool no_cycle_possible(const Topology *t, const int *group, int ngroup, c
 // neighbours, left out; every hop is then between neighbours (tto's
 // groups, and a biring over them: a search gave up on 7x7 and larger).
 static bool cycle_without_corner(const Topology *t, const int *group, int ngroup, int *order) {
-  if (ngroup != t->ndevices - 1 || t->family != FAMILY_MESH || t->bypass || t->ndims < 2) return false;
+  if (ngroup != t->ndevices - 1) return false;
   char *member = xcalloc((size_t)t->ndevices, 1);
   for (int g = 0; g < ngroup; g++) member[group[g]] = 1;
   int left_out = 0;
   while (member[left_out]) left_out++;
   int *cycle = xmalloc(sizeof(int) * (size_t)t->ndevices);
   bool found = false;
-  for (int axis = 0; axis < t->ndims && !found; axis++)
-    for (int flips = 0; flips < 4 && !found; flips++) {
-      NearLayout g = {.t = t, .axis = axis, .w = t->dims[axis], .rows = t->ndevices / t->dims[axis],
-                      .flip_x = flips & 1, .flip_r = flips & 2};
-      if (g.w < 3 || g.rows < 3 || g.w % 2 == 0 || g.rows % 2 == 0) break;
-      int corner = near_cycle(&g, cycle), n = 0;
-      if (cycle[corner] != left_out) continue;
-      for (int i = 0; i < t->ndevices; i++)
-        if (i != corner) order[n++] = cycle[i];
-      found = true;
-      for (int i = 0; i < n && found; i++) found = ring_link_between(t, order[i], order[(i + 1) % n], -1) >= 0;
-    }
+  NearLayout g;
+  for (int layout = 0; layout < 4 * t->ndims && !found; layout++) {
+    if (!near_layout(t, layout, &g)) continue;
+    int corner = near_cycle(&g, cycle), n = 0;
+    if (cycle[corner] != left_out) continue;
+    for (int i = 0; i < t->ndevices; i++)
+      if (i != corner) order[n++] = cycle[i];
+    found = true;
+    for (int i = 0; i < n && found; i++) found = near_hop_works(t, order[i], order[(i + 1) % n], false);
+  }
   free(cycle);
   free(member);
   return found;

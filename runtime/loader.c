@@ -567,22 +567,9 @@ static bool read_batches(ManifestReader *m, yaml_node_t *root, Program *p) {
   return true;
 }
 
-// Whether two homes are of one copy: one tensor on one device, of one
-// batch (a shard: starting at one element).
-static bool same_copy(const TensorHome *x, const TensorHome *y) {
-  if (strcmp(x->name, y->name) || x->device != y->device || x->batch != y->batch || x->is_shard != y->is_shard)
-    return false;
-  for (int d = 0; x->is_shard && d < IR_MAX_RANK; d++)
-    if (x->start[d] != y->start[d]) return false;
-  return true;
-}
-
-// Homes in an order that puts two of one copy side by side, each copy's
-// in the manifest's order (qsort's comparison, with its array).
-static const TensorHome *sort_homes;
-static int cmp_home(const void *a, const void *b) {
-  int i = *(const int *)a, j = *(const int *)b;
-  const TensorHome *x = &sort_homes[i], *y = &sort_homes[j];
+// Homes ordered by the copy they hold (one tensor on one device, of one
+// batch; a shard by the element it starts at): 0 when they hold one copy.
+static int cmp_copy(const TensorHome *x, const TensorHome *y) {
   int c = strcmp(x->name, y->name);
   if (c) return c;
   if (x->device != y->device) return x->device < y->device ? -1 : 1;
@@ -590,26 +577,39 @@ static int cmp_home(const void *a, const void *b) {
   if (x->is_shard != y->is_shard) return x->is_shard ? 1 : -1;
   for (int d = 0; x->is_shard && d < IR_MAX_RANK; d++)
     if (x->start[d] != y->start[d]) return x->start[d] < y->start[d] ? -1 : 1;
-  return (i > j) - (i < j);
+  return 0;
+}
+
+// A home and where the manifest gives it, for sorting.
+typedef struct HomeAt {
+  const TensorHome *home;
+  int index;
+} HomeAt;
+
+// By copy, then in the manifest's order.
+static int cmp_home_at(const void *a, const void *b) {
+  const HomeAt *x = a, *y = b;
+  int c = cmp_copy(x->home, y->home);
+  return c ? c : (x->index > y->index) - (x->index < y->index);
 }
 
 // No copy has two homes: the emulator would seed or check only one of
 // them, and the copy the other stood for would show up as reads of what
 // nothing wrote.
 static bool homes_unique(ManifestReader *m, const Program *p, yaml_node_t *const *nodes) {
-  int n = p->tensors.len, *order = xmalloc(sizeof(int) * (size_t)(n + 1));
-  for (int i = 0; i < n; i++) order[i] = i;
-  sort_homes = p->tensors.data;
-  qsort(order, (size_t)n, sizeof *order, cmp_home);
+  int n = p->tensors.len;
+  HomeAt *at = xmalloc(sizeof *at * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) at[i] = (HomeAt){&p->tensors.data[i], i};
+  qsort(at, (size_t)n, sizeof *at, cmp_home_at);
   bool ok = true;
   for (int k = 1; k < n && ok; k++) {
-    const TensorHome *first = &p->tensors.data[order[k - 1]], *th = &p->tensors.data[order[k]];
-    if (!same_copy(first, th)) continue;
-    diag_error(m->d, mloc(m, nodes[order[k]]), "tensor '%s' has a second home on device %d%s (the first is at line %d)",
-               th->name, th->device, th->batch ? " in its batch" : "", mloc(m, nodes[order[k - 1]]).line);
+    if (cmp_copy(at[k - 1].home, at[k].home)) continue;
+    diag_error(m->d, mloc(m, nodes[at[k].index]), "tensor '%s' has a second home on device %d%s (the first is at line %d)",
+               at[k].home->name, at[k].home->device, at[k].home->batch ? " in its batch" : "",
+               mloc(m, nodes[at[k - 1].index]).line);
     ok = false;
   }
-  free(order);
+  free(at);
   return ok;
 }
 
