@@ -1,6 +1,6 @@
 // binary.c: encodes a device program as a devNNNN.tsp binary, and with
 // tspc -g its debug section: per instruction the schedule cycle and what it
-// serves (Instr.at and .note, codegen's listing annotations).  Part of
+// serves (UnitProgram.notes, codegen's listing annotations).  Part of
 // backend/; runtime/loader.c decodes the same layout (ir.h draws it) and
 // trusts none of it.
 #include "backend.h"
@@ -129,12 +129,13 @@ static void put_debug_section(Buf *b, const DeviceProgram *dp) {
   uint32_t n = 0;
   for (int u = 0; u < dp->units.len; u++)
     for (int i = 0; i < dp->units.data[u].code.len; i++, n++) {
-      const Instr *in = &dp->units.data[u].code.data[i];
-      uint64_t cycle = in->note && in->at >= 0 ? (uint64_t)in->at : ISA_DEBUG_NONE_CYCLE;
+      const InstrNote *in = ir_instr_note(&dp->units.data[u], i);
+      const char *note = in ? in->note : NULL;
+      uint64_t cycle = note && in->at >= 0 ? (uint64_t)in->at : ISA_DEBUG_NONE_CYCLE;
       put_u32(&entries, (uint32_t)cycle);
       put_u32(&entries, (uint32_t)(cycle >> 32));
-      put_u32(&entries, in->note ? note_offset(&notes, in->note) : ISA_DEBUG_NONE_NOTE);
-      put_u32(&entries, in->note && in->line > 0 ? (uint32_t)in->line : 0);
+      put_u32(&entries, note ? note_offset(&notes, note) : ISA_DEBUG_NONE_NOTE);
+      put_u32(&entries, note && in->line > 0 ? (uint32_t)in->line : 0);
     }
   buf_append(b, ISA_DEBUG_MAGIC, 4);
   put_u16(b, ISA_DEBUG_VERSION);

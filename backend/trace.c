@@ -212,8 +212,8 @@ static ServedVec served_table(const ManifestInfo *m) {
   return v;
 }
 
-// The node instruction in serves on unit up of device, or -1.
-static int served_by(const ServedVec *v, int device, const UnitProgram *up, const Instr *in) {
+// The node instruction in, issued at `at`, serves on unit up of device, or -1.
+static int served_by(const ServedVec *v, int device, const UnitProgram *up, const Instr *in, int64_t at) {
   int unit;
   if (up->kind == UNIT_C2C && (in->op == OPC_SEND || in->op == OPC_RECV))
     unit = 2 * up->port + (in->op == OPC_RECV);
@@ -222,7 +222,7 @@ static int served_by(const ServedVec *v, int device, const UnitProgram *up, cons
   else
     return -1;
   if (!v->len) return -1;  // no transfers, no reductions (bsearch wants a base even for none)
-  Served key = {device, unit, in->at, 0};
+  Served key = {device, unit, at, 0};
   const Served *hit = bsearch(&key, v->data, (size_t)v->len, sizeof(Served), served_cmp);
   return hit ? hit->node : -1;
 }
@@ -244,14 +244,15 @@ static void write_unit(TraceOut *t, const ManifestInfo *m, const ServedVec *serv
   Buf name = {0}, what = {0};
   for (int i = 0; i < up->code.len; i++) {
     const Instr *in = &up->code.data[i];
-    if (in->at < 0 || in->op == OPC_WAIT || in->op == OPC_HALT) continue;
-    int node = served_by(served, d, up, in);
+    const InstrNote *note = ir_instr_note(up, i);
+    if (!note || note->at < 0 || in->op == OPC_WAIT || in->op == OPC_HALT) continue;
+    int node = served_by(served, d, up, in, note->at);
     what.len = 0;
     if (node >= 0) node_name(&what, m, m->dag->nodes.data[node], steps);
     name.len = 0;
     buf_printf(&name, "%s", isa_opcodes[in->op].name);
-    if (what.len || in->note) buf_printf(&name, " %s", what.len ? what.data : in->note);
-    slice(t, d, u, name.data, t->base + in->at, held(m, in), NULL);
+    if (what.len || note->note) buf_printf(&name, " %s", what.len ? what.data : note->note);
+    slice(t, d, u, name.data, t->base + note->at, held(m, in), NULL);
     t->counts->slices++;
   }
   buf_free(&name);

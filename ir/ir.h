@@ -563,20 +563,25 @@ typedef struct Route {
   int64_t start;    // after scheduling: when its first vector leaves
 } Route;
 
-// One instruction (the ISA section below says what each field means).
+// One instruction (the ISA section below says what each field means): the
+// fields it is encoded with, 20 bytes, since a long program is mostly
+// instructions (system10440's hold 20 M).
 typedef struct Instr {
   uint8_t op, dtype;
   uint16_t port;
   uint32_t a, b, c, d;
-  int32_t line;  // the .tg line of the op codegen made it for, 0: none (not
-                 // encoded; a debug section keeps it).  40 bytes in all: a
-                 // long program is mostly instructions.
-  // What the compiler made it for (not encoded; --emit=asm prints it as a
-  // comment): the node or step it serves, and its schedule cycle.
+} Instr;
+_Static_assert(sizeof(Instr) == 20, "Instr holds what is encoded, no more");
+
+// What the compiler made an instruction for (not encoded; --emit=asm prints
+// it as a comment, and a debug section keeps it): the node or step it
+// serves, its schedule cycle (-1: none) and the .tg line of the op behind it
+// (0: none).  Only an annotated program has them (UnitProgram.notes).
+typedef struct InstrNote {
   const char *note;  // NULL: no comment
   int64_t at;
-} Instr;
-_Static_assert(sizeof(Instr) <= 40, "Instr is kept small: a long program is mostly instructions");
+  int32_t line;
+} InstrNote;
 
 // A compute node's instruction, placed by the scheduler (passes/compute.c)
 // before SRAM is allocated: field a, b, c or d (ref[0..3]) may be an offset
@@ -806,7 +811,13 @@ typedef struct UnitProgram {
   UnitKind kind;
   int port;  // UNIT_C2C
   VEC(Instr) code;
+  VEC(InstrNote) notes;  // notes.data[i] annotates code.data[i]; empty: the program is not annotated
 } UnitProgram;
+
+// Instruction i's note, NULL if the program has none.
+static inline const InstrNote *ir_instr_note(const UnitProgram *up, int i) {
+  return i < up->notes.len ? &up->notes.data[i] : NULL;
+}
 
 // Data placed in SRAM before the run (INIT) or checked after it (EXPECT):
 // nvec vectors from addr whose element i (counting across the vectors) is
@@ -845,7 +856,7 @@ typedef struct DeviceProgram {
   int device;
   VEC(UnitProgram) units;
   VEC(DataRecord) records;
-  bool debug;  // the loader read a debug section (every Instr's at and note)
+  bool debug;  // the loader read a debug section (every unit's notes)
 } DeviceProgram;
 
 typedef struct Program {

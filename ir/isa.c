@@ -387,13 +387,13 @@ void isa_print_tensor(const TensorHome *th, FILE *out) {
   fputc('\n', out);
 }
 
-static void print_instr(const Instr *in, FILE *out) {
+static void print_instr(const Instr *in, const InstrNote *n, FILE *out) {
   char text[128];
   isa_format(text, sizeof text, in);
-  if (in->note && in->at >= 0)  // the compiler's annotation: schedule cycle, then what it serves
-    fprintf(out, "  %-*s ; @%lld %s\n", ISA_LISTING_COLUMN, text, (long long)in->at, in->note);
-  else if (in->note)
-    fprintf(out, "  %-*s ; %s\n", ISA_LISTING_COLUMN, text, in->note);
+  if (n && n->note && n->at >= 0)  // the compiler's annotation: schedule cycle, then what it serves
+    fprintf(out, "  %-*s ; @%lld %s\n", ISA_LISTING_COLUMN, text, (long long)n->at, n->note);
+  else if (n && n->note)
+    fprintf(out, "  %-*s ; %s\n", ISA_LISTING_COLUMN, text, n->note);
   else
     fprintf(out, "  %s\n", text);
 }
@@ -408,14 +408,14 @@ void isa_print_device_source(const DeviceProgram *dp, int ndevices, const SrcFil
     fprintf(out, ".unit %s\n", name);
     int shown = 0;  // the .tg line quoted last in this unit
     for (int i = 0; i < up->code.len; i++) {
-      const Instr *in = &up->code.data[i];
-      if (src && in->note && in->line > 0 && in->line != shown) {
+      const InstrNote *n = ir_instr_note(up, i);
+      if (src && n && n->note && n->line > 0 && n->line != shown) {
         int len;
-        const char *text = src_line(src, in->line, &len);
-        fprintf(out, "; %s:%d: %.*s\n", src->path, in->line, len, text);
-        shown = in->line;
+        const char *text = src_line(src, n->line, &len);
+        fprintf(out, "; %s:%d: %.*s\n", src->path, n->line, len, text);
+        shown = n->line;
       }
-      print_instr(in, out);
+      print_instr(&up->code.data[i], n, out);
     }
   }
 }

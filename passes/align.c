@@ -167,15 +167,24 @@ static UnitProgram *unit_of(Arena *a, DeviceProgram *dp, UnitKind kind, int port
   return &dp->units.data[dp->units.len - 1];
 }
 
-static void emit(Arena *a, UnitProgram *u, Opcode op, int port, uint32_t operand) {
-  Instr in = {.op = (uint8_t)op, .port = (uint16_t)port, .a = operand, .at = -1,
-              .note = op == OPC_WAIT ? NULL : "alignment preamble (seed 002 s3.3)"};
-  VEC_PUSH(a, &u->code, in);
+// The preamble is emitted before the rest of each unit's code.  a->annotate:
+// each instruction gets its note too.
+typedef struct PreambleOut {
+  Arena *arena;
+  bool annotate;
+} PreambleOut;
+
+static void emit(const PreambleOut *a, UnitProgram *u, Opcode op, int port, uint32_t operand) {
+  Instr in = {.op = (uint8_t)op, .port = (uint16_t)port, .a = operand};
+  VEC_PUSH(a->arena, &u->code, in);
+  if (!a->annotate) return;
+  InstrNote note = {.at = -1, .note = op == OPC_WAIT ? NULL : "alignment preamble (seed 002 s3.3)"};
+  VEC_PUSH(a->arena, &u->notes, note);
 }
 
 // Device v's TRANSMITs to its children at their send times, the WAITs
 // between; returns the cycles they take after its release.
-static int64_t emit_transmits(Arena *a, const AlignPlan *plan, const Topology *t, int v, UnitProgram *ctl,
+static int64_t emit_transmits(const PreambleOut *a, const AlignPlan *plan, const Topology *t, int v, UnitProgram *ctl,
                               Child *kids) {
   int n = children_of(plan, t, v, kids);
   for (int i = 0; i < n; i++) kids[i].at = plan->send_at[kids[i].device];
@@ -189,7 +198,8 @@ static int64_t emit_transmits(Arena *a, const AlignPlan *plan, const Topology *t
   return now;
 }
 
-int64_t align_emit(Arena *a, const AlignPlan *plan, const Topology *t, Program *p) {
+int64_t align_emit(Arena *arena, const AlignPlan *plan, const Topology *t, Program *p, bool annotate) {
+  PreambleOut emitter = {arena, annotate}, *a = &emitter;
   int most = 1;
   for (int v = 0; v < t->ndevices; v++) most = MAX(most, t->devices[v].nports);
   Child *kids = xmalloc(sizeof *kids * (size_t)most);
@@ -198,7 +208,7 @@ int64_t align_emit(Arena *a, const AlignPlan *plan, const Topology *t, Program *
     if (!!ir_device_failed(t, v)) continue;
     for (int i = 0; i < dp->units.len; i++)  // every unit but ctl waits for the NOTIFY
       if (dp->units.data[i].kind != UNIT_CTL) emit(a, &dp->units.data[i], OPC_SYNC, 0, 0);
-    UnitProgram *ctl = unit_of(a, dp, UNIT_CTL, -1);
+    UnitProgram *ctl = unit_of(arena, dp, UNIT_CTL, -1);
     if (v == plan->root) {
       if (plan->launch_window > 0) emit(a, ctl, OPC_WAIT, 0, (uint32_t)plan->launch_window);
       emit(a, ctl, OPC_DESKEW, 0, 0);

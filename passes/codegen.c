@@ -33,16 +33,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-// One unit's instructions while they are generated, in any order, each at
-// its issue cycle (Instr.at, schedule time) before WAITs fill the gaps.
-// Held in malloc'd memory and freed once emitted: a unit's list grows by
-// doubling, which in the arena would keep every smaller copy too (on
-// system10440 half the instructions' memory).
+// An instruction while it is generated: at its issue cycle (schedule
+// time), with what it serves (the program's InstrNote when annotated).
+typedef struct Placed {
+  int64_t at;
+  const char *note;
+  Instr in;
+  int32_t line;
+} Placed;
+
+// One unit's instructions while they are generated, in any order, before
+// WAITs fill the gaps.  Held in malloc'd memory and freed once emitted: a
+// unit's list grows by doubling, which in the arena would keep every
+// smaller copy too (on system10440 half the instructions' memory).
 typedef struct UnitCode {
   UnitKind kind;
   int port;
   struct {
-    Instr *data;
+    Placed *data;
     int len, cap;
   } code;
   int64_t resync_until;  // a SYNC at every resync k I below this (add_resyncs; emit_unit merges them in)
@@ -83,10 +91,10 @@ typedef struct Codegen {
   VEC(const Op *) refused;  // the ops refused, one per source position
   bool failed;
   int64_t **live;     // [tensor id][device]: [from, until) a compute value lives (NULL row: for good)
-  Instr *sort_buffer; // sort_by_time's, for the longest unit list so far
+  Placed *sort_buffer; // sort_by_time's, for the longest unit list so far
   int sort_cap;
-  const char *note;   // what the instructions being made serve (Instr.note)
-  int line;           // ... and the .tg line of the op behind them (Instr.line; 0: none)
+  const char *note;   // what the instructions being made serve (InstrNote.note)
+  int line;           // ... and the .tg line of the op behind them (InstrNote.line; 0: none)
 } Codegen;
 
 
@@ -223,10 +231,10 @@ static void put(Codegen *g, UnitCode *u, int64_t at, Instr in) {
   if (u->code.len == u->code.cap) {
     if (u->code.cap > INT32_MAX / 2) die("codegen: a unit of more than 2^30 instructions");
     u->code.cap = u->code.cap ? 2 * u->code.cap : 16;
-    u->code.data = xrealloc(u->code.data, sizeof(Instr) * (size_t)u->code.cap);
+    u->code.data = xrealloc(u->code.data, sizeof(Placed) * (size_t)u->code.cap);
   }
-  Instr *p = &u->code.data[u->code.len++];
-  *p = in;
+  Placed *p = &u->code.data[u->code.len++];
+  p->in = in;
   p->note = g->note, p->at = at, p->line = g->line;
 }
 
@@ -569,7 +577,7 @@ static void add_resyncs(Codegen *g, DeviceCode *d, int nports) {
 }
 
 // The end of the run of instructions in time order that starts at i.
-static int run_end(const Instr *code, int i, int n) {
+static int run_end(const Placed *code, int i, int n) {
   while (++i < n && code[i].at >= code[i - 1].at) {}
   return i;
 }
@@ -585,21 +593,21 @@ static void sort_by_time(Codegen *g, UnitCode *u) {
   if (n < 2 || run_end(u->code.data, 0, n) == n) return;
   if (g->sort_cap < n) {
     g->sort_cap = MAX(n, 2 * g->sort_cap);
-    g->sort_buffer = xrealloc(g->sort_buffer, sizeof(Instr) * (size_t)g->sort_cap);
+    g->sort_buffer = xrealloc(g->sort_buffer, sizeof(Placed) * (size_t)g->sort_cap);
   }
-  Instr *from = u->code.data, *to = g->sort_buffer;
+  Placed *from = u->code.data, *to = g->sort_buffer;
   while (run_end(from, 0, n) < n) {  // a pass: each two neighbouring runs into one
     for (int lo = 0; lo < n;) {
       int mid = run_end(from, lo, n), hi = mid < n ? run_end(from, mid, n) : n, a = lo, b = mid, k = lo;
       while (a < mid && b < hi) to[k++] = from[b].at < from[a].at ? from[b++] : from[a++];
-      memcpy(to + k, from + a, sizeof(Instr) * (size_t)(mid - a));
-      memcpy(to + k + (mid - a), from + b, sizeof(Instr) * (size_t)(hi - b));
+      memcpy(to + k, from + a, sizeof(Placed) * (size_t)(mid - a));
+      memcpy(to + k + (mid - a), from + b, sizeof(Placed) * (size_t)(hi - b));
       lo = hi;
     }
-    Instr *t = from;
+    Placed *t = from;
     from = to, to = t;
   }
-  if (from != u->code.data) memcpy(u->code.data, from, sizeof(Instr) * (size_t)n);
+  if (from != u->code.data) memcpy(u->code.data, from, sizeof(Placed) * (size_t)n);
 }
 
 // Where emit_unit stands in a unit's instructions merged with its SYNCs.
@@ -614,7 +622,7 @@ typedef struct Merge {
 // instruction at the same cycle, as a stable sort of them appended would
 // put it).  False at the end; else *in is the list's instruction, or NULL
 // for a SYNC, and *at its cycle.
-static inline bool merge_next(const Codegen *g, Merge *m, const Instr **in, int64_t *at) {
+static inline bool merge_next(const Codegen *g, Merge *m, const Placed **in, int64_t *at) {
   const SyncPlan *s = &g->c->sync;
   bool sync_due = s->interval && m->next_sync < m->u->resync_until;
   if (m->i < m->u->code.len && (!sync_due || m->u->code.data[m->i].at <= m->next_sync)) {
@@ -630,16 +638,22 @@ static inline bool merge_next(const Codegen *g, Merge *m, const Instr **in, int6
 }
 
 // Cycles after issuing the merge's instruction (NULL: a SYNC) before the unit issues again.
-static int64_t merged_cycles(const Codegen *g, const Instr *in) { return in ? issue_cycles(g, in) : g->c->sync.window; }
+static int64_t merged_cycles(const Codegen *g, const Placed *p) { return p ? issue_cycles(g, &p->in) : g->c->sync.window; }
+
+// Instruction i's note, when the program is annotated (notes not NULL).
+static inline void put_note(InstrNote *notes, int i, InstrNote note) {
+  if (notes) notes[i] = note;
+}
 
 // Appends u's instructions to out, WAITs in the gaps, then HALT: counted
 // first, then written in place into room reserved once (an instruction
 // built on the stack and copied stalls on the stores just made to it; most
-// of a long run's instructions are these WAITs and SYNCs).
+// of a long run's instructions are these WAITs and SYNCs), and their notes
+// beside them when the program is annotated.
 static void emit_unit(Codegen *g, int device, UnitCode *u, UnitProgram *out) {
   sort_by_time(g, u);
   int64_t now = 0, words = 1, at;  // the instructions, their WAITs and the HALT
-  const Instr *t;
+  const Placed *t;
   Merge m = {.u = u, .next_sync = g->c->sync.interval};
   while (merge_next(g, &m, &t, &at)) {
     int64_t gap = at - now;
@@ -650,6 +664,11 @@ static void emit_unit(Codegen *g, int device, UnitCode *u, UnitProgram *out) {
   if (words > INT32_MAX) die("codegen: device %d: a unit of more than 2^31 instructions", device);
   VEC_RESERVE(&g->c->arena, &out->code, (int)words);
   Instr *code = out->code.data;
+  InstrNote *notes = NULL;
+  if (g->c->annotate) {
+    VEC_RESERVE(&g->c->arena, &out->notes, (int)words);
+    notes = out->notes.data;
+  }
   int len = out->code.len;
   now = 0;
   m = (Merge){.u = u, .next_sync = g->c->sync.interval};
@@ -657,15 +676,19 @@ static void emit_unit(Codegen *g, int device, UnitCode *u, UnitProgram *out) {
     if (at < now)
       die("codegen: device %d unit %d.%d: an instruction at %lld while the unit is busy until %lld", device,
           (int)u->kind, u->port, (long long)at, (long long)now);
-    for (int64_t gap = at - now; gap > 0; gap -= MIN(gap, (int64_t)UINT32_MAX))
+    for (int64_t gap = at - now; gap > 0; gap -= MIN(gap, (int64_t)UINT32_MAX)) {
+      put_note(notes, len, (InstrNote){0});
       code[len++] = (Instr){.op = OPC_WAIT, .a = (uint32_t)MIN(gap, (int64_t)UINT32_MAX)};
-    if (t) code[len++] = *t;
-    else code[len++] = (Instr){.op = OPC_SYNC, .note = g->c->annotate ? RESYNC_NOTE : NULL, .at = at};
+    }
+    put_note(notes, len, t ? (InstrNote){t->note, t->at, t->line} : (InstrNote){RESYNC_NOTE, at, 0});
+    code[len++] = t ? t->in : (Instr){.op = OPC_SYNC};
     now = at + merged_cycles(g, t);
   }
+  put_note(notes, len, (InstrNote){0});
   code[len++] = (Instr){.op = OPC_HALT};
   if (len != words) die("codegen: device %d: %d instructions written, %lld counted", device, len, (long long)words);
   out->code.len = len;
+  if (notes) out->notes.len = len;
   note_event(g, now);
   forget_code(u);
 }
@@ -703,7 +726,7 @@ static bool assemble(Codegen *g) {
     if (d->sxm.code.len) add_unit(g, &p->devices[v], UNIT_SXM, -1);
     add_const_records(g, d, &p->devices[v]);
   }
-  int64_t notify = align_emit(&g->c->arena, &g->c->sync.align, g->t, p);
+  int64_t notify = align_emit(&g->c->arena, &g->c->sync.align, g->t, p, g->c->annotate);
   for (int v = 0; v < p->ndevices; v++) {
     DeviceCode *d = &g->dev[v];
     DeviceProgram *dp = &p->devices[v];

@@ -590,9 +590,10 @@ bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, Al
                 size_t errlen);
 // Writes the preamble into each device's ctl unit (created if missing) and
 // a SYNC at the start of every other unit, which the NOTIFY then wakes.
-// Units' own code is appended after this.  Returns the cycle, in the root's
+// Units' own code is appended after this; annotate: with their notes
+// (UnitProgram.notes).  Returns the cycle, in the root's
 // clock with no drift or skew, at which every device NOTIFYs.
-int64_t align_emit(Arena *a, const AlignPlan *plan, const Topology *t, Program *p);
+int64_t align_emit(Arena *a, const AlignPlan *plan, const Topology *t, Program *p, bool annotate);
 // That cycle alone.
 int64_t align_notify_cycle(const AlignPlan *plan, const Topology *t);
 

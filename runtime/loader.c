@@ -177,10 +177,12 @@ static bool check_debug_strings(const unsigned char *str, uint64_t at, uint32_t 
   return true;
 }
 
-// Sets each instruction's at and note from its entry (ir.h draws them).
+// Each unit's notes, one an instruction, from the entries (ir.h draws them).
 static bool decode_debug_entries(Decoder *dc, uint64_t at, const char *str, uint32_t size, char *err, size_t errlen) {
   for (int u = 0; u < dc->out->units.len; u++) {
     UnitProgram *up = &dc->out->units.data[u];
+    VEC_RESERVE(dc->a, &up->notes, up->code.len);
+    up->notes.len = up->code.len;
     for (int i = 0; i < up->code.len; i++, at += ISA_DEBUG_ENTRY_BYTES) {
       const unsigned char *e = dc->data + at;
       uint64_t cycle = (uint64_t)get_u32(e) | (uint64_t)get_u32(e + 4) << 32;
@@ -198,9 +200,9 @@ static bool decode_debug_entries(Decoder *dc, uint64_t at, const char *str, uint
       if (note == ISA_DEBUG_NONE_NOTE && (cycle != ISA_DEBUG_NONE_CYCLE || line))
         FAIL("byte %llu: unit %d instruction %d has no note but a cycle or a line (an entry without a note is "
              "all unused)", (unsigned long long)at, u, i);
-      up->code.data[i].at = cycle == ISA_DEBUG_NONE_CYCLE ? -1 : (int64_t)cycle;
-      up->code.data[i].note = note == ISA_DEBUG_NONE_NOTE ? NULL : str + note;
-      up->code.data[i].line = (int32_t)line;
+      up->notes.data[i] = (InstrNote){.at = cycle == ISA_DEBUG_NONE_CYCLE ? -1 : (int64_t)cycle,
+                                      .note = note == ISA_DEBUG_NONE_NOTE ? NULL : str + note,
+                                      .line = (int32_t)line};
     }
   }
   return true;

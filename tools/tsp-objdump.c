@@ -34,8 +34,7 @@ static void usage(FILE *out) {
 
 // Without -S the debug comments go: the listing is the binary alone.
 static void drop_notes(DeviceProgram *dp) {
-  for (int u = 0; u < dp->units.len; u++)
-    for (int i = 0; i < dp->units.data[u].code.len; i++) dp->units.data[u].code.data[i].note = NULL;
+  for (int u = 0; u < dp->units.len; u++) dp->units.data[u].notes.len = 0;
 }
 
 // model: the .tg the binary was compiled from, quoted with -S (NULL: none).

@@ -385,7 +385,7 @@ static int64_t aligned_exchange(const char *yaml, int root, int64_t skew, bool j
       VEC_PUSH(&a, &dp->records, expect);
     }
   }
-  int64_t notify = align_emit(&a, &plan, t, p);
+  int64_t notify = align_emit(&a, &plan, t, p, false);
   int latency = t->link.latency_max;
   for (int v = 0; v < t->ndevices; v++) {
     DeviceProgram *dp = &p->devices[v];
