@@ -159,5 +159,10 @@ bool fe_yaml_refuse_nul(Diag *d, const SrcFile *src, struct yaml_document_s *doc
 // FE_MAX_YAML_DEPTH deep, checked before libyaml parses it (its tokenizer
 // takes time quadratic in the nesting); if not, reports where.
 bool fe_yaml_flow_depth_ok(Diag *d, const SrcFile *src);
+// Reports why libyaml's parser p failed on src: at the byte it stopped on
+// (a reader error, such as a control character, at its offset), and where
+// the construct it was reading began when that is elsewhere.
+struct yaml_parser_s;
+void fe_yaml_report_error(Diag *d, const struct yaml_parser_s *p, const SrcFile *src);
 
 #endif

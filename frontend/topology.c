@@ -961,7 +961,7 @@ static SrcLoc problem_loc(const yaml_parser_t *p, const SrcFile *src) {
 
 // libyaml's problem, and where the construct it was reading began (an
 // unclosed [ or { is only found at the end of the file).
-static void report_yaml_error(Diag *d, const yaml_parser_t *p, const SrcFile *src) {
+void fe_yaml_report_error(Diag *d, const yaml_parser_t *p, const SrcFile *src) {
   diag_error(d, problem_loc(p, src), "invalid YAML: %s%s%s",
              p->problem ? p->problem : "unknown error", p->context ? " " : "",
              p->context ? p->context : "");
@@ -985,7 +985,7 @@ static Topology *load(Arena *a, Diag *d, const SrcFile *src) {
   if (!fe_yaml_flow_depth_ok(d, src)) {
     // refused before libyaml sees it
   } else if (!yaml_parser_load(&parser, &doc)) {
-    report_yaml_error(d, &parser, src);
+    fe_yaml_report_error(d, &parser, src);
   } else if (fe_yaml_refuse_nul(d, src, &doc)) {
     yaml_document_delete(&doc);
   } else {
@@ -993,7 +993,7 @@ static Topology *load(Arena *a, Diag *d, const SrcFile *src) {
     t = load_document(&L);
     yaml_document_delete(&doc);
     if (t && !yaml_parser_load(&parser, &doc)) {  // a second document that does not parse
-      report_yaml_error(d, &parser, src);
+      fe_yaml_report_error(d, &parser, src);
       t = NULL;
     } else if (t) {
       if (yaml_document_get_root_node(&doc)) {

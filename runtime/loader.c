@@ -765,8 +765,7 @@ bool emu_read_manifest(Arena *a, Diag *d, const SrcFile *src, EmuInput *in) {
   yaml_parser_set_input_string(&parser, (const unsigned char *)src->text, src->len);
   bool ok = yaml_parser_load(&parser, &doc);
   if (!ok) {
-    diag_error(d, (SrcLoc){src, (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1, 1},
-               "invalid YAML: %s", parser.problem ? parser.problem : "unknown error");
+    fe_yaml_report_error(d, &parser, src);
   } else {
     ManifestReader m = {.a = a, .d = d, .src = src, .doc = &doc};
     ok = !fe_yaml_refuse_nul(d, src, &doc) && read_manifest_fields(&m, yaml_document_get_root_node(&doc), in);
