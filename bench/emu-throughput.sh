@@ -24,6 +24,11 @@
 # REPEAT times (default 3), the two in turn, and the run of each that took
 # the least CPU is the one reported.
 #
+# Beside each rate, the most it could be on this machine: the vector copies
+# the run makes at the least (two a hop, one onto the wire and one off it;
+# for the allreduce also its adds and the seeding and checking of its
+# inputs), at the memcpy rate.
+#
 # Issue 14's targets: 20 million vector-hops a second per core on the
 # allreduce, 40 million on the ring.  Results: bench/results/emu-throughput.txt.
 set -euo pipefail
@@ -132,14 +137,35 @@ side_by_side() {
     $(awk '{print $2 + $3}' "$work/base.time") / $(awk '{print $2 + $3}' "$work/new.time")))"
 }
 
+# copy_bound NAME HOPS COPIES: the most vector-hops a second a run of HOPS
+# hops can reach on this machine if nothing but its vector copies took
+# time, COPIES of them at the least (a copy: 320 bytes read and written
+# once), at the memcpy rate above.  tsp-emu models every vector's bytes,
+# so no data path can beat it.
+copy_bound() {
+  python3 - "$1" "$2" "$(echo "$3" | bc)" "$copy_rate" "$4" <<'PY'
+import sys
+name, hops, copies, rate, why = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+secs = copies / (rate * 1e6)
+print("%s: at least %.1f million vector copies (%s), %.2f s at %.1f million a second: at most %.1f million "
+      "vector-hops/s per core on this machine" % (name, copies / 1e6, why, secs, rate, hops / secs / 1e6))
+PY
+}
+
 echo "memory copy: $copy_rate million 320-byte vectors/s (memcpy, 1 GiB to 1 GiB, best of 3)"
 side_by_side "ring of $devices" "$work/ring.out"
+ring_hops=$(sed -n 's/.* \([0-9]*\) vectors moved.*/\1/p' "$work/new.result")
+copy_bound "ring of $devices" "$ring_hops" "2 * $ring_hops" "2 a hop: a SEND's onto the wire, a RECV's off it"
 
 # The rack72 64 MiB allreduce, and the memory tsp-emu estimates before it
 # (--max-memory 1 makes it say the figure and stop).
 bin/tspc test/lit/Inputs/allreduce-64mib.tg -t examples/rack72.yaml -o "$work/ar64"
 { bin/tsp-emu "$work/ar64" --max-memory 1 2>&1 || true; } | sed -n 's/.*needs an estimated \([0-9]*\) MiB.*/rack72 64 MiB allreduce: tsp-emu estimates \1 MiB before the run/p'
 side_by_side "rack72 64 MiB allreduce" "$work/ar64"
+ar_hops=$(sed -n 's/.* \([0-9]*\) vectors moved.*/\1/p' "$work/new.result")
+ar_inputs=$((72 * 16777216 * 4 / 320))
+copy_bound "rack72 64 MiB allreduce" "$ar_hops" "2 * $ar_hops + 1.5 * $ar_hops / 2 + 2 * $ar_inputs" \
+  "2 a hop; 1.5 an add, one for each hop of the reduction, half the hops; 2 for each of the $ar_inputs input vectors, seeded and checked"
 
 # Every TSP of the largest system: each sends 4 vectors to a local neighbour.
 python3 > "$work/big.tsa" <<'PY'
