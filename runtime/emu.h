@@ -192,6 +192,12 @@ Emu *emu_new(Arena *a, const EmuInput *in, const EmuOptions *opt, char *err, siz
 // before the run: its values from the reference (a shard: those of its
 // box), the vectors marked written and landed, the last vector's tail zero.
 void emu_seed_model(Emu *e);
+// (model.c) Whether every input and param of the model has, in every
+// batch, the homes the model places (on every device of its group, ref's;
+// a tensor the partitioner places: homes that cover it), so that
+// emu_seed_model can seed it; if not, why, into err (a manifest that
+// leaves a copy out would otherwise show as reads of what nothing wrote).
+bool model_inputs_homed(const EmuInput *in, const Reference *ref, char *err, size_t errlen);
 // (model.c) Writes a home's elements (ir_shape_elems x dtype bytes,
 // row-major, packed) into its vectors through its layout (TensorHome.pitch)
 // before the run (--input): the vectors marked written and landed, lanes

@@ -355,12 +355,12 @@ static int cmp_home_key(const void *a, const void *b) {
   return c ? c : (x->th > y->th) - (x->th < y->th);
 }
 
-static HomeIndex index_homes(const Emu *e) {
-  const Program *p = e->in->prog;
+static HomeIndex index_homes(const EmuInput *in) {
+  const Program *p = in->prog;
   HomeIndex x = {.keys = xmalloc(((size_t)p->tensors.len + 1) * sizeof(HomeKey)),
                  .homes = xmalloc(((size_t)p->tensors.len + 1) * sizeof(TensorHome *)), .n = p->tensors.len};
   for (int h = 0; h < x.n; h++)
-    x.keys[h] = (HomeKey){p->tensors.data[h].batch, e->in->home_tensor[h]->id, &p->tensors.data[h]};
+    x.keys[h] = (HomeKey){p->tensors.data[h].batch, in->home_tensor[h]->id, &p->tensors.data[h]};
   qsort(x.keys, (size_t)x.n, sizeof *x.keys, cmp_home_key);
   for (int h = 0; h < x.n; h++) x.homes[h] = x.keys[h].th;
   return x;
@@ -524,10 +524,62 @@ static void run_seed_jobs(SeedJobs *js) {
   free(w);
 }
 
+// Whether input or param t has the homes of batch b, hs[0 .. n), that
+// the model places: on every device of its group (ref's), or, when the
+// partitioner places it, homes that cover it; if not, says what is
+// missing into err.
+static bool input_homed(const EmuInput *in, const Reference *ref, const Tensor *t, int b, const TensorHome *const *hs,
+                        int n, char *err, size_t errlen) {
+  char batch[32] = "", at[IR_TYPE_STR_MAX];
+  if (in->prog->batches > 1 && t->kind == TENSOR_INPUT) snprintf(batch, sizeof batch, " (batch %d)", b);
+  const char *kind = t->kind == TENSOR_PARAM ? "param" : "input";
+  if (ir_place_by_partitioner(t)) {
+    int64_t idx[IR_MAX_RANK];
+    if (n == 0) {
+      snprintf(err, errlen, "%s '%s'%s has no home in the manifest: nothing would seed it", kind, t->name, batch);
+      return false;
+    }
+    if (!emu_uncovered(hs, n, &t->shape, idx)) return true;
+    ir_format_index(at, sizeof at, idx, t->shape.rank);
+    snprintf(err, errlen, "%s '%s'%s is not covered: element %s is in no home, and nothing would seed it", kind,
+             t->name, batch, at);
+    return false;
+  }
+  const int *devs = &t->place.index;
+  int ndevs = t->place.kind == PLACE_EACH ? ref_group(ref, t, &devs) : 1;
+  for (int i = 0; i < ndevs; i++) {
+    int h = 0;
+    while (h < n && hs[h]->device != devs[i]) h++;
+    if (h < n) continue;
+    Arena a = {0};
+    snprintf(err, errlen, "%s '%s'%s has no home on device %d, where the model places a copy (@ %s): nothing would "
+             "seed it", kind, t->name, batch, devs[i], ir_place_str(&a, &t->place));
+    arena_free(&a);
+    return false;
+  }
+  return true;
+}
+
+bool model_inputs_homed(const EmuInput *in, const Reference *ref, char *err, size_t errlen) {
+  const Graph *g = in->graph;
+  HomeIndex x = index_homes(in);
+  bool ok = true;
+  for (int b = 0; b < in->prog->batches && ok; b++)
+    for (int i = 0; i < g->tensors.len && ok; i++) {
+      const Tensor *t = g->tensors.data[i];
+      if (t->kind != TENSOR_INPUT && (t->kind != TENSOR_PARAM || b > 0)) continue;  // a param's homes are batch 0's
+      int n;
+      const TensorHome *const *hs = homes_of(&x, b, t->id, &n);
+      ok = input_homed(in, ref, t, b, hs, n, err, errlen);
+    }
+  index_free(&x);
+  return ok;
+}
+
 void emu_seed_model(Emu *e) {
   if (!e->opt.ref) return;
   const Graph *g = e->in->graph;
-  HomeIndex x = index_homes(e);
+  HomeIndex x = index_homes(e->in);
   int threads = e->opt.threads > 0 ? e->opt.threads : emu_default_threads();
   for (int b = 0; b < e->in->prog->batches; b++) {
     Batch bt = batch_of(e, b);
@@ -890,7 +942,7 @@ static bool check_output(Emu *e, const Batch *bt, int out, const Tensor *t, cons
 void model_check_outputs(Emu *e, bool *any, bool *all) {
   if (!e->opt.ref) return;
   const Graph *g = e->in->graph;
-  HomeIndex x = index_homes(e);
+  HomeIndex x = index_homes(e->in);
   e->r->noutputs = g->outputs.len;
   e->r->outputs = ARENA_ARRAY(e->a, OutputCheck, (size_t)g->outputs.len + 1);
   for (int i = 0; i < g->outputs.len; i++) e->r->outputs[i] = (OutputCheck){.name = g->outputs.data[i]->name};

@@ -666,7 +666,10 @@ static bool make_reference(const EmuInput *in, Args *args) {
   args->opt.ref = NULL, args->opt.batch_ref = NULL;
   if (!in->graph) return true;
   args->opt.ref = ref_new(in->graph, in->topo, args->opt.data_seed);
-  bool ok = give_inputs(in, args, 0);
+  char err[512];
+  bool ok = model_inputs_homed(in, args->opt.ref, err, sizeof err);
+  if (!ok) fprintf(stderr, "%s/manifest.yaml: error: %s\n", in->dir, err);
+  ok = ok && give_inputs(in, args, 0);
   if (ok && in->prog->batches > 1) {
     args->nbatches = in->prog->batches;
     args->batch_ref = xcalloc((size_t)args->nbatches, sizeof *args->batch_ref);
