@@ -43,7 +43,7 @@ bool lower_ring_order(const Lowering *l, int *order, char *why, size_t whylen) {
   for (int g = 0; g < l->ngroup; g++) in_group[l->group[g]] = 1;
   bool found = ring_hamiltonian(t, cycle, why, whylen);
   int n = 0;
-  if (found || ring_near_hamiltonian(t, cycle)) {
+  if (found || ring_near_hamiltonian(t, cycle, l->ngroup == t->ndevices)) {
     for (int i = 0; i < t->ndevices; i++)
       if (in_group[cycle[i]]) order[n++] = cycle[i];
   } else {

@@ -572,9 +572,13 @@ int ring_link_between(const Topology *t, int a, int b, int except);
 bool ring_hamiltonian(const Topology *t, int *order, char *why, size_t whylen);
 // On a mesh whose dimensions are all odd (and at least 3): fills order
 // with a cycle whose hops are neighbours except one over two links, over
-// working links only.  False on any other topology, or when failed cables
-// leave no such cycle of the ones it knows.
-bool ring_near_hamiltonian(const Topology *t, int *order);
+// working links only.  When failed cables leave no such cycle of the ones
+// it knows, and round_failures, the one whose hops cross the fewest links
+// with those that fail taken round the failures, if id order's would cross
+// at least as many (a ring over every device; a group's own order can do
+// better than such a cycle cut down to it).  False on any other topology,
+// or when neither is had.
+bool ring_near_hamiltonian(const Topology *t, int *order, bool round_failures);
 // Whether order is a Hamiltonian cycle of t (for checks and tests).
 bool ring_is_hamiltonian(const Topology *t, const int *order);
 // Fills order[0..ngroup) with a cycle through the group's devices alone,

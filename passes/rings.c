@@ -233,12 +233,13 @@ static int64_t id_order_links_at_least(const Topology *t) {
 // (columns along each dimension, each end first), and the first that
 // crosses none is the one: a failed cable off the cycle then costs nothing
 // (a 9x9 mesh with cable 40-49 failed kept id order before, 56 % of its
-// link directions against 29 %).  When every layout meets one, the layout
-// whose hops, those that fail taken round the failures, cross the fewest
-// links, if that is no more than id order's hops cross at least (the 9x9
-// mesh with three failed cables of test/lit/lower/ring-odd-mesh.test).
-// Without failures the first layout is the one.
-bool ring_near_hamiltonian(const Topology *t, int *order) {
+// link directions against 29 %).  When every layout meets one, and
+// round_failures, the layout whose hops, those that fail taken round the
+// failures, cross the fewest links, if that is no more than id order's hops
+// cross at least (the 9x9 mesh with three failed cables of
+// test/lit/e2e/ring-odd-mesh.test).  Without failures the first layout is
+// the one.
+bool ring_near_hamiltonian(const Topology *t, int *order, bool round_failures) {
   NearLayout g;
   int n = t->ndevices, best_layout = -1;
   int64_t best = INT64_MAX;
@@ -250,7 +251,7 @@ bool ring_near_hamiltonian(const Topology *t, int *order) {
     found = true;
     for (int i = 0; i < n && found && t->nfailed; i++)
       found = near_hop_works(t, order[i], order[(i + 1) % n], i == corner);
-    if (found) break;
+    if (found || !round_failures) continue;
     if (!dist) dist = xmalloc(sizeof(int) * (size_t)n), queue = xmalloc(sizeof(int) * (size_t)n);
     int64_t links = near_cycle_links(t, order, corner, dist, queue);
     if (links < best) best = links, best_layout = layout;

@@ -549,7 +549,7 @@ static void assert_near_ring(const char *yaml) {
   Topology *t = topo_ok(&a, yaml);
   int n = t->ndevices, *order = malloc(sizeof(int) * (size_t)n), far = 0;
   char *seen = calloc((size_t)n, 1);
-  assert_true(ring_near_hamiltonian(t, order));
+  assert_true(ring_near_hamiltonian(t, order, false));
   for (int i = 0; i < n; i++) {
     assert_true(order[i] >= 0 && order[i] < n && !seen[order[i]]);
     seen[order[i]] = 1;
@@ -596,9 +596,9 @@ static void near_cycles_on_odd_meshes(void **state) {
   assert_near_ring("topology: mesh\ndims: [5, 3, 7]\n");
   Arena a = {0};
   int order[64];
-  assert_false(ring_near_hamiltonian(topo_ok(&a, "topology: mesh\ndims: [4, 3]\n"), order));  // has a cycle
-  assert_false(ring_near_hamiltonian(topo_ok(&a, "topology: mesh\ndims: [7]\n"), order));     // a line
-  assert_false(ring_near_hamiltonian(topo_ok(&a, "topology: torus\ndims: [3, 3]\n"), order));
+  assert_false(ring_near_hamiltonian(topo_ok(&a, "topology: mesh\ndims: [4, 3]\n"), order, true));  // has a cycle
+  assert_false(ring_near_hamiltonian(topo_ok(&a, "topology: mesh\ndims: [7]\n"), order, true));     // a line
+  assert_false(ring_near_hamiltonian(topo_ok(&a, "topology: torus\ndims: [3, 3]\n"), order, true));
   // A failed cable: some layout of the near cycle misses it, for every
   // single failed cable of a 5x5 mesh; with device 1 of a 3x3 left one
   // working cable, none can (it is neither a corner nor where the two-link
@@ -616,7 +616,8 @@ static void near_cycles_on_odd_meshes(void **state) {
   // the shortest way round, is kept when id order's hops cross at least as
   // many (16 here: 2-3 and 5-6 cross 3 links, 8-0 4).
   const Topology *t = topo_ok(&a, "topology: mesh\ndims: [3, 3]\nfailed_links: [[0, 1], [1, 2]]\n");
-  assert_true(ring_near_hamiltonian(t, order));
+  assert_false(ring_near_hamiltonian(t, order, false));  // a group's own order: not round the failures
+  assert_true(ring_near_hamiltonian(t, order, true));
   int links = 0;
   for (int i = 0; i < 9; i++) links += working_distance(t, order[i], order[(i + 1) % 9]);
   assert_int_equal(links, 12);  // 7 hops of one link, the corner's two, one of three round device 1
