@@ -50,7 +50,7 @@ void be_write_manifest(const ManifestInfo *m, FILE *out);
 
 // ---- binary.c ----
 // Appends the binary of one device program to out; with debug, its debug
-// section too (each instruction's Instr.at and .note; docs/isa.md).
+// section too (each unit's notes, UnitProgram.notes: cycle, note, .tg line; docs/isa.md).
 void be_encode_device(const DeviceProgram *dp, int ndevices, bool debug, Buf *out);
 
 // ---- report.c: how good each collective's schedule is ----

@@ -137,11 +137,15 @@ side_by_side() {
     $(awk '{print $2 + $3}' "$work/base.time") / $(awk '{print $2 + $3}' "$work/new.time")))"
 }
 
-# copy_bound NAME HOPS COPIES: the most vector-hops a second a run of HOPS
-# hops can reach on this machine if nothing but its vector copies took
+# copy_bound NAME HOPS COPIES WHY: the most vector-hops a second a run of
+# HOPS hops can reach on this machine if nothing but its vector copies took
 # time, COPIES of them at the least (a copy: 320 bytes read and written
-# once), at the memcpy rate above.  tsp-emu models every vector's bytes,
-# so no data path can beat it.
+# once; COPIES an expression for bc, WHY what it counts), at the memcpy
+# rate above.  tsp-emu models every vector's bytes, so every data path
+# makes these copies; larger blocks copy no faster here (31-35 million
+# vectors' worth a second for blocks of 20 KiB, 1 MiB and 1 GiB, measured
+# once beside 35 million for 320 bytes), so one copy of a whole stream
+# would not lift the bound.
 copy_bound() {
   python3 - "$1" "$2" "$(echo "$3" | bc)" "$copy_rate" "$4" <<'PY'
 import sys
