@@ -164,5 +164,9 @@ bool fe_yaml_flow_depth_ok(Diag *d, const SrcFile *src);
 // the construct it was reading began when that is elsewhere.
 struct yaml_parser_s;
 void fe_yaml_report_error(Diag *d, const struct yaml_parser_s *p, const SrcFile *src);
+// After the first YAML document of src was read through p: whether
+// nothing but the stream's end follows; if a second document does, reports
+// it (as "a WHAT holds one YAML document") or why it does not parse.
+bool fe_yaml_no_second_document(Diag *d, struct yaml_parser_s *p, const SrcFile *src, const char *what);
 
 #endif

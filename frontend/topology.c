@@ -992,20 +992,25 @@ static Topology *load(Arena *a, Diag *d, const SrcFile *src) {
     L.doc = &doc;
     t = load_document(&L);
     yaml_document_delete(&doc);
-    if (t && !yaml_parser_load(&parser, &doc)) {  // a second document that does not parse
-      fe_yaml_report_error(d, &parser, src);
-      t = NULL;
-    } else if (t) {
-      if (yaml_document_get_root_node(&doc)) {
-        SrcLoc loc = {src, (int)doc.start_mark.line + 1, (int)doc.start_mark.column + 1, 1};
-        diag_error(d, loc, "a topology file holds one YAML document; this is a second one");
-        t = NULL;
-      }
-      yaml_document_delete(&doc);
-    }
+    if (t && !fe_yaml_no_second_document(d, &parser, src, "topology file")) t = NULL;
   }
   yaml_parser_delete(&parser);
   return t;
+}
+
+bool fe_yaml_no_second_document(Diag *d, yaml_parser_t *p, const SrcFile *src, const char *what) {
+  yaml_document_t doc;
+  if (!yaml_parser_load(p, &doc)) {  // a second document that does not parse
+    fe_yaml_report_error(d, p, src);
+    return false;
+  }
+  bool none = yaml_document_get_root_node(&doc) == NULL;
+  if (!none) {
+    SrcLoc loc = {src, (int)doc.start_mark.line + 1, (int)doc.start_mark.column + 1, 1};
+    diag_error(d, loc, "a %s holds one YAML document; this is a second one", what);
+  }
+  yaml_document_delete(&doc);
+  return none;
 }
 
 bool fe_yaml_refuse_nul(Diag *d, const SrcFile *src, yaml_document_t *doc) {

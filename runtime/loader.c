@@ -770,6 +770,7 @@ bool emu_read_manifest(Arena *a, Diag *d, const SrcFile *src, EmuInput *in) {
     ManifestReader m = {.a = a, .d = d, .src = src, .doc = &doc};
     ok = !fe_yaml_refuse_nul(d, src, &doc) && read_manifest_fields(&m, yaml_document_get_root_node(&doc), in);
     yaml_document_delete(&doc);
+    ok = ok && fe_yaml_no_second_document(d, &parser, src, "manifest");
   }
   yaml_parser_delete(&parser);
   return ok;
