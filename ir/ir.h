@@ -940,6 +940,10 @@ bool isa_check_shard(const TensorHome *th, char *err, size_t errlen);
 void isa_format(char *dst, size_t n, const Instr *in);
 // Prints a device program as assembly that tsp-as reads back exactly.
 void isa_print_device(const DeviceProgram *dp, int ndevices, FILE *out);
+// Whether every unit of the program has no notes or one per instruction
+// (UnitProgram.notes); if not, which unit, into err.  --verify-each runs it
+// after every pass that has made the program.
+bool ir_program_verify(const Program *p, char *err, size_t errlen);
 // The same, and where an annotated instruction serves another .tg line than
 // the one before it in its unit, that line of src quoted first ("; model.tg:11:
 // h = matmul(x, w1);"): tsp-objdump -S.  src NULL: as isa_print_device.

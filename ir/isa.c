@@ -420,6 +420,18 @@ void isa_print_device_source(const DeviceProgram *dp, int ndevices, const SrcFil
   }
 }
 
+bool ir_program_verify(const Program *p, char *err, size_t errlen) {
+  for (int v = 0; v < p->ndevices; v++)
+    for (int u = 0; u < p->devices[v].units.len; u++) {
+      const UnitProgram *up = &p->devices[v].units.data[u];
+      if (!up->notes.len || up->notes.len == up->code.len) continue;
+      snprintf(err, errlen, "device %d unit %d has %d notes for its %d instructions (none, or one each)", v, u,
+               up->notes.len, up->code.len);
+      return false;
+    }
+  return true;
+}
+
 void isa_print_device(const DeviceProgram *dp, int ndevices, FILE *out) {
   isa_print_device_source(dp, ndevices, NULL, out);
 }

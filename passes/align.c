@@ -167,39 +167,39 @@ static UnitProgram *unit_of(Arena *a, DeviceProgram *dp, UnitKind kind, int port
   return &dp->units.data[dp->units.len - 1];
 }
 
-// The preamble is emitted before the rest of each unit's code.  a->annotate:
-// each instruction gets its note too.
+// Where the preamble goes (before the rest of each unit's code); with
+// annotate, each instruction gets its note too.
 typedef struct PreambleOut {
   Arena *arena;
   bool annotate;
 } PreambleOut;
 
-static void emit(const PreambleOut *a, UnitProgram *u, Opcode op, int port, uint32_t operand) {
+static void emit(const PreambleOut *out, UnitProgram *u, Opcode op, int port, uint32_t operand) {
   Instr in = {.op = (uint8_t)op, .port = (uint16_t)port, .a = operand};
-  VEC_PUSH(a->arena, &u->code, in);
-  if (!a->annotate) return;
+  VEC_PUSH(out->arena, &u->code, in);
+  if (!out->annotate) return;
   InstrNote note = {.at = -1, .note = op == OPC_WAIT ? NULL : "alignment preamble (seed 002 s3.3)"};
-  VEC_PUSH(a->arena, &u->notes, note);
+  VEC_PUSH(out->arena, &u->notes, note);
 }
 
 // Device v's TRANSMITs to its children at their send times, the WAITs
 // between; returns the cycles they take after its release.
-static int64_t emit_transmits(const PreambleOut *a, const AlignPlan *plan, const Topology *t, int v, UnitProgram *ctl,
-                              Child *kids) {
+static int64_t emit_transmits(const PreambleOut *out, const AlignPlan *plan, const Topology *t, int v,
+                              UnitProgram *ctl, Child *kids) {
   int n = children_of(plan, t, v, kids);
   for (int i = 0; i < n; i++) kids[i].at = plan->send_at[kids[i].device];
   qsort(kids, (size_t)n, sizeof *kids, by_send_time);
   int64_t now = 0;
   for (int i = 0; i < n; i++) {
-    if (kids[i].at > now) emit(a, ctl, OPC_WAIT, 0, (uint32_t)(kids[i].at - now));
-    emit(a, ctl, OPC_TRANSMIT, kids[i].port, 0);
+    if (kids[i].at > now) emit(out, ctl, OPC_WAIT, 0, (uint32_t)(kids[i].at - now));
+    emit(out, ctl, OPC_TRANSMIT, kids[i].port, 0);
     now = kids[i].at + 1;
   }
   return now;
 }
 
 int64_t align_emit(Arena *arena, const AlignPlan *plan, const Topology *t, Program *p, bool annotate) {
-  PreambleOut emitter = {arena, annotate}, *a = &emitter;
+  PreambleOut preamble = {arena, annotate}, *out = &preamble;
   int most = 1;
   for (int v = 0; v < t->ndevices; v++) most = MAX(most, t->devices[v].nports);
   Child *kids = xmalloc(sizeof *kids * (size_t)most);
@@ -207,19 +207,19 @@ int64_t align_emit(Arena *arena, const AlignPlan *plan, const Topology *t, Progr
     DeviceProgram *dp = &p->devices[v];
     if (!!ir_device_failed(t, v)) continue;
     for (int i = 0; i < dp->units.len; i++)  // every unit but ctl waits for the NOTIFY
-      if (dp->units.data[i].kind != UNIT_CTL) emit(a, &dp->units.data[i], OPC_SYNC, 0, 0);
+      if (dp->units.data[i].kind != UNIT_CTL) emit(out, &dp->units.data[i], OPC_SYNC, 0, 0);
     UnitProgram *ctl = unit_of(arena, dp, UNIT_CTL, -1);
     if (v == plan->root) {
-      if (plan->launch_window > 0) emit(a, ctl, OPC_WAIT, 0, (uint32_t)plan->launch_window);
-      emit(a, ctl, OPC_DESKEW, 0, 0);
+      if (plan->launch_window > 0) emit(out, ctl, OPC_WAIT, 0, (uint32_t)plan->launch_window);
+      emit(out, ctl, OPC_DESKEW, 0, 0);
     } else {
-      emit(a, ctl, OPC_POLL, plan->parent_port[v], 0);
+      emit(out, ctl, OPC_POLL, plan->parent_port[v], 0);
     }
-    int64_t sends = emit_transmits(a, plan, t, v, ctl, kids);
+    int64_t sends = emit_transmits(out, plan, t, v, ctl, kids);
     // A DESKEW goes to the next boundary strictly after it issues.
     int deskews = plan->notify_epochs - plan->release[v] - (int)(sends / t->epoch_cycles);
-    for (int i = 0; i < deskews; i++) emit(a, ctl, OPC_DESKEW, 0, 0);
-    emit(a, ctl, OPC_NOTIFY, 0, 0);
+    for (int i = 0; i < deskews; i++) emit(out, ctl, OPC_DESKEW, 0, 0);
+    emit(out, ctl, OPC_NOTIFY, 0, 0);
   }
   free(kids);
   return align_notify_cycle(plan, t);

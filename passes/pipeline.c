@@ -67,6 +67,8 @@ static void verify_after(const Compilation *c, const Pass *p) {
     die("the IR after pass '%s' is broken: %s", p->name, err);
   if (c->dag && !ir_dag_verify(c->dag, c->topo, err, sizeof err))
     die("the DAG after pass '%s' is broken: %s", p->name, err);
+  if (c->program && !ir_program_verify(c->program, err, sizeof err))
+    die("the program after pass '%s' is broken: %s", p->name, err);
 }
 
 static bool run_passes(Compilation *c, const char *dump_after, const char *stop_after) {

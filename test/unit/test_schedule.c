@@ -584,6 +584,29 @@ static int working_distance(const Topology *t, int a, int b) {
   return d;
 }
 
+// A program's notes are none or one per instruction of each unit; the
+// verifier names a unit that has some other count.
+static void program_verifier_checks_notes(void **state) {
+  (void)state;
+  Arena a = {0};
+  char err[160];
+  Program p = {.ndevices = 1, .devices = ARENA_ARRAY(&a, DeviceProgram, 1)};
+  UnitProgram up = {.kind = UNIT_VXM, .port = -1};
+  VEC_PUSH(&a, &p.devices[0].units, up);
+  UnitProgram *u = &p.devices[0].units.data[0];
+  Instr halt = {.op = OPC_HALT}, wait = {.op = OPC_WAIT, .a = 5};
+  InstrNote none = {.at = -1};
+  VEC_PUSH(&a, &u->code, wait);
+  VEC_PUSH(&a, &u->code, halt);
+  assert_true(ir_program_verify(&p, err, sizeof err));  // not annotated
+  VEC_PUSH(&a, &u->notes, none);
+  assert_false(ir_program_verify(&p, err, sizeof err));
+  assert_string_equal(err, "device 0 unit 0 has 1 notes for its 2 instructions (none, or one each)");
+  VEC_PUSH(&a, &u->notes, none);
+  assert_true(ir_program_verify(&p, err, sizeof err));
+  arena_free(&a);
+}
+
 static void near_cycles_on_odd_meshes(void **state) {
   (void)state;
   char yaml[160];
@@ -713,6 +736,7 @@ int main(void) {
       cmocka_unit_test(alignment_times_transmits_for_uneven_latencies),
       cmocka_unit_test(hamiltonian_cycles_where_they_exist),
       cmocka_unit_test(hamiltonian_cycles_refused_with_reasons),
+      cmocka_unit_test(program_verifier_checks_notes),
       cmocka_unit_test(near_cycles_on_odd_meshes),
       cmocka_unit_test(cycles_round_a_missing_corner),
       cmocka_unit_test(schedule_verifier_catches_overlapping_runs),
