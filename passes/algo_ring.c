@@ -16,9 +16,9 @@
 // on a mesh of odd dimensions the near cycle, one of whose hops crosses
 // two links (rings.c); otherwise a cycle of neighbours through the group
 // alone when there is one (ring_order), else the group in id order, and
-// routing carries each hop over as many links as it takes.  Any group can be lowered.  lower_ring runs one
-// ring over a part of the data; the bidirectional ring (algo_biring.c)
-// runs two.
+// routing carries each hop over as many links as it takes.  Any group can
+// be lowered.  lower_ring runs one ring over a part of the data; the
+// bidirectional ring (algo_biring.c) runs two.
 #include "passes.h"
 
 #include <stdio.h>
