@@ -19,14 +19,11 @@
 // Whether consecutive devices of order (and the last and the first) are
 // linked; if not, which pair is not.
 static bool neighbours_all_round(const Lowering *l, const int *order, char *why, size_t whylen) {
-  for (int i = 0; i < l->ngroup; i++) {
-    int a = order[i], b = order[(i + 1) % l->ngroup];
-    if (ring_link_between(l->c->topo, a, b, -1) < 0) {
-      snprintf(why, whylen, "device %d and device %d follow each other in its ring and are not linked", a, b);
-      return false;
-    }
-  }
-  return true;
+  int i = ring_first_unlinked(l->c->topo, order, l->ngroup);
+  if (i < 0) return true;
+  snprintf(why, whylen, "device %d and device %d follow each other in its ring and are not linked", order[i],
+           order[(i + 1) % l->ngroup]);
+  return false;
 }
 
 // The group's ring: the order of the topology's Hamiltonian cycle when

@@ -154,13 +154,6 @@ void lower_ring(Lowering *l, const int *order, int part, int nparts) {
   free(bytes);
 }
 
-// Whether every hop of the ring in order[0 .. n) is between neighbours.
-static bool hops_all_neighbours(const Topology *t, const int *order, int n) {
-  for (int i = 0; i < n; i++)
-    if (ring_link_between(t, order[i], order[(i + 1) % n], -1) < 0) return false;
-  return true;
-}
-
 // The ring's order: lower_ring_order's; but when that is the group's own
 // order (the topology has no Hamiltonian cycle, nor a near cycle that does
 // better) and some hop of it is between devices that are not neighbours,
@@ -174,7 +167,7 @@ static void ring_order(Lowering *l, int *order) {
   const Topology *t = l->c->topo;
   char why[256];
   if (lower_ring_order(l, order, why, sizeof why) || l->ngroup == t->ndevices || l->ngroup < 3 ||
-      memcmp(order, l->group, sizeof(int) * (size_t)l->ngroup) || hops_all_neighbours(t, order, l->ngroup))
+      memcmp(order, l->group, sizeof(int) * (size_t)l->ngroup) || ring_first_unlinked(t, order, l->ngroup) < 0)
     return;
   int *cycle = xmalloc(sizeof(int) * (size_t)l->ngroup);
   if (ring_hamiltonian_in_group(t, l->group, l->ngroup, cycle, why, sizeof why))

@@ -20,10 +20,9 @@
 // times in all, so TTO uses nearly every link direction of the mesh.
 #include "passes.h"
 
-#include <string.h>
-
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 // The mesh as Algorithm 2 sees it: the excluded corner at canonical
 // (0, Y-1); `flip_x`/`flip_y` map canonical coordinates onto the device's.

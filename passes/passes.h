@@ -581,6 +581,9 @@ bool ring_hamiltonian(const Topology *t, int *order, char *why, size_t whylen);
 bool ring_near_hamiltonian(const Topology *t, int *order, bool round_failures);
 // Whether order is a Hamiltonian cycle of t (for checks and tests).
 bool ring_is_hamiltonian(const Topology *t, const int *order);
+// The first position i of the ring through order[0 .. n) whose hop to the
+// next (the last's to the first) is over no working link; -1: none.
+int ring_first_unlinked(const Topology *t, const int *order, int n);
 // Fills order[0..ngroup) with a cycle through the group's devices alone,
 // consecutive ones (and the last and the first) linked: searched within
 // RING_SEARCH_BUDGET.  False, with the reason in why.

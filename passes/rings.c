@@ -30,6 +30,12 @@ int ring_link_between(const Topology *t, int a, int b, int except) {
   return -1;
 }
 
+int ring_first_unlinked(const Topology *t, const int *order, int n) {
+  for (int i = 0; i < n; i++)
+    if (ring_link_between(t, order[i], order[(i + 1) % n], -1) < 0) return i;
+  return -1;
+}
+
 bool ring_is_hamiltonian(const Topology *t, const int *order) {
   int n = t->ndevices;
   if (n == 1) return order[0] == 0;

@@ -524,6 +524,13 @@ static void run_seed_jobs(SeedJobs *js) {
   free(w);
 }
 
+// The devices tensor t, which the .tg places, has a copy on (*devs, the
+// count returned): its group's when @ each, else its one device.
+static int placed_devices(const Reference *ref, const Tensor *t, const int **devs) {
+  *devs = &t->place.index;
+  return t->place.kind == PLACE_EACH ? ref_group(ref, t, devs) : 1;
+}
+
 // Whether input or param t has the homes of batch b, hs[0 .. n), that
 // the model places: on every device of its group (ref's), or, when the
 // partitioner places it, homes that cover it; if not, says what is
@@ -545,8 +552,8 @@ static bool input_homed(const EmuInput *in, const Reference *ref, const Tensor *
              t->name, batch, at);
     return false;
   }
-  const int *devs = &t->place.index;
-  int ndevs = t->place.kind == PLACE_EACH ? ref_group(ref, t, &devs) : 1;
+  const int *devs;
+  int ndevs = placed_devices(ref, t, &devs);
   for (int i = 0; i < ndevs; i++) {
     int h = 0;
     while (h < n && hs[h]->device != devs[i]) h++;
@@ -764,10 +771,9 @@ static bool check_covered(Emu *e, const Batch *bt, const Tensor *t, const Tensor
 // is missing.
 static bool check_placed(Emu *e, const Batch *bt, const Tensor *t, const TensorHome *const *hs, const HomeCheck *hc,
                          int n) {
-  const Placement *p = &t->place;
   if (ir_place_by_partitioner(t)) return check_covered(e, bt, t, hs, n);
-  const int *devs = &p->index;
-  int ndevs = p->kind == PLACE_EACH ? ref_group(bt->ref, t, &devs) : 1;
+  const int *devs;
+  int ndevs = placed_devices(bt->ref, t, &devs);
   bool ok = true;
   for (int i = 0; i < ndevs; i++)
     if (!has_home(hc, n, devs[i])) {
