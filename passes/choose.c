@@ -86,10 +86,7 @@ static bool kept_as_final(const Compilation *c, const Dag *d) {
 // load-aware schedule against the all-minimal one), not minimally.
 // keep (optional): a trial that is what lower, route and schedule would
 // make (routed minimally: kept_as_final; as compiled: always) is kept in
-// *keep instead (its memory stays in the arena), scheduled, or, when the
-// load-aware schedule lost and was abandoned half-placed, not yet
-// (Dag.scheduled false: keep_scheduled makes the minimal one again, as
-// pass_schedule would, for the trial that wins).
+// *keep instead (its memory stays in the arena), scheduled.
 static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vectors, bool as_compiled, Dag **keep) {
   ArenaMark mark = arena_mark(&c->arena);
   Dag *dag, *model = c->dag;
@@ -98,13 +95,13 @@ static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vec
     c->dag = dag;
     RouteMode mode = c->route_mode;
     if (!as_compiled) c->route_mode = trial_route(c);  // the router then finds no spread it would not use
-    bool routed = pass_route(c), whole = false;
+    bool routed = pass_route(c);
     c->route_mode = mode;
-    if (routed && as_compiled) makespan = schedule_as_compiled(c, bound, &whole);
+    if (routed && as_compiled) makespan = schedule_as_compiled(c, bound);
     else if (routed) makespan = schedule_makespan(c, trial_route(c), bound);
     if (vectors && makespan >= 0) *vectors = link_vectors(dag);
     if (keep && makespan >= 0 && (as_compiled || kept_as_final(c, dag))) {
-      dag->makespan = makespan, dag->scheduled = !as_compiled || whole, *keep = dag;
+      dag->makespan = makespan, dag->scheduled = true, *keep = dag;
       c->dag = model;
       return makespan;
     }
@@ -112,17 +109,6 @@ static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vec
   c->dag = model;
   arena_release(&c->arena, mark);
   return makespan;
-}
-
-// A kept trial as compiled whose load-aware schedule lost (trial): the
-// minimal schedule made again, which is what pass_schedule would keep.
-static void keep_scheduled(Compilation *c, Dag *kept) {
-  if (kept->scheduled) return;
-  Dag *model = c->dag;
-  c->dag = kept;
-  if (schedule_makespan(c, ROUTE_MINIMAL, -1) != kept->makespan) die("choose: a kept trial scheduled again differs");
-  kept->scheduled = true;
-  c->dag = model;
 }
 
 static int divisor_of(const Compilation *c, const Op *op) { return MAX(1, c->tree_chunk_divisor[op->id]); }
@@ -364,7 +350,7 @@ static void choose_tree_chunks(Chooser *ch, const DagNode *n) {
     if (other.cycles >= 0) fprintf(ch->log, "%lld", (long long)other.cycles);
     else fprintf(ch->log, "%s", other.cycles == ABANDONED ? ">best" : "refused");
     if (formula.cycles >= 0 && (other.cycles < 0 || other.cycles >= formula.cycles)) pick = 1, kept = kept_formula;
-    if (kept) keep_scheduled(c, kept), c->trial_dag = kept;
+    if (kept) c->trial_dag = kept;
   }
   c->tree_chunk_divisor[op] = pick;
   fprintf(ch->log, " -> %d%s\n", pick, kept ? " (its trial is the compile's: lower, route and schedule keep it)" : "");

@@ -165,11 +165,10 @@ void choose_dump(const Compilation *c, FILE *out);
 int64_t schedule_makespan(Compilation *c, RouteMode mode, int64_t bound);
 // The makespan pass_schedule would give c->dag (under --route=auto the
 // better of the all-minimal and the load-aware schedule), or
-// SCHEDULE_ABANDONED past bound, -1 after an error; c->dag is left
-// scheduled some way, and *whole says whether that is the way pass_schedule
-// would leave it (a bound only abandons a schedule, never changes one that
-// ends within it; the DAG holds a load-aware try that lost only in part).
-int64_t schedule_as_compiled(Compilation *c, int64_t bound, bool *whole);
+// SCHEDULE_ABANDONED past bound, -1 after an error; when it returns a
+// makespan, c->dag holds that schedule, as pass_schedule would leave it (a
+// bound only abandons a schedule, never changes one that ends within it).
+int64_t schedule_as_compiled(Compilation *c, int64_t bound);
 // Whether --route=auto's scheduler could route some transfer of d other
 // than minimally (when not, its schedule is the minimal one).
 bool schedule_may_spread(const Dag *d);

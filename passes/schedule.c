@@ -652,11 +652,65 @@ bool schedule_may_spread(const Dag *d) {
   return false;
 }
 
+// One node's schedule: the fields the scheduler writes.  A later schedule
+// of the same DAG points them elsewhere, and rewrites the routes it places
+// in place (route_take sets their starts), so the routes are copied.
+typedef struct NodeSchedule {
+  Route *routes;
+  int nroutes, nruns, ncode, nscratch;
+  bool nonminimal;
+  int64_t start, finish;
+  UnitRun *runs;
+  UnitInstr *code;
+  ScratchBuf *scratch;
+} NodeSchedule;
+
+// A whole schedule of a DAG, kept while another is tried (schedule_modes).
+typedef struct Snapshot {
+  NodeSchedule *nodes;
+  Route *routes;  // every node's routes, in node order
+} Snapshot;
+
+static Snapshot snapshot_take(const Dag *d) {
+  int64_t nroutes = 0;
+  for (int i = 0; i < d->nodes.len; i++) nroutes += d->nodes.data[i]->nroutes;
+  Snapshot k = {.nodes = xmalloc(sizeof(NodeSchedule) * ((size_t)d->nodes.len + 1)),
+                .routes = xmalloc(sizeof(Route) * ((size_t)nroutes + 1))};
+  Route *r = k.routes;
+  for (int i = 0; i < d->nodes.len; i++) {
+    const DagNode *n = d->nodes.data[i];
+    k.nodes[i] = (NodeSchedule){n->routes, n->nroutes, n->nruns, n->ncode, n->nscratch, n->nonminimal,
+                                n->start, n->finish, n->runs, n->code, n->scratch};
+    if (n->nroutes) memcpy(r, n->routes, sizeof(Route) * (size_t)n->nroutes);
+    r += n->nroutes;
+  }
+  return k;
+}
+
+static void snapshot_restore(Dag *d, const Snapshot *k) {
+  const Route *r = k->routes;
+  for (int i = 0; i < d->nodes.len; i++) {
+    DagNode *n = d->nodes.data[i];
+    const NodeSchedule *x = &k->nodes[i];
+    n->routes = x->routes, n->nroutes = x->nroutes, n->nruns = x->nruns, n->ncode = x->ncode;
+    n->nscratch = x->nscratch, n->nonminimal = x->nonminimal, n->start = x->start, n->finish = x->finish;
+    n->runs = x->runs, n->code = x->code, n->scratch = x->scratch;
+    if (n->nroutes) memcpy(n->routes, r, sizeof(Route) * (size_t)n->nroutes);
+    r += n->nroutes;
+  }
+}
+
+static void snapshot_free(Snapshot *k) {
+  free(k->nodes);
+  free(k->routes);
+}
+
 // What pass_schedule does, with `bound` for the choose pass's trials (-1:
-// none); *lost: the load-aware schedule lost to the minimal one and was
-// abandoned (the DAG then holds neither whole).
-static int64_t schedule_modes(Compilation *c, int64_t bound, bool *lost) {
-  *lost = false;
+// none).  Under --route=auto the minimal schedule is kept aside while the
+// load-aware one is tried, and put back when that one loses (it was
+// scheduled again from nothing until 2026-11-26: a tenth of a 256 MiB ctree
+// compile on mesh8x8).
+static int64_t schedule_modes(Compilation *c, int64_t bound) {
   if (c->route_mode != ROUTE_AUTO) return schedule_all(c, c->route_mode, bound, NULL);
   // Nothing to spread: the load-aware schedule would be the minimal one.
   if (!schedule_may_spread(c->dag)) return schedule_all(c, ROUTE_MINIMAL, bound, NULL);
@@ -664,21 +718,22 @@ static int64_t schedule_modes(Compilation *c, int64_t bound, bool *lost) {
   // bound the minimal one misses.
   int64_t *pace = xmalloc(sizeof(int64_t) * ((size_t)c->dag->nodes.len + 1));
   int64_t minimal = schedule_all(c, ROUTE_MINIMAL, -1, pace);
-  int64_t makespan = minimal < 0 ? minimal : schedule_all(c, ROUTE_AUTO, bound >= 0 ? MIN(bound, minimal) : minimal, pace);
-  free(pace);
-  if (makespan == SCHEDULE_ABANDONED && minimal >= 0) {
-    *lost = true;
-    return bound >= 0 && minimal > bound ? SCHEDULE_ABANDONED : minimal;
+  if (minimal < 0) {
+    free(pace);
+    return minimal;
   }
+  Snapshot kept = snapshot_take(c->dag);
+  int64_t makespan = schedule_all(c, ROUTE_AUTO, bound >= 0 ? MIN(bound, minimal) : minimal, pace);
+  free(pace);
+  if (makespan == SCHEDULE_ABANDONED) {  // the load-aware try lost: the minimal schedule it was measured against
+    snapshot_restore(c->dag, &kept);
+    makespan = bound >= 0 && minimal > bound ? SCHEDULE_ABANDONED : minimal;
+  }
+  snapshot_free(&kept);
   return makespan;
 }
 
-int64_t schedule_as_compiled(Compilation *c, int64_t bound, bool *whole) {
-  bool lost;
-  int64_t makespan = schedule_modes(c, bound, &lost);
-  *whole = makespan >= 0 && !lost;
-  return makespan;
-}
+int64_t schedule_as_compiled(Compilation *c, int64_t bound) { return schedule_modes(c, bound); }
 
 // The last schedule of a compilation: the tables kept between schedules
 // are given back after it, not held through code generation.
@@ -687,9 +742,7 @@ bool pass_schedule(Compilation *c) {
     schedule_forget_tables(c);
     return true;
   }
-  bool lost;
-  int64_t makespan = schedule_modes(c, -1, &lost);
-  if (lost) makespan = schedule_all(c, ROUTE_MINIMAL, -1, NULL);  // the DAG holds the load-aware try
+  int64_t makespan = schedule_modes(c, -1);
   schedule_forget_tables(c);
   if (makespan < 0) return false;
   c->dag->makespan = makespan;
