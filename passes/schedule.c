@@ -707,9 +707,8 @@ static void snapshot_free(Snapshot *k) {
 
 // What pass_schedule does, with `bound` for the choose pass's trials (-1:
 // none).  Under --route=auto the minimal schedule is kept aside while the
-// load-aware one is tried, and put back when that one loses (it was
-// scheduled again from nothing until 2026-11-26: a tenth of a 256 MiB ctree
-// compile on mesh8x8).
+// load-aware one is tried, and put back when that one loses, rather than
+// scheduled a third time (docs/passes.md has the figures).
 static int64_t schedule_modes(Compilation *c, int64_t bound) {
   if (c->route_mode != ROUTE_AUTO) return schedule_all(c, c->route_mode, bound, NULL);
   // Nothing to spread: the load-aware schedule would be the minimal one.
