@@ -665,7 +665,7 @@ typedef struct NodeSchedule {
   ScratchBuf *scratch;
 } NodeSchedule;
 
-// A whole schedule of a DAG, kept while another is tried (schedule_modes).
+// A whole schedule of a DAG, kept while another is tried (schedule_as_compiled).
 typedef struct Snapshot {
   NodeSchedule *nodes;
   Route *routes;  // every node's routes, in node order
@@ -709,7 +709,7 @@ static void snapshot_free(Snapshot *k) {
 // none).  Under --route=auto the minimal schedule is kept aside while the
 // load-aware one is tried, and put back when that one loses, rather than
 // scheduled a third time (docs/passes.md has the figures).
-static int64_t schedule_modes(Compilation *c, int64_t bound) {
+int64_t schedule_as_compiled(Compilation *c, int64_t bound) {
   if (c->route_mode != ROUTE_AUTO) return schedule_all(c, c->route_mode, bound, NULL);
   // Nothing to spread: the load-aware schedule would be the minimal one.
   if (!schedule_may_spread(c->dag)) return schedule_all(c, ROUTE_MINIMAL, bound, NULL);
@@ -732,8 +732,6 @@ static int64_t schedule_modes(Compilation *c, int64_t bound) {
   return makespan;
 }
 
-int64_t schedule_as_compiled(Compilation *c, int64_t bound) { return schedule_modes(c, bound); }
-
 // The last schedule of a compilation: the tables kept between schedules
 // are given back after it, not held through code generation.
 bool pass_schedule(Compilation *c) {
@@ -741,7 +739,7 @@ bool pass_schedule(Compilation *c) {
     schedule_forget_tables(c);
     return true;
   }
-  int64_t makespan = schedule_modes(c, -1);
+  int64_t makespan = schedule_as_compiled(c, -1);
   schedule_forget_tables(c);
   if (makespan < 0) return false;
   c->dag->makespan = makespan;
