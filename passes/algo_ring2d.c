@@ -59,7 +59,7 @@ typedef struct Grid {
   int first;           // the axis of the outer rings (0: x, 1: y)
   int half;
   int *complete1;      // first axis, by device: n1 x n1 ring completions (RingPlan.complete)
-  int *complete2;      // second axis, by device: n2 completions, by label
+  int *complete2;      // second axis, by device: n2 completions, by label, then complete1's
 } Grid;
 
 static int device_at(const Grid *g, int along, int line, int axis) {
@@ -86,10 +86,12 @@ static void outer_rings(Grid *g, bool rs) {
   for (int line = 0; line < n2; line++) {
     for (int p = 0; p < n1; p++) {
       order[p] = device_at(g, p, line, ax);
-      // The AllGather starts once the inner rings have completed every
-      // piece of the position's label there.
-      start[p] = rs ? NULL : &g->complete2[(size_t)order[p] * (size_t)n2];
-      nstart[p] = rs ? 0 : n2;
+      // The AllGather starts once the position's label is complete there:
+      // the inner rings have completed each of its pieces, and the outer
+      // ReduceScatter's last sum into it has landed (the inner rings' sums
+      // into a piece need not wait for that one, so do not stand for it).
+      start[p] = rs ? NULL : &g->complete2[(size_t)order[p] * (size_t)(n2 + 1)];
+      nstart[p] = rs ? 0 : n2 + 1;
     }
     RingPlan rp = {.n = n1, .order = order, .offset = offset, .bytes = bytes, .reduce_scatter = rs,
                    .all_gather = !rs, .lag = 1, .start_deps = start, .nstart_deps = nstart,
@@ -129,8 +131,11 @@ static void inner_rings(Grid *g) {
                    .complete = complete};
     lower_ring_plan(g->l, &rp);
     // Each device's completions are the outer AllGather's start dependencies.
-    for (int q = 0; q < n2; q++)
-      for (int b = 0; b < n2; b++) g->complete2[(size_t)order[q] * (size_t)n2 + (size_t)b] = complete[q * n2 + b];
+    for (int q = 0; q < n2; q++) {
+      int *done = &g->complete2[(size_t)order[q] * (size_t)(n2 + 1)];
+      for (int b = 0; b < n2; b++) done[b] = complete[q * n2 + b];
+      done[n2] = g->complete1[order[q]];
+    }
   }
   free(order);
   free(offset);
@@ -146,7 +151,7 @@ static void ring2d_lower(Lowering *l) {
     Grid g = {.l = l, .dims = {t->dims[0], t->dims[1]}, .first = half, .half = half};
     int n2 = g.dims[1 - half];
     g.complete1 = xmalloc(sizeof(int) * (size_t)t->ndevices);
-    g.complete2 = xmalloc(sizeof(int) * (size_t)t->ndevices * (size_t)n2);
+    g.complete2 = xmalloc(sizeof(int) * (size_t)t->ndevices * (size_t)(n2 + 1));
     l->lane = 2 * half;
     outer_rings(&g, true);
     l->lane = 2 * half + 1;
