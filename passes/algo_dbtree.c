@@ -68,7 +68,7 @@ static TreeSet *fitting_trees(const Lowering *l, char *why, size_t whylen) {
 
 static bool dbtree_applies(const Lowering *l, char *why, size_t whylen) {
   if (l->op->kind != OP_ALLREDUCE) {
-    snprintf(why, whylen, "its two trees each reduce half of the data to one root, so it lowers allreduce only");
+    snprintf(why, whylen, "its two trees are rooted at 2 devices, not one per device, so it lowers allreduce only");
     return false;
   }
   return lower_trees_apply(l, fitting_trees, why, whylen);

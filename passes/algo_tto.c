@@ -123,6 +123,7 @@ static TreeSet *tto_trees(const Lowering *l, char *why, size_t whylen) {
   if (!is_2d_mesh(t)) {
     const char *family = t->family == FAMILY_MESH       ? "mesh of other dimensions"
                          : t->family == FAMILY_EXPLICIT ? "explicit graph"
+                         : t->family == FAMILY_FULLY_CONNECTED ? "fully connected system"
                                                         : ir_family_names[t->family];
     snprintf(why, whylen, "it needs a 2-D mesh of at least 2 x 2 devices, and %s is %s %s", t->name,
              strchr("aeiou", family[0]) ? "an" : "a", family);
@@ -144,7 +145,7 @@ static TreeSet *tto_trees(const Lowering *l, char *why, size_t whylen) {
 
 static bool tto_applies(const Lowering *l, char *why, size_t whylen) {
   if (l->op->kind != OP_ALLREDUCE) {
-    snprintf(why, whylen, "its three trees each reduce a third of the data to one root, so it lowers allreduce only");
+    snprintf(why, whylen, "its three trees are rooted at 3 devices, not one per device, so it lowers allreduce only");
     return false;
   }
   return lower_trees_apply(l, tto_trees, why, whylen);
