@@ -47,6 +47,15 @@ static bool is_2d_mesh(const Topology *t) {
 static int excluded_corner(const Lowering *l, char *why, size_t whylen) {
   const Topology *t = l->c->topo;
   int X = t->dims[0], Y = t->dims[1], corners[4] = {0, X - 1, X * (Y - 1), X * Y - 1};
+  for (int d = 0; d < t->ndevices; d++) {  // a failed device that is not a corner: no group can do
+    bool corner = d == corners[0] || d == corners[1] || d == corners[2] || d == corners[3];
+    if (t->device_failed && t->device_failed[d] && !corner) {
+      const Role *role = ir_failed_role(t, ir_device_unit(t, d));
+      snprintf(why, whylen, "its trees need every device of the mesh but one corner, and device %d%s has failed", d,
+               role && role->spare >= 0 ? " (which a spare stands in for)" : "");
+      return -1;
+    }
+  }
   bool *in = xcalloc((size_t)t->ndevices, sizeof(bool));
   for (int g = 0; g < l->ngroup; g++) in[l->group[g]] = true;
   int missing = -1;
