@@ -554,8 +554,8 @@ static bool reads_c_at_k(Opcode op) {
 // The sources of element k + 1, fetched into the cache while other events run.
 static void prefetch_next_sources(EDev *d, Stream *s) {
   if (s->k + 1 >= s->n || s->in.op == OPC_VCVT) return;
-  sram_prefetch(&d->sram, &s->cur[CUR_B], s->in.b + s->k + 1, false);
-  if (reads_c_at_k((Opcode)s->in.op)) sram_prefetch(&d->sram, &s->cur[CUR_C], s->in.c + s->k + 1, false);
+  sram_prefetch(&d->sram, &s->cur[CUR_B], s->in.b + s->k + 1);
+  if (reads_c_at_k((Opcode)s->in.op)) sram_prefetch(&d->sram, &s->cur[CUR_C], s->in.c + s->k + 1);
 }
 
 // A result computed in a burst (burst.c) lands at once: in class 4 of its

@@ -297,9 +297,14 @@ uint8_t *sram_peek(Sram *s, uint32_t addr, int64_t **lands, bool **written);
 uint8_t *sram_vector_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, bool **written);
 uint8_t *sram_peek_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, bool **written);
 // Starts fetching vector addr and what it carries into the cache, for a
-// stream that reads it (or, for_write, writes it) a few cycles later, so
-// that the access does not wait on memory (a page is created to be written).
-void sram_prefetch(Sram *s, SramCursor *c, uint32_t addr, bool for_write);
+// stream that reads it a few cycles later, so that the read does not wait
+// on memory.  (A stream that writes vectors needs none: sram_stream_vector.)
+void sram_prefetch(Sram *s, SramCursor *c, uint32_t addr);
+// Copies a whole vector into SRAM by streaming stores, past the cache (a
+// received vector).  Another thread sees them after this thread's
+// sram_stream_fence and a barrier.
+void sram_stream_vector(uint8_t *dst, const uint8_t *src, int bytes);
+void sram_stream_fence(void);
 // Creates the pages of vectors addr .. addr + n that do not exist yet,
 // together (a tensor about to be written whole).
 void sram_make(Sram *s, uint32_t addr, uint32_t n);

@@ -237,7 +237,7 @@ static void send_element(Emu *e, EDev *d, Stream *s) {
   memcpy(payload, src, (size_t)e->vector_bytes);
   // The stream reads the next vector `every` cycles from now: start fetching
   // it, so that the copy does not wait on memory (streams are long).
-  if (s->k + 1 < s->n) sram_prefetch(&d->sram, &s->cur[CUR_B], s->in.a + s->k + 1, false);
+  if (s->k + 1 < s->n) sram_prefetch(&d->sram, &s->cur[CUR_B], s->in.a + s->k + 1);
   depart(e, d, s->unit, s->in.port, local, s->in.a + s->k, payload);
 }
 
@@ -303,10 +303,9 @@ static void recv_element(Emu *e, EDev *d, Stream *s) {
       emu_violate(e, VIOL_UNDERFLOW, d->id, u, s->in.port, local,
                   "RECV on port %d took a notification (TRANSMIT), not data", s->in.port);
     } else {
-      memcpy(emu_sram_write_at(e, d, u, &s->cur[CUR_A], s->in.a + s->k, local, now), v.payload,
-             (size_t)e->vector_bytes);
-      if (s->k + 1 < s->n)  // the next take's destination, as for SEND
-        sram_prefetch(&d->sram, &s->cur[CUR_B], s->in.a + s->k + 1, true);
+      // past the cache: the vector is read again only much later (sram_stream_vector)
+      sram_stream_vector(emu_sram_write_at(e, d, u, &s->cur[CUR_A], s->in.a + s->k, local, now), v.payload,
+                         e->vector_bytes);
       payload_free(e, v.payload);
       e->r->vectors_moved++;
       trace_vector(e, &v, d->id, s->unit, now);

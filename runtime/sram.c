@@ -51,6 +51,9 @@
 #define ASAN_POISON_MEMORY_REGION(a, n) ((void)(a), (void)(n))
 #define ASAN_UNPOISON_MEMORY_REGION(a, n) ((void)(a), (void)(n))
 #endif
+#if defined(__SSE2__) && !defined(SRAM_ASAN)
+#include <emmintrin.h>  // sram_stream_vector's streaming stores
+#endif
 
 struct SramPage {
   uint32_t number;  // addr / EMU_SRAM_PAGE_VECTORS
@@ -237,19 +240,41 @@ uint8_t *sram_vector_at(Sram *s, SramCursor *c, uint32_t addr, int64_t **lands, 
   return in_page(s, p, addr, lands, written);
 }
 
-void sram_prefetch(Sram *s, SramCursor *c, uint32_t addr, bool for_write) {
+void sram_prefetch(Sram *s, SramCursor *c, uint32_t addr) {
   int64_t *lands;
   bool *written;
-  const uint8_t *v = for_write ? sram_vector_at(s, c, addr, &lands, &written) : sram_peek_at(s, c, addr, &lands, &written);
+  const uint8_t *v = sram_peek_at(s, c, addr, &lands, &written);
   if (!v) return;
   __builtin_prefetch(lands, 1, 0);
   __builtin_prefetch(written, 1, 0);
-  for (int off = 0; off < s->vector_bytes; off += 64)
-    if (for_write)
-      __builtin_prefetch(v + off, 1, 0);
-    else
-      __builtin_prefetch(v + off, 0, 0);
+  for (int off = 0; off < s->vector_bytes; off += 64) __builtin_prefetch(v + off, 0, 0);
 }
+
+// Streaming stores write whole lines to memory without reading them into
+// the cache first (and without evicting what the cache holds).  A vector a
+// RECV takes lands in SRAM that was last touched long ago (a 64 MiB
+// allreduce writes 4.8 GB of it), and is read again only much later, so
+// the ordinary copy's read of each line before writing it was most of its
+// cost: 1.12x the vector-hops per CPU second on rack72's 64 MiB allreduce,
+// 1.27-1.50x on the bench's ring (bench/results/emu-throughput.txt).  A
+// vector op's results keep the ordinary copy: what they write is mostly
+// read again at once (streaming them too was no faster).
+// Under AddressSanitizer (SRAM_ASAN) the copy is memcpy, which it checks.
+#if defined(__SSE2__) && !defined(SRAM_ASAN)
+void sram_stream_vector(uint8_t *dst, const uint8_t *src, int bytes) {
+  if (((uintptr_t)dst | (uintptr_t)bytes) & 15) {  // a vector size or place the stores do not fit
+    memcpy(dst, src, (size_t)bytes);
+    return;
+  }
+  for (int off = 0; off < bytes; off += 16)
+    _mm_stream_si128((__m128i *)(dst + off), _mm_loadu_si128((const __m128i *)(src + off)));
+}
+
+void sram_stream_fence(void) { _mm_sfence(); }
+#else
+void sram_stream_vector(uint8_t *dst, const uint8_t *src, int bytes) { memcpy(dst, src, (size_t)bytes); }
+void sram_stream_fence(void) {}
+#endif
 
 uint8_t *sram_peek(Sram *s, uint32_t addr, int64_t **lands, bool **written) {
   return sram_peek_at(s, NULL, addr, lands, written);

@@ -314,6 +314,7 @@ static void run_part(Emu *p, Tick end) {
     run_event(p, &ev);
   }
   p->burst_end = 0;
+  sram_stream_fence();  // the window's received vectors, for whichever thread reads them next
   if (!p->bursted) return;
   p->bursted = false;
   SORT_LIST(p, net);
