@@ -113,6 +113,13 @@ static int parts_for(const Lowering *l, int u) {
 
 static int subgroups(const Topology *t) { return MAX(1, MIN(t->df.links_per_node_pair, t->df.tsps_per_node)); }
 
+// Whether the group's devices all sit in one rack of u devices.
+static bool one_rack(const Lowering *l, int u) {
+  for (int g = 1; g < l->ngroup; g++)
+    if (l->group[g] / u != l->group[0] / u) return false;
+  return true;
+}
+
 static bool hier_applies(const Lowering *l, char *why, size_t whylen) {
   const Topology *t = l->c->topo;
   if (t->family != FAMILY_DRAGONFLY || !t->df.two_level) {
@@ -125,11 +132,11 @@ static bool hier_applies(const Lowering *l, char *why, size_t whylen) {
     return false;
   }
   int u = t->df.tsps_per_node * t->df.nodes_per_rack;
-  if (!lower_whole_blocks(l, u, "rack", why, whylen)) return false;
-  if (l->ngroup / u < 2) {
+  if (one_rack(l, u)) {
     snprintf(why, whylen, "its group is one rack; the rack's own algorithms (dragonfly3, multitree) cover it");
     return false;
   }
+  if (!lower_whole_blocks(l, u, "rack", why, whylen)) return false;
   int64_t transfers = parts_for(l, u) * part_transfers(l->ngroup / u, t->df.nodes_per_rack, t->df.tsps_per_node,
                                                        subgroups(t));
   if (transfers > LOWER_MAX_TRANSFERS) {

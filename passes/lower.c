@@ -307,9 +307,10 @@ bool lower_whole_blocks(const Lowering *l, int size, const char *what, char *why
     int first = l->group[g] / size * size;
     for (int k = 0; k < size && ok; k++)
       if (!in[first + k]) {
+        const bool *failed = l->c->topo->device_failed;
         snprintf(why, whylen,
-                 "it needs whole %ss in the group, and device %d is in it while device %d of the same %s is not", what,
-                 l->group[g], first + k, what);
+                 "it needs whole %ss in the group, and device %d is in it while device %d of the same %s is not%s",
+                 what, l->group[g], first + k, what, failed && failed[first + k] ? " (it has failed)" : "");
         ok = false;
       }
   }
