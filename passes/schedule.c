@@ -562,15 +562,16 @@ static void scheduler_free(Scheduler *s) {
   free(s->memo);
 }
 
+// Nodes between two looks at the clock for the progress line.
+#define SCHEDULE_PROGRESS_NODES 256
+
 // Schedules every node with its transfers routed as mode says; returns the
 // makespan, -1 (after an error) past SCHEDULE_MAX_CYCLES, or
 // SCHEDULE_ABANDONED as soon as the makespan passes bound (when bound >= 0).
 // pace (optional, by node): the makespan after each node, recorded when
-// mode is minimal; under auto the schedule is abandoned once it runs
-// Nodes between two looks at the clock for the progress line.
-#define SCHEDULE_PROGRESS_NODES 256
-
-// SCHEDULE_AUTO_LAG_PERCENT behind it.
+// mode is minimal (a node not reached keeps what pace held); under auto
+// the schedule is abandoned once it runs SCHEDULE_AUTO_LAG_PERCENT behind
+// it (a node whose pace is negative: no look).
 static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound, int64_t *pace) {
   Scheduler s;
   scheduler_init(&s, c, mode);
@@ -602,7 +603,8 @@ static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound, int64
       }
     makespan = MAX(makespan, n->finish);
     if (pace && mode != ROUTE_AUTO) pace[i] = makespan;
-    if (pace && mode == ROUTE_AUTO && (int64_t)i * 100 >= (int64_t)c->dag->nodes.len * SCHEDULE_AUTO_LAG_GRACE_PERCENT &&
+    if (pace && mode == ROUTE_AUTO && pace[i] >= 0 &&
+        (int64_t)i * 100 >= (int64_t)c->dag->nodes.len * SCHEDULE_AUTO_LAG_GRACE_PERCENT &&
         makespan * 100 > pace[i] * (100 + SCHEDULE_AUTO_LAG_PERCENT)) {
       makespan = SCHEDULE_ABANDONED;
       break;
@@ -713,10 +715,21 @@ int64_t schedule_as_compiled(Compilation *c, int64_t bound) {
   if (c->route_mode != ROUTE_AUTO) return schedule_all(c, c->route_mode, bound, NULL);
   // Nothing to spread: the load-aware schedule would be the minimal one.
   if (!schedule_may_spread(c->dag)) return schedule_all(c, ROUTE_MINIMAL, bound, NULL);
-  // The minimal schedule is not bounded: the load-aware one may beat a
-  // bound the minimal one misses.
+  // The minimal schedule is abandoned past the bound too, and the
+  // load-aware one then tried against the pace it reached (-1 after): it
+  // may beat a bound the minimal one misses.  This gives what the whole
+  // minimal schedule would: from the node where that passed the bound on,
+  // its pace is above the bound, so the lag rule cannot cut a load-aware
+  // schedule that branch and bound has not (a loser's trial in the choose
+  // pass then costs two parts of schedules, not a whole one and a part).
   int64_t *pace = xmalloc(sizeof(int64_t) * ((size_t)c->dag->nodes.len + 1));
-  int64_t minimal = schedule_all(c, ROUTE_MINIMAL, -1, pace);
+  memset(pace, 0xff, sizeof(int64_t) * ((size_t)c->dag->nodes.len + 1));  // -1: not reached
+  int64_t minimal = schedule_all(c, ROUTE_MINIMAL, bound, pace);
+  if (minimal == SCHEDULE_ABANDONED) {
+    int64_t makespan = schedule_all(c, ROUTE_AUTO, bound, pace);
+    free(pace);
+    return makespan;
+  }
   if (minimal < 0) {
     free(pace);
     return minimal;
