@@ -6,10 +6,12 @@
 // collective alone (no other node), lowered, routed minimally and
 // scheduled: an exact schedule, not an estimate, but of a DAG a fraction of
 // the model's size, with the cheap routing (--route=auto's load-aware
-// spreading runs once, on the winner).  Costs are cached by what they
-// depend on (kind, reduction, dtype, bytes, group, in place or staged), so
-// a model repeating one collective (a layer's allreduce in every layer)
-// pays for each algorithm once.  Candidates are tried in registry order
+// spreading is not tried here, so a collective alone may still compile
+// slower than under a forced algorithm that spreads better:
+// docs/passes.md).  Costs are cached by what they depend on (kind,
+// reduction, dtype, bytes, group, in place or staged), so a model
+// repeating one collective (a layer's allreduce in every layer) pays for
+// each algorithm once.  Candidates are tried in registry order
 // under branch and bound: a schedule is abandoned as soon as its makespan
 // passes the best so far, so a candidate that cannot win costs only the
 // part of its schedule that shows it.  A lone applicable algorithm is not
@@ -19,7 +21,11 @@
 // model holds more than one collective left to auto, or anything besides
 // it, the whole model is scheduled with each collective's own winner and
 // with every single algorithm that applies to all of them (again under
-// branch and bound), and the fastest assignment is kept.  Ties keep the
+// branch and bound), and the fastest assignment is kept.  These trials
+// are the compile's (routed and scheduled as compiled, tree algorithms at
+// the chunk counts they would be given), so the model auto compiles is
+// never slower than one with a single algorithm forced; the winner's is
+// kept for lower, route and schedule.  Ties keep the
 // earlier option: the per-collective winners, then registry order; within
 // one collective a tie goes to the candidate whose transfers cross fewer
 // links (the same cycles with less of the network).  --stats prints what
@@ -258,6 +264,51 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
   return best;
 }
 
+// A tree algorithm's chunk count (seed 003 s VIII-C): the formula's
+// (algo_tree.c) divided by each of TREE_CHUNK_DIVISORS, collective n alone
+// routed minimally under branch and bound; when another count than the
+// formula's is fastest, both are tried again routed and scheduled as the
+// compile will, and the faster kept (under --route=auto a count that wins
+// minimally routed can lose once the load-aware router spreads: dbtree on
+// rack72 at 64 MiB, a half of the formula's count).  The formula's on a
+// tie.  A divisor that gives a count already tried is skipped.  Returns
+// the divisor, which is what --algo=algo gives n (1 when algo has no
+// chunks or --tree-chunks gives the count).  log: what was tried (NULL:
+// nothing said).  keep (NULL: none): when the model is this collective
+// alone, each count's trial as compiled is the compile's own (the same
+// lowering, routing and schedule), so the winner's is kept in *keep and
+// lower, route and schedule do not make it again (dbtree on rack72 at
+// 64 MiB, where the formula's count wins: 1.2 s -> 0.7 s).
+static int tree_divisor(Chooser *ch, const DagNode *n, AlgoKind algo, FILE *log, Dag **keep) {
+  Compilation *c = ch->c;
+  int op = n->op->id, pick, before = c->tree_chunk_divisor[op];
+  if (c->tree_chunks || !lower_uses_tree_chunks(algo)) return 1;
+  AlgoKind was = c->algos[op];
+  c->algos[op] = algo;
+  if (log)
+    fprintf(log, "choose %s (line %d): %s's chunks, the formula's count divided by", n->op->result->name,
+            n->op->loc.line, ir_algo_names[algo]);
+  chunk_round(ch, n, algo, -1, log, &pick);
+  Dag *kept = NULL, *kept_formula = NULL;
+  if (pick != 1 && c->route_mode == ROUTE_AUTO) {
+    c->tree_chunk_divisor[op] = 1;
+    Cost formula = isolated(ch, n, algo, -1, true, keep ? &kept_formula : NULL);
+    c->tree_chunk_divisor[op] = pick;
+    Cost other = isolated(ch, n, algo, formula.cycles, true, keep ? &kept : NULL);
+    if (log) {
+      fprintf(log, "; as compiled 1: %lld %d: ", (long long)formula.cycles, pick);
+      if (other.cycles >= 0) fprintf(log, "%lld", (long long)other.cycles);
+      else fprintf(log, "%s", other.cycles == ABANDONED ? ">best" : "refused");
+    }
+    if (formula.cycles >= 0 && (other.cycles < 0 || other.cycles >= formula.cycles)) pick = 1, kept = kept_formula;
+  }
+  if (keep) *keep = kept;
+  if (log) fprintf(log, " -> %d%s\n", pick, kept ? " (its trial is the compile's: lower, route and schedule keep it)" : "");
+  c->algos[op] = was;
+  c->tree_chunk_divisor[op] = before;
+  return pick;
+}
+
 // Whether the whole model must be tried: more than one collective to
 // choose, or other nodes sharing the network with it.
 static bool shares_the_network(const Dag *d, int nauto) { return nauto > 1 || d->nodes.len > nauto; }
@@ -268,11 +319,22 @@ static void assign(Compilation *c, const DagNode *const *colls, int n, const Alg
   for (int i = 0; i < n; i++) c->algos[colls[i]->op->id] = as ? as[i] : one;
 }
 
-// The whole model's makespan with that assignment; ABANDONED past bound.
-static int64_t whole(Compilation *c, const DagNode *const *colls, int n, const AlgoKind *as, AlgoKind one,
-                     int64_t bound) {
+// The whole model's makespan with that assignment, as the compile would
+// make it (the tree algorithms' chunk counts what each collective's
+// algorithm gives it alone, as choose_tree_chunks will; routed and
+// scheduled as compiled: --route=auto spreads where a minimal trial would
+// not, and a torus with two cables between neighbours showed auto 83 %
+// slower than a forced algorithm when the trials were minimal); ABANDONED
+// past bound.  keep (optional): the trial, kept (as in `trial`).
+static int64_t whole(Chooser *ch, const DagNode *const *colls, int n, const AlgoKind *as, AlgoKind one,
+                     int64_t bound, Dag **keep) {
+  Compilation *c = ch->c;
   assign(c, colls, n, as, one);
-  return trial(c, c->dag, bound, NULL, false, NULL);
+  for (int i = 0; i < n; i++) {
+    int op = colls[i]->op->id;
+    c->tree_chunk_divisor[op] = tree_divisor(ch, colls[i], c->algos[op], NULL, NULL);
+  }
+  return trial(c, c->dag, bound, NULL, true, keep);
 }
 
 static bool applies_to_all(Compilation *c, const DagNode *const *colls, int n, AlgoKind algo) {
@@ -305,55 +367,34 @@ static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoK
     fprintf(ch->log, "choose jointly (%d collectives): own winners, no other assignment applies to all\n", n);
     return;
   }
-  int64_t best = whole(c, colls, n, winners, ALGO_AUTO, -1);
+  // Each trial is scheduled as compiled, so the winner's is the compile's
+  // own: it is kept, and lower, route and schedule do not make it again.
+  bool keeping = c->keep_trials && !c->trial_dag;
+  Dag *kept = NULL;
+  int64_t best = whole(ch, colls, n, winners, ALGO_AUTO, -1, keeping ? &kept : NULL);
   fprintf(ch->log, "choose jointly (%d collectives): own winners %lld", n, (long long)best);
   AlgoKind pick = ALGO_AUTO;  // ALGO_AUTO: the own winners
   for (int a = 1; a < ALGO_COUNT && best >= 0; a++) {
     if (!is_alternative(c, colls, winners, n, (AlgoKind)a)) continue;
-    int64_t m = whole(c, colls, n, NULL, (AlgoKind)a, best);
+    Dag *won = NULL;
+    int64_t m = whole(ch, colls, n, NULL, (AlgoKind)a, best, keeping ? &won : NULL);
     log_cost(ch->log, (AlgoKind)a, m, best);
-    if (m >= 0 && m < best) best = m, pick = (AlgoKind)a;
+    if (m >= 0 && m < best) best = m, pick = (AlgoKind)a, kept = won;
   }
-  fprintf(ch->log, " -> %s\n", pick == ALGO_AUTO ? "own winners" : ir_algo_names[pick]);
+  fprintf(ch->log, " -> %s%s\n", pick == ALGO_AUTO ? "own winners" : ir_algo_names[pick],
+          kept ? " (its trial is the compile's: lower, route and schedule keep it)" : "");
   assign(c, colls, n, pick == ALGO_AUTO ? winners : NULL, pick);
+  if (kept) c->trial_dag = kept;
 }
 
-// A tree algorithm's chunk count (seed 003 s VIII-C): the formula's
-// (algo_tree.c) divided by each of TREE_CHUNK_DIVISORS, collective n alone
-// routed minimally under branch and bound; when another count than the
-// formula's is fastest, both are tried again routed and scheduled as the
-// compile will, and the faster kept (under --route=auto a count that wins
-// minimally routed can lose once the load-aware router spreads: dbtree on
-// rack72 at 64 MiB, a half of the formula's count).  The formula's on a
-// tie.  A divisor that gives a count already tried is skipped.  Unless
-// --tree-chunks gives the count.  When the model is this collective alone,
-// each count's trial as compiled is the compile's own (the same lowering,
-// routing and schedule): the winner's is kept, so lower, route and
-// schedule do not make it again (dbtree on rack72 at 64 MiB, where the
-// formula's count wins: 1.2 s -> 0.7 s).
 static void choose_tree_chunks(Chooser *ch, const DagNode *n) {
   Compilation *c = ch->c;
-  int op = n->op->id, pick;
-  AlgoKind algo = c->algos[op];
+  AlgoKind algo = c->algos[n->op->id];
   if (c->tree_chunks || !lower_uses_tree_chunks(algo)) return;
-  fprintf(ch->log, "choose %s (line %d): %s's chunks, the formula's count divided by", n->op->result->name,
-          n->op->loc.line, ir_algo_names[algo]);
-  chunk_round(ch, n, algo, -1, ch->log, &pick);
-  Dag *kept = NULL, *kept_formula = NULL;
-  if (pick != 1 && c->route_mode == ROUTE_AUTO) {
-    bool alone = c->keep_trials && c->dag->nodes.len == 1 && !c->trial_dag;
-    c->tree_chunk_divisor[op] = 1;
-    Cost formula = isolated(ch, n, algo, -1, true, alone ? &kept_formula : NULL);
-    c->tree_chunk_divisor[op] = pick;
-    Cost other = isolated(ch, n, algo, formula.cycles, true, alone ? &kept : NULL);
-    fprintf(ch->log, "; as compiled 1: %lld %d: ", (long long)formula.cycles, pick);
-    if (other.cycles >= 0) fprintf(ch->log, "%lld", (long long)other.cycles);
-    else fprintf(ch->log, "%s", other.cycles == ABANDONED ? ">best" : "refused");
-    if (formula.cycles >= 0 && (other.cycles < 0 || other.cycles >= formula.cycles)) pick = 1, kept = kept_formula;
-    if (kept) c->trial_dag = kept;
-  }
-  c->tree_chunk_divisor[op] = pick;
-  fprintf(ch->log, " -> %d%s\n", pick, kept ? " (its trial is the compile's: lower, route and schedule keep it)" : "");
+  bool alone = c->keep_trials && c->dag->nodes.len == 1 && !c->trial_dag;
+  Dag *kept = NULL;
+  c->tree_chunk_divisor[n->op->id] = tree_divisor(ch, n, algo, ch->log, alone ? &kept : NULL);
+  if (kept) c->trial_dag = kept;
 }
 
 bool pass_choose(Compilation *c) {
