@@ -534,7 +534,12 @@ static void hamiltonian_cycles_refused_with_reasons(void **state) {
   assert_string_equal(refused(&a, "topology: mesh\ndims: [5, 5]\n"),
                       "the mesh has no Hamiltonian cycle: it is bipartite (colour devices by the parity of "
                       "their coordinates' sum) with an odd number of devices (25), and a cycle alternates colours");
-  assert_string_equal(refused(&a, "topology: mesh\ndims: [6]\n"),
+  // A line's ends have one link each: no search needed.
+  assert_string_equal(refused(&a, "topology: mesh\ndims: [6]\n"), "device 0 is linked to fewer than two of its 6 devices");
+  // Two triangles joined by one link: every device has two links, all in
+  // one piece, and no cycle crosses the bridge twice; only the search says so.
+  assert_string_equal(refused(&a, "topology: explicit\ndevices: 6\n"
+                                  "links: [[0, 1], [1, 2], [2, 0], [3, 4], [4, 5], [5, 3], [2, 3]]\n"),
                       "the network has no Hamiltonian cycle (an exhaustive search found none)");
   assert_string_equal(refused(&a, "topology: explicit\ndevices: 2\nlinks: [[0, 1]]\n"),
                       "two devices form a cycle only over two links between them");
