@@ -233,7 +233,6 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
   // after, so its trial is not the compile's.
   bool alone = ch->c->keep_trials && ch->c->dag->nodes.len == 1 && !lower_uses_tree_chunks(cand[0]);
   Dag *kept = NULL;
-  int best_divisor = 1;
   for (int i = 0; i < k; i++) {
     int divisor;
     Cost cost = candidate_cost(ch, n, cand[i], best_cycles, alone && i == 0 ? &kept : NULL, &divisor);
@@ -244,13 +243,12 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
     bool tie = cost.cycles == best_cycles;
     if (best_cycles < 0 || cost.cycles < best_cycles || (tie && cost.link_vectors < best_vectors)) {
       tied_vectors = tie ? best_vectors : -1;
-      best = cand[i], best_cycles = cost.cycles, best_vectors = cost.link_vectors, best_divisor = divisor;
+      best = cand[i], best_cycles = cost.cycles, best_vectors = cost.link_vectors;
     } else if (tie) {
       tied_vectors = cost.link_vectors;
     }
   }
   if (kept && best == cand[0]) ch->c->trial_dag = kept;
-  ch->c->tree_chunk_divisor[n->op->id] = best_divisor;  // the joint trials' (choose_tree_chunks decides the compile's)
   if (best == ALGO_AUTO) fprintf(ch->log, " -> none applies");
   else if (tied_vectors == best_vectors)
     fprintf(ch->log, " -> %s, fewest cycles (a tie in cycles and vector-hops: the first in registry order)",

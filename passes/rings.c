@@ -474,7 +474,6 @@ bool ring_hamiltonian(const Topology *t, int *order, char *why, size_t whylen) {
   return false;
 }
 
-
 // A group of all of an odd mesh's devices but a corner: the near cycle
 // laid out with that corner as its own, which it visits between two
 // neighbours, left out; every hop is then between neighbours (tto's
