@@ -76,6 +76,7 @@ static bool grow_one(Grower *g, int k, int s) {
   const Port *port = &g->t->devices[u].ports[p];
   g->ts->parent[(size_t)k * nd + port->peer] = u;
   g->ts->step[(size_t)k * nd + port->peer] = s;
+  g->ts->link[(size_t)k * nd + port->peer] = port->link;
   g->used[dir_index(g->t, port->link, u)] = true;
   g->order[(size_t)k * nd + g->count[k]++] = port->peer;
   return true;

@@ -42,7 +42,8 @@ TreeSet *lower_trees_new(const Lowering *l, int ntrees) {
   size_t n = (size_t)ntrees * (size_t)ts->ndevices;
   ts->parent = xmalloc(sizeof(int) * (n ? n : 1));
   ts->step = xmalloc(sizeof(int) * (n ? n : 1));
-  for (size_t i = 0; i < n; i++) ts->parent[i] = ts->step[i] = -1;
+  ts->link = xmalloc(sizeof(int) * (n ? n : 1));
+  for (size_t i = 0; i < n; i++) ts->parent[i] = ts->step[i] = ts->link[i] = -1;
   return ts;
 }
 
@@ -50,6 +51,7 @@ void lower_trees_free(TreeSet *ts) {
   if (!ts) return;
   free(ts->parent);
   free(ts->step);
+  free(ts->link);
   free(ts);
 }
 
@@ -194,6 +196,7 @@ typedef struct TreeWalk {
 static size_t at(const TreeWalk *w, int t, int c, int d) { return ((size_t)t * w->chunks + c) * w->nd + d; }
 static int parent_of(const TreeWalk *w, int t, int d) { return w->ts->parent[(size_t)t * w->nd + d]; }
 static int step_of(const TreeWalk *w, int t, int d) { return w->ts->step[(size_t)t * w->nd + d]; }
+static int link_of(const TreeWalk *w, int t, int d) { return w->ts->link[(size_t)t * w->nd + d]; }
 
 static void build_kids(TreeWalk *w) {
   int nd = w->nd;
@@ -231,6 +234,7 @@ static void send_up(TreeWalk *w, int t, int c, int d) {
   bool into_relay = !w->in_group[p];
   if (into_relay && *last >= 0) w->deps[n++] = *last;
   bool reduce = !into_relay || *last >= 0;
+  w->l->edge_link = link_of(w, t, d);
   int id = lower_send(w->l, d, p, offset, bytes, reduce, w->deps, n);
   *last = id;
   w->up[at(w, t, c, d)] = id;
@@ -244,6 +248,7 @@ static void send_down(TreeWalk *w, int t, int c, int d) {
     w->deps[n++] = w->down[at(w, t, c, p)];
   else if (w->l->op->kind == OP_ALLREDUCE)
     n = kids_up(w, t, c, p);
+  w->l->edge_link = link_of(w, t, d);
   int id = lower_send(w->l, p, d, w->offset[t * w->chunks + c], w->bytes[t * w->chunks + c], false, w->deps, n);
   w->down[at(w, t, c, d)] = id;
   if (w->in_group[d]) lower_done(w->l, d, id);
@@ -290,6 +295,7 @@ void lower_trees(Lowering *l, const TreeSet *ts) {
   if (l->op->kind != OP_ALL_GATHER) emit_phase(&w, true);
   if (l->op->kind != OP_REDUCE_SCATTER) emit_phase(&w, false);
   l->lane = 0;
+  l->edge_link = -1;
   free(w.in_group);
   free(w.carries);
   free(w.kid_start);

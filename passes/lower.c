@@ -121,7 +121,7 @@ int lower_send(Lowering *l, int src, int dst, int64_t offset, int64_t bytes, boo
   for (int i = 0; i < w->ready_on[dst].len; i++) VEC_PUSH(&w->c->arena, &w->ready, w->ready_on[dst].data[i]);
   DagNode like = {.kind = NODE_TRANSFER, .op = l->op, .tensor = l->buffer, .src = src, .dst = dst,
                   .offset = offset, .bytes = bytes, .reduce = reduce, .lane = l->lane, .on_cycle = l->on_cycle,
-                  .fill_gaps = l->fill_gaps};
+                  .fill_gaps = l->fill_gaps, .over_link = l->edge_link >= 0, .link = l->edge_link};
   return append(w, &like)->id;
 }
 
@@ -203,7 +203,7 @@ static void stage_operands(Lowerer *w, Lowering *l) {
 // The collective as an algorithm sees it.
 static Lowering lowering_of(Compilation *c, const DagNode *n, void *state) {
   return (Lowering){.c = c, .coll = n, .op = n->op, .buffer = buffer_of(n->op), .ngroup = n->ngroup,
-                    .group = n->group, .state = state};
+                    .group = n->group, .edge_link = -1, .state = state};
 }
 
 // The first registered algorithm that can lower n (registry order: the

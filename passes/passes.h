@@ -336,6 +336,7 @@ typedef struct Lowering {
   int lane;             // the ring or tree the next lower_send belongs to (0 ..);
                         // algorithms with several set it, for pictures
   bool on_cycle;        // the next lower_send is a ring's hop between neighbours
+  int edge_link;        // the link the next lower_send's tree edge was built over (-1: none)
   bool fill_gaps;       // the next lower_send may be cut around what is scheduled before it
   void *state;          // lower.c's own
 } Lowering;
@@ -445,11 +446,13 @@ void lower_ring_plan(Lowering *l, RingPlan *rp);
 // down every link.  Arrays are ntrees x ndevices, tree t's row at
 // t * ndevices: parent[d] is d's parent (-1: the root, or d absent) and
 // step[d] the broadcast step in which the edge parent -> d is used (0: the
-// root, -1: absent; a child's step exceeds its parent's).  A device of a
+// root, -1: absent; a child's step exceeds its parent's).  link[d] is the
+// link the edge parent -> d was built over (-1: the builder chose devices,
+// not links, and the router picks the way).  A device of a
 // tree outside the group relays: it stores and forwards (it adds nothing).
 typedef struct TreeSet {
   int ntrees, ndevices;
-  int *parent, *step;  // malloc'd, ntrees x ndevices
+  int *parent, *step, *link;  // malloc'd, ntrees x ndevices
 } TreeSet;
 
 // The pipeline's depth in chunks: the deepest tree's edges times this many
