@@ -27,6 +27,13 @@ static int64_t model_free_run(const bool *busy, int64_t at) {
   return INT64_MAX;
 }
 
+#define LONG_HORIZON 8192
+static int64_t model_long_free_run(const bool *busy, int64_t at) {
+  for (int64_t t = at; t < LONG_HORIZON; t++)
+    if (busy[t]) return t - at;
+  return INT64_MAX;
+}
+
 // Random takes and queries agree with the model, and the table stays sorted,
 // disjoint and merged (no two intervals touch).
 static void reservations_match_a_cycle_by_cycle_model(void **state) {
@@ -74,6 +81,56 @@ static void cursors_answer_as_searches(void **state) {
       assert_int_equal(resv_cursor_earliest(&c, from, len), resv_earliest(&r, from, len));
       from += (seed >> 8) % (seed & 1 ? 8 : 400);
     }
+    resv_free(&r);
+  }
+}
+
+// Long tables (an issue-slot table holds an interval for every route
+// through its port: thousands): one-cycle takes at random even cycles,
+// then takes of odd cycles between them, each merging with two
+// neighbours, logged; every answer matches the cycle-by-cycle model (the
+// searches gallop from wherever the last one landed), and undoing the
+// journal gives back the table interval for interval.
+static void long_tables_merge_and_undo(void **state) {
+  (void)state;
+  unsigned seed = 11;
+  static bool busy[LONG_HORIZON];
+  static Interval before[LONG_HORIZON];
+  for (int round = 0; round < 4; round++) {
+    Reservations r = {0};
+    memset(busy, 0, sizeof busy);
+    for (int k = 0; k < 3000; k++) {  // even cycles, in random order
+      seed = seed * 1103515245u + 12345u;
+      int64_t t = 2 * ((seed >> 8) % (LONG_HORIZON / 2 - 1));
+      if (busy[t]) continue;
+      resv_take(&r, t, 1);
+      busy[t] = true;
+    }
+    int n = r.len;
+    assert_true(n > 1500);  // long: thousands of intervals
+    memcpy(before, r.iv, sizeof(Interval) * (size_t)n);
+    ResvJournal j = {0};
+    for (int k = 0; k < 1500; k++) {  // odd cycles, merging neighbours
+      seed = seed * 1103515245u + 12345u;
+      int64_t t = 1 + 2 * ((seed >> 8) % (LONG_HORIZON / 2 - 1));
+      if (busy[t]) continue;
+      assert_true(resv_is_free(&r, t, 1));
+      resv_take_logged(&r, t, 1, &j);
+      busy[t] = true;
+      int64_t from = (seed >> 4) % LONG_HORIZON, len = 1 + (seed >> 20) % 6, want = from;
+      for (int64_t c = want; c < want + len && want < LONG_HORIZON; c++)
+        if (c < LONG_HORIZON && busy[c]) want = c + 1;  // restart the run after a busy cycle
+      if (want < LONG_HORIZON) assert_int_equal(resv_earliest(&r, from, len), want);
+      assert_int_equal(resv_free_run(&r, from), model_long_free_run(busy, from));
+    }
+    for (int i = 1; i < r.len; i++) assert_true(r.iv[i - 1].end < r.iv[i].start);
+    int64_t cells = 0;
+    for (int c = 0; c < LONG_HORIZON; c++) cells += busy[c];
+    assert_int_equal(resv_busy(&r, 0, LONG_HORIZON), cells);
+    resv_undo_all(&j);
+    assert_int_equal(r.len, n);
+    assert_memory_equal(r.iv, before, sizeof(Interval) * (size_t)n);
+    free(j.e);
     resv_free(&r);
   }
 }
@@ -731,6 +788,7 @@ int main(void) {
       cmocka_unit_test(reservations_match_a_cycle_by_cycle_model),
       cmocka_unit_test(cursors_answer_as_searches),
       cmocka_unit_test(undone_takes_restore_the_tables),
+      cmocka_unit_test(long_tables_merge_and_undo),
       cmocka_unit_test(streams_are_runs_not_vectors),
       cmocka_unit_test(link_looks_skip_no_fit),
       cmocka_unit_test(a_node_offers_seven_paths),
