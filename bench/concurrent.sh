@@ -7,9 +7,9 @@
 # exits 1 if not.  Each auto program then runs on tsp-emu with jitter and
 # drift and must say `data: verified`.  A case names a topology of
 # examples/, or one elsewhere by its path without .yaml (a 3x3x2 torus,
-# whose two cables between neighbours along its last dimension make
-# spreading pay: auto lost there by up to 41 % while its joint trials were
-# routed minimally).
+# whose two cables between neighbours along its last dimension made
+# auto lose there by up to 41 % while its joint trials were routed
+# minimally and multitree's tree edges all took the first cable).
 #
 #   bench/concurrent.sh
 set -euo pipefail
