@@ -629,9 +629,10 @@ typedef struct DagNode {
   bool nonminimal;   // TRANSFER, after routing: routes are the spread ones
   bool on_cycle;     // TRANSFER: a ring's hop between neighbours on its cycle;
                      //   --route=auto keeps it on the link between them
-  bool over_link;    // TRANSFER: an edge a tree algorithm built over `link` between
-  int link;          //   neighbours: its minimal route is that link (route.c), which
-                     //   matters where several cables join them
+  bool over_link;    // TRANSFER: an edge a tree algorithm built over `link` (TreeSet.link,
+  int link;          //   Lowering.edge_link) between neighbours: its minimal route is that
+                     //   link when it has the shortest path's pace (route.c, edge_path),
+                     //   which matters where several cables join them
   bool fill_gaps;     // TRANSFER: the scheduler may cut its routes into pieces in the
                      //   gaps other transfers leave (passes/schedule.c, place_filling)
   int lane;          // TRANSFER of a collective: which of its algorithm's rings or trees

@@ -100,7 +100,7 @@ static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vec
   if (lower_dag(c, old, &dag)) {
     c->dag = dag;
     RouteMode mode = c->route_mode;
-    if (!as_compiled) c->route_mode = trial_route(c);  // the router then finds no spread it would not use
+    if (!as_compiled) c->route_mode = trial_route(c);  // the router then looks for no spread (beyond a tree edge's cables)
     bool routed = pass_route(c);
     c->route_mode = mode;
     if (routed && as_compiled) makespan = schedule_as_compiled(c, bound);
