@@ -617,6 +617,7 @@ typedef struct DagNode {
   const Tensor *tensor;  // TRANSFER: the tensor moved
   int device;        // COMPUTE, STAGE: where it runs
   int src, dst;      // TRANSFER: src != dst
+  int link;          // TRANSFER with over_link: the cable its tree edge was built over
   int64_t offset;    // TRANSFER, STAGE: where the bytes start in the buffer (a chunk of it)
   int64_t bytes;     // TRANSFER, STAGE: bytes moved; COLLECTIVE: bytes of the operand per device
   bool reduce;       // TRANSFER: dst reduces into its own data by op->reduce
@@ -630,7 +631,7 @@ typedef struct DagNode {
   bool on_cycle;     // TRANSFER: a ring's hop between neighbours on its cycle;
                      //   --route=auto keeps it on the link between them
   bool over_link;    // TRANSFER: an edge a tree algorithm built over `link` (TreeSet.link,
-  int link;          //   Lowering.edge_link) between neighbours: its minimal route is that
+                     //   Lowering.edge_link) between neighbours: its minimal route is that
                      //   link when it has the shortest path's pace (route.c, edge_path),
                      //   which matters where several cables join them
   bool fill_gaps;     // TRANSFER: the scheduler may cut its routes into pieces in the
