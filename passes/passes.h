@@ -43,6 +43,10 @@ extern const char *const route_mode_names[ROUTE_MODE_COUNT];
 #define SCHEDULE_GAP_MIN_VECTORS 4
 #define SCHEDULE_GAP_MAX_PIECES 16
 #define SCHEDULE_AUTO_LAG_GRACE_PERCENT 10
+// The rule saves compile time and may cost cycles, so a load-aware schedule
+// is not cut before it has tried this many routes (route_fits_looked): one
+// cheaper than that runs whole (a few tens of milliseconds at most).
+#define SCHEDULE_AUTO_LAG_FREE_TRIES (1 << 16)
 // The longest one transfer may take, and the latest a schedule may end, in
 // cycles (named limits far past any real program: a node starts before
 // SCHEDULE_MAX_CYCLES and lasts at most ROUTE_MAX_CYCLES, or about that for
