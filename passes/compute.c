@@ -85,9 +85,14 @@ static int64_t place(Emitter *e, Instr in, const int8_t ref[4], int64_t ready) {
   }
   resv_take(table, t, hold);
   if (is_install(&in)) resv_take(e->u.mxw, t, span);
-  UnitInstr ui = {.at = t, .in = in};
-  memcpy(ui.ref, ref, sizeof ui.ref);
-  VEC_PUSH(&e->c->arena, &e->code, ui);
+  CodeBuf *code = e->code;
+  if (code->len == code->cap) {
+    code->cap = code->cap ? 2 * code->cap : 256;
+    code->data = xrealloc(code->data, sizeof *code->data * (size_t)code->cap);
+  }
+  UnitInstr *ui = &code->data[code->len++];
+  *ui = (UnitInstr){.at = t, .in = in};
+  memcpy(ui->ref, ref, sizeof ui->ref);
   e->last = MAX(e->last, t + span - 1);  // its last landing (or read)
   return t;
 }
@@ -1443,9 +1448,14 @@ void compute_emit(Emitter *e, int64_t ready) {
   n->start = n->finish = ready;
   if (n->op->kind == OP_TRANSPOSE && compute_transpose_is_view(e->c, n->op)) return;  // read in place
   e->last = ready;
+  e->code->len = 0;
   rules[n->op->kind].emit(e, ready);
-  n->ncode = e->code.len;
-  n->code = e->code.data;
+  n->ncode = e->code->len;
+  n->code = NULL;
+  if (n->ncode) {
+    n->code = arena_alloc_uncleared(&e->c->arena, sizeof *n->code * (size_t)n->ncode);  // every one copied
+    memcpy(n->code, e->code->data, sizeof *n->code * (size_t)n->ncode);
+  }
   n->nscratch = e->scratch.len;
   n->scratch = e->scratch.data;
   for (int i = 0; i < n->ncode; i++) n->start = i ? MIN(n->start, n->code[i].at) : n->code[i].at;

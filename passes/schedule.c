@@ -72,6 +72,7 @@ typedef struct Scheduler {
   FitMemo *memo;           // by path id (Path.id; the DAG's npath_ids + 1), NULL: FIT_MEMO_OFF_ENV set
   bool failed;             // an error was reported
   int64_t tries;           // routes tried at a time (route_fits_looked): the schedule's work
+  CodeBuf code;            // the compute node being placed (compute_emit), reused
 } Scheduler;
 
 static Reservations *link_dir(Scheduler *s, const Hop *h) {
@@ -482,7 +483,8 @@ static void schedule_compute(Scheduler *s, DagNode *n, int64_t ready) {
   } else {
     Emitter e = {.c = s->c, .sync = s->sync, .n = n, .vb = s->t->link.vector_bytes,
                  .u = {.vxm = &s->vxm[d], .mxm = &s->mxm[d], .mxw = &s->mxw[d], .sxm = &s->sxm[d],
-                       .weights_free = &s->weights_free[d]}};
+                       .weights_free = &s->weights_free[d]},
+                 .code = &s->code};
     compute_emit(&e, ready);
     if (e.too_long && !s->failed) {
       diag_error(&s->c->diag, op->loc,
@@ -561,6 +563,7 @@ static void scheduler_free(Scheduler *s) {
   free(s->tried.e);
   free(s->pieces);
   free(s->look);
+  free(s->code.data);
   free(s->memo);
 }
 
