@@ -1443,6 +1443,17 @@ bool compute_supported(Compilation *c, const Op *op, char *why, size_t n) {
   }
 }
 
+void compute_stamp(Emitter *e, const DagNode *like) {
+  DagNode *n = e->n;
+  n->code = like->code, n->ncode = like->ncode, n->scratch = like->scratch, n->nscratch = like->nscratch;
+  n->start = like->start, n->finish = like->finish;
+  for (int i = 0; i < n->ncode; i++) {  // what place() took for it
+    const Instr *in = &n->code[i].in;
+    resv_take(table_of(e, unit_of(in)), n->code[i].at, isa_issue_cycles(in, e->vb));
+    if (is_install(in)) resv_take(e->u.mxw, n->code[i].at, span_of(e, in));
+  }
+}
+
 void compute_emit(Emitter *e, int64_t ready) {
   DagNode *n = e->n;
   n->start = n->finish = ready;

@@ -197,7 +197,18 @@ typedef struct Reservations {
   Interval *iv;  // malloc'd, sorted by start, disjoint, non-adjacent
   int len, cap;
   int hint;      // where the last query landed: a search cursor, checked before use
+  uint64_t sum;  // the sum of its intervals' hashes, kept as they change (resv_fingerprint)
 } Reservations;
+
+// What a table holds, in 128 bits: its length and the sum of a 64-bit
+// hash of each interval.  Two tables with equal fingerprints hold the same
+// intervals but with a chance of 2^-64 (the schedule's compute stamping
+// relies on it, and a wrong stamp could only reserve what is free).
+typedef struct ResvFingerprint {
+  int len;
+  uint64_t sum;
+} ResvFingerprint;
+ResvFingerprint resv_fingerprint(const Reservations *r);
 
 // Whether [start, start + len) is free.
 bool resv_is_free(const Reservations *r, int64_t start, int64_t len);
@@ -287,7 +298,7 @@ typedef struct UnitTables {
 // The instructions of the compute node being placed, in malloc'd memory
 // the scheduler keeps from node to node: grown by doubling in the arena,
 // every smaller copy would stay there too (a training step on
-// system10440, 56 M instructions: 9.9 GB of arena, 4.4 GB with this).
+// system10440, 56 M instructions: 9.9 GB of arena, 4.7 GB with this).
 typedef struct CodeBuf {
   UnitInstr *data;
   int len, cap;
@@ -312,6 +323,11 @@ bool compute_supported(Compilation *c, const Op *op, char *why, size_t whylen);
 // Places the node's instructions from `ready` on; sets n->code, n->scratch,
 // n->start and n->finish.
 void compute_emit(Emitter *e, int64_t ready);
+// Gives e->n the program `like` got from compute_emit on another device
+// (the same op, from the same ready, on tables that held what e's hold
+// now) and takes on e's tables what it took there: the placement
+// compute_emit would find, without its search.
+void compute_stamp(Emitter *e, const DagNode *like);
 // The cycles op takes alone on an idle device, estimated from shapes
 // before layout and scheduling (the partitioner's cost of compute; within
 // a few percent of the scheduled makespan on the shapes test_partition

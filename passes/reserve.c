@@ -93,6 +93,17 @@ int64_t resv_free_run(const Reservations *r, int64_t at) {
   return r->iv[i].start <= at ? 0 : r->iv[i].start - at;
 }
 
+// An interval's share of its table's fingerprint (splitmix64's mix of its
+// two ends).
+static uint64_t interval_hash(Interval v) {
+  uint64_t x = (uint64_t)v.start * 0x9e3779b97f4a7c15u ^ (uint64_t)v.end;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+  return x ^ (x >> 31);
+}
+
+ResvFingerprint resv_fingerprint(const Reservations *r) { return (ResvFingerprint){r->len, r->sum}; }
+
 // Takes [start, start + len), merging with the intervals it touches; fills
 // u (if not NULL) with what it replaced.
 static void take(Reservations *r, int64_t start, int64_t len, ResvUndo *u) {
@@ -103,6 +114,7 @@ static void take(Reservations *r, int64_t start, int64_t len, ResvUndo *u) {
   while (j < r->len && r->iv[j].start <= end) {  // absorb every interval we touch
     start = MIN(start, r->iv[j].start);
     end = MAX(end, r->iv[j].end);
+    r->sum -= interval_hash(r->iv[j]);
     j++;
   }
   int removed = j - i;
@@ -122,6 +134,7 @@ static void take(Reservations *r, int64_t start, int64_t len, ResvUndo *u) {
     r->len -= removed - 1;
   }
   r->iv[i] = (Interval){start, end};
+  r->sum += interval_hash(r->iv[i]);
 }
 
 void resv_take(Reservations *r, int64_t start, int64_t len) {
@@ -144,6 +157,8 @@ void resv_take_logged(Reservations *r, int64_t start, int64_t len, ResvJournal *
 // Puts back the intervals one take merged into iv[at].
 static void untake(const ResvUndo *u) {
   Reservations *r = u->r;
+  r->sum -= interval_hash(r->iv[u->at]);
+  for (int k = 0; k < u->removed; k++) r->sum += interval_hash(u->old[k]);
   int grow = u->removed - 1;  // -1: the take inserted one interval
   if (grow > 0) memmove(r->iv + u->at + 1 + grow, r->iv + u->at + 1, (size_t)(r->len - u->at - 1) * sizeof *r->iv);
   if (grow < 0) memmove(r->iv + u->at, r->iv + u->at + 1, (size_t)(r->len - u->at - 1) * sizeof *r->iv);

@@ -52,6 +52,21 @@ typedef struct FitMemo {
 // its ready cycle (test/lit/dsl/fit-memo.test: the same schedules).
 #define FIT_MEMO_OFF_ENV "TSPC_NO_FIT_MEMO"
 
+// Set (to anything), no program is stamped: every one is placed by
+// compute_emit (test/lit/dsl/compute-stamps.test: the same outputs).
+#define STAMPS_OFF_ENV "TSPC_NO_STAMPS"
+
+// A compute op's program as compute_emit last placed it, on one device,
+// for the next device that runs the op: the node, what its device's tables
+// and weight buffers were before (fingerprints), and the weight buffers
+// after.
+typedef struct Stamp {
+  const Op *op;
+  const DagNode *like;  // NULL: none yet
+  int64_t ready, weights_before, weights_after, too_long;
+  ResvFingerprint before[4];  // vxm, mxm, mxw, sxm
+} Stamp;
+
 typedef struct Scheduler {
   Compilation *c;
   const Topology *t;
@@ -73,6 +88,7 @@ typedef struct Scheduler {
   bool failed;             // an error was reported
   int64_t tries;           // routes tried at a time (route_fits_looked): the schedule's work
   CodeBuf code;            // the compute node being placed (compute_emit), reused
+  Stamp *stamps;           // by op id: its program's last placement (place_program); NULL: STAMPS_OFF_ENV set
 } Scheduler;
 
 static Reservations *link_dir(Scheduler *s, const Hop *h) {
@@ -464,6 +480,58 @@ static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
   if (n->reduce && !reduction_waits(n)) reduce_now(s, n);
 }
 
+// The fingerprints of device d's unit tables, in Stamp.before's order.
+static void unit_fingerprints(const Scheduler *s, int d, ResvFingerprint out[4]) {
+  const Reservations *t[4] = {&s->vxm[d], &s->mxm[d], &s->mxw[d], &s->sxm[d]};
+  for (int i = 0; i < 4; i++) out[i] = resv_fingerprint(t[i]);
+}
+
+static bool same_fingerprints(const ResvFingerprint *a, const ResvFingerprint *b) {
+  for (int i = 0; i < 4; i++)
+    if (a[i].len != b[i].len || a[i].sum != b[i].sum) return false;
+  return true;
+}
+
+// A compute op's program (compute.c) on n's device.  compute_emit's
+// placement depends on the op, the ready cycle, and what the device's unit
+// tables and weight buffers hold; an op that runs on every device (seed 002's
+// data parallelism: each device's matmuls of a training step) mostly meets
+// the same on each, so its placement on the last device is stamped onto the
+// next when those match (their fingerprints), rather than searched again:
+// examples/train.tg on system10440 (56 M instructions) compiles in 27 s
+// instead of 42 (bench/scale-train.sh).  The program and its times are the
+// same either way: a table's fingerprint is its length and a 64-bit sum,
+// so two that differ match with a chance of 2^-64 (and a wrong stamp could
+// only take what is free: resv_take refuses an overlap).
+static void place_program(Scheduler *s, DagNode *n, int64_t ready) {
+  int d = n->device;
+  const Op *op = n->op;
+  Emitter e = {.c = s->c, .sync = s->sync, .n = n, .vb = s->t->link.vector_bytes,
+               .u = {.vxm = &s->vxm[d], .mxm = &s->mxm[d], .mxw = &s->mxw[d], .sxm = &s->sxm[d],
+                     .weights_free = &s->weights_free[d]},
+               .code = &s->code};
+  Stamp spare = {0}, *st = s->stamps && op->id < s->c->graph->ops.len ? &s->stamps[op->id] : &spare;
+  ResvFingerprint before[4];
+  unit_fingerprints(s, d, before);
+  if (st->like && st->op == op && st->ready == ready && st->weights_before == s->weights_free[d] && same_fingerprints(st->before, before)) {
+    compute_stamp(&e, st->like);
+    s->weights_free[d] = st->weights_after;
+    e.too_long = st->too_long;
+  } else {
+    *st = (Stamp){.op = op, .like = n, .ready = ready, .weights_before = s->weights_free[d]};
+    memcpy(st->before, before, sizeof before);
+    compute_emit(&e, ready);
+    st->weights_after = s->weights_free[d], st->too_long = e.too_long;
+  }
+  if (e.too_long && !s->failed) {
+    diag_error(&s->c->diag, op->loc,
+               "cannot schedule %s: one of its instructions runs %lld cycles, more than the %lld between two "
+               "resyncs (its rows are too long for the drift planned: see --drift-ppm)",
+               ir_op_info[op->kind].name, (long long)e.too_long, (long long)(s->sync->interval - s->sync->window));
+    s->failed = true;
+  }
+}
+
 // A compute op: a local copy is the same bytes; an element-wise op whose
 // operands share its shape is one pass of the vector unit; anything else
 // is a program of instructions placed by compute.c.
@@ -481,19 +549,7 @@ static void schedule_compute(Scheduler *s, DagNode *n, int64_t ready) {
     n->finish = vxm_pass(s, n, d, ready, layout_vectors(s->c, op->result));
     n->start = n->runs[0].start;
   } else {
-    Emitter e = {.c = s->c, .sync = s->sync, .n = n, .vb = s->t->link.vector_bytes,
-                 .u = {.vxm = &s->vxm[d], .mxm = &s->mxm[d], .mxw = &s->mxw[d], .sxm = &s->sxm[d],
-                       .weights_free = &s->weights_free[d]},
-                 .code = &s->code};
-    compute_emit(&e, ready);
-    if (e.too_long && !s->failed) {
-      diag_error(&s->c->diag, op->loc,
-                 "cannot schedule %s: one of its instructions runs %lld cycles, more than the %lld between two "
-                 "resyncs (its rows are too long for the drift planned: see --drift-ppm)",
-                 ir_op_info[op->kind].name, (long long)e.too_long,
-                 (long long)(s->sync->interval - s->sync->window));
-      s->failed = true;
-    }
+    place_program(s, n, ready);
   }
 }
 
@@ -536,7 +592,7 @@ static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
     kept = xmalloc(sizeof *kept);
     *kept = (SchedTables){.r = xcalloc((size_t)n + 1, sizeof(Reservations)), .n = n};
   }
-  for (int i = 0; i < n; i++) kept->r[i].len = kept->r[i].hint = 0;
+  for (int i = 0; i < n; i++) kept->r[i].len = kept->r[i].hint = 0, kept->r[i].sum = 0;
   s->tables = kept;
   s->link_dir = kept->r;
   s->c2c = s->link_dir + t->links.len * 2;
@@ -546,6 +602,7 @@ static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
   s->sxm = s->mxw + t->ndevices;
   s->weights_free = xcalloc((size_t)t->ndevices, sizeof(int64_t));
   if (!getenv(FIT_MEMO_OFF_ENV)) s->memo = xcalloc((size_t)c->dag->npath_ids + 1, sizeof(FitMemo));
+  if (!getenv(STAMPS_OFF_ENV)) s->stamps = xcalloc((size_t)c->graph->ops.len + 1, sizeof(Stamp));
 }
 
 void schedule_forget_tables(Compilation *c) {
@@ -564,6 +621,7 @@ static void scheduler_free(Scheduler *s) {
   free(s->pieces);
   free(s->look);
   free(s->code.data);
+  free(s->stamps);
   free(s->memo);
 }
 

@@ -135,6 +135,34 @@ static void long_tables_merge_and_undo(void **state) {
   }
 }
 
+// A table's fingerprint says what it holds, not how it came to: takes in
+// any order that leave the same intervals (some merging with neighbours,
+// some filling a gap between two) give the same fingerprint, and one cycle
+// more or less gives another (the schedule stamps a compute program onto
+// a device whose tables match: passes/schedule.c, place_program).
+static void fingerprints_follow_contents(void **state) {
+  (void)state;
+  unsigned seed = 11;
+  for (int round = 0; round < 200; round++) {
+    int64_t at[24], len[24];
+    int n = 0;
+    for (int64_t t = 0; n < 24; n++) {  // disjoint cuts of [0, ...), some touching
+      seed = seed * 1103515245u + 12345u;
+      at[n] = t + (seed >> 28) % 3, len[n] = 1 + (seed >> 20) % 5, t = at[n] + len[n];
+    }
+    Reservations a = {0}, b = {0}, c = {0};
+    for (int i = 0; i < n; i++) resv_take(&a, at[i], len[i]);
+    for (int i = n - 1; i >= 0; i--) resv_take(&b, at[i], len[i]);  // backwards: other merges
+    for (int i = 0; i < n; i++) resv_take(&c, at[i], len[i] - (i == n / 2 && len[i] > 1));
+    assert_int_equal(a.len, b.len);
+    assert_memory_equal(a.iv, b.iv, sizeof(Interval) * (size_t)a.len);
+    assert_true(resv_fingerprint(&a).len == resv_fingerprint(&b).len && resv_fingerprint(&a).sum == resv_fingerprint(&b).sum);
+    bool differ = c.len != a.len || memcmp(c.iv, a.iv, sizeof(Interval) * (size_t)a.len) != 0;
+    if (differ) assert_false(resv_fingerprint(&c).len == resv_fingerprint(&a).len && resv_fingerprint(&c).sum == resv_fingerprint(&a).sum);
+    resv_free(&a), resv_free(&b), resv_free(&c);
+  }
+}
+
 // A journal of takes undone puts every table back exactly as it was:
 // random takes on two tables (inserting, merging with one neighbour or
 // with both), some kept, then a batch logged and undone.
@@ -152,6 +180,7 @@ static void undone_takes_restore_the_tables(void **state) {
     }
     Interval before[2][64];
     int len[2] = {r[0].len, r[1].len};
+    uint64_t sum[2] = {resv_fingerprint(&r[0]).sum, resv_fingerprint(&r[1]).sum};
     for (int k = 0; k < 2; k++) memcpy(before[k], r[k].iv, sizeof(Interval) * (size_t)r[k].len);
     for (int op = 0; op < 30; op++) {
       seed = seed * 1103515245u + 12345u;
@@ -163,6 +192,7 @@ static void undone_takes_restore_the_tables(void **state) {
     assert_int_equal(j.len, 0);
     for (int k = 0; k < 2; k++) {
       assert_int_equal(r[k].len, len[k]);
+      assert_true(resv_fingerprint(&r[k]).sum == sum[k]);
       assert_memory_equal(r[k].iv, before[k], sizeof(Interval) * (size_t)len[k]);
       resv_free(&r[k]);
     }
@@ -788,6 +818,7 @@ int main(void) {
       cmocka_unit_test(reservations_match_a_cycle_by_cycle_model),
       cmocka_unit_test(cursors_answer_as_searches),
       cmocka_unit_test(undone_takes_restore_the_tables),
+      cmocka_unit_test(fingerprints_follow_contents),
       cmocka_unit_test(long_tables_merge_and_undo),
       cmocka_unit_test(streams_are_runs_not_vectors),
       cmocka_unit_test(link_looks_skip_no_fit),
