@@ -489,7 +489,8 @@ void num_reduce_add(NumReduction *r, const uint8_t *vec, int count);
 void num_reduce_fill(const NumReduction *r, uint8_t *dst, int vector_bytes);
 
 // The matrix unit.  num_mxm_init runs OpenBLAS on one thread (once, before
-// any product: results then never depend on the host).  num_to_doubles
+// any product: results then depend on no thread count, only on the
+// kernels OpenBLAS runs on this host).  num_to_doubles
 // widens elements first .. first + count - 1 of a vector exactly.
 // num_mxm_product: out[r][j] = sum_{i < kk} act[r][i] * w[i][j] for r < rows,
 // j < nn, row-major with the strides given (cblas_dgemm).  num_mxm_store
@@ -497,6 +498,11 @@ void num_reduce_fill(const NumReduction *r, uint8_t *dst, int vector_bytes);
 // i32 for i8) in `nbytes` bytes of out, adding the old accumulator values
 // in `old` for MXMA (NULL for MXM).
 void num_mxm_init(void);
+// Before anything else (tsp-emu's main): restarts the program with
+// OPENBLAS_CORETYPE set when OpenBLAS fell back to its Prescott kernels on
+// a CPU with AVX2 and FMA (an unknown model: numeric.c says why); returns
+// otherwise.
+void num_blas_prefer_cpu_kernels(char **argv);
 void num_to_doubles(DType dt, const uint8_t *vec, int first, int count, double *out);
 void num_mxm_product(int rows, int kk, int nn, const double *act, int act_stride, const double *w,
                      int w_stride, double *out, int out_stride);

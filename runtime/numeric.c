@@ -25,7 +25,9 @@
 // section at the end (seed 002 s5.2: a [1 x K] x [K x 320] sub-operation).
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cblas.h>
 
@@ -511,6 +513,40 @@ void num_reduce_fill(const NumReduction *r, uint8_t *dst, int vector_bytes) {
 // rounding the same.
 
 void num_mxm_init(void) { openblas_set_num_threads(1); }
+
+// OpenBLAS picks its kernels as it loads, by the CPU's model number, and a
+// model its table does not know (a virtual machine's "Intel(R) Xeon(R)
+// Processor", model 207, with OpenBLAS 0.3.21) gets the Prescott kernels:
+// SSE3, two doubles at a time, though the CPU has AVX2 and FMA.  The
+// reference's and the matrix unit's dgemm were then half of a training
+// step's emulation on rack72 (examples/train.tg: 20.2 CPU s, 14.1 with the
+// Haswell kernels, 13.5 with SkylakeX; the same report).  OPENBLAS_CORETYPE
+// names the kernels, but is read only when the library loads: so when the
+// Prescott fallback was taken on a CPU with more, this sets it and starts
+// the program again, once (NUM_BLAS_RESTARTED marks the second start); a
+// user's own OPENBLAS_CORETYPE is left alone.  Which kernels sum a product
+// is left open by the contract above.
+#define NUM_BLAS_RESTARTED "TSP_EMU_BLAS_RESTARTED"
+
+void num_blas_prefer_cpu_kernels(char **argv) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (getenv("OPENBLAS_CORETYPE") || getenv(NUM_BLAS_RESTARTED) || strcmp(openblas_get_corename(), "Prescott") != 0)
+    return;
+  __builtin_cpu_init();
+  const char *core = NULL;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    core = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    core = "Haswell";
+  if (!core) return;
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  setenv(NUM_BLAS_RESTARTED, core, 1);
+  execv("/proc/self/exe", argv);  // failing, the run goes on with the kernels it has
+#else
+  (void)argv;
+#endif
+}
 
 void num_to_doubles(DType dt, const uint8_t *vec, int first, int count, double *out) {
   for (int i = 0; i < count; i++) out[i] = num_get(dt, vec, first + i);

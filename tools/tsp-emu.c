@@ -856,6 +856,7 @@ static void quiet_rank(void) {
 }
 
 int main(int argc, char **argv) {
+  num_blas_prefer_cpu_kernels(argv);
   ranks_init(&argc, &argv);
   quiet_rank();
   Args args = {0};
