@@ -651,9 +651,9 @@ typedef struct DagNode {
   int nruns;         // after scheduling: the vector-unit runs of a reduction, a
   UnitRun *runs;     //   stage or an elementwise compute, in order over its vectors
   int ncode;         // COMPUTE, after scheduling: the instructions of an op that is
-  UnitInstr *code;   //   more than one vector-unit pass, in placement order
-  int nscratch;
-  ScratchBuf *scratch;
+  UnitInstr *code;   //   more than one vector-unit pass, in placement order;
+  int nscratch;      //   code and scratch may be another node's (a stamp: passes/
+  ScratchBuf *scratch;  // schedule.c, place_program), so nothing writes them after
 } DagNode;
 
 typedef struct Dag {
@@ -662,6 +662,7 @@ typedef struct Dag {
   bool scheduled;    // start, finish and route starts are set
   int64_t makespan;  // the last finish
   int npath_ids;     // the routes' paths are numbered 1..npath_ids (Path.id)
+  int64_t programs, stamped;  // compute programs the schedule placed, and of them stamped (--stats)
 } Dag;
 
 // ---- dag.c ----

@@ -203,7 +203,8 @@ typedef struct Reservations {
 // What a table holds, in 128 bits: its length and the sum of a 64-bit
 // hash of each interval.  Two tables with equal fingerprints hold the same
 // intervals but with a chance of 2^-64 (the schedule's compute stamping
-// relies on it, and a wrong stamp could only reserve what is free).
+// relies on it: a false match gives another valid program, or stops the
+// compiler with an internal error).
 typedef struct ResvFingerprint {
   int len;
   uint64_t sum;

@@ -88,7 +88,8 @@ typedef struct Scheduler {
   bool failed;             // an error was reported
   int64_t tries;           // routes tried at a time (route_fits_looked): the schedule's work
   CodeBuf code;            // the compute node being placed (compute_emit), reused
-  Stamp *stamps;           // by op id: its program's last placement (place_program); NULL: STAMPS_OFF_ENV set
+  Stamp *stamps;           // by op id: its program's last searched placement (place_program); NULL: STAMPS_OFF_ENV set
+  int64_t programs, stamped;  // compute programs placed, and of them stamped
 } Scheduler;
 
 static Reservations *link_dir(Scheduler *s, const Hop *h) {
@@ -496,13 +497,14 @@ static bool same_fingerprints(const ResvFingerprint *a, const ResvFingerprint *b
 // placement depends on the op, the ready cycle, and what the device's unit
 // tables and weight buffers hold; an op that runs on every device (seed 002's
 // data parallelism: each device's matmuls of a training step) mostly meets
-// the same on each, so its placement on the last device is stamped onto the
-// next when those match (their fingerprints), rather than searched again:
+// the same on each, so its last searched placement is stamped onto the
+// next device when those match (their fingerprints), rather than searched again:
 // examples/train.tg on system10440 (56 M instructions) compiles in 27 s
 // instead of 42 (bench/scale-train.sh).  The program and its times are the
 // same either way: a table's fingerprint is its length and a 64-bit sum,
-// so two that differ match with a chance of 2^-64 (and a wrong stamp could
-// only take what is free: resv_take refuses an overlap).
+// so two that differ match with a chance of 2^-64; such a false match would
+// give another valid program if the copied takes fit, and stop the compiler
+// with an internal error (resv_take's overlap check) if not.
 static void place_program(Scheduler *s, DagNode *n, int64_t ready) {
   int d = n->device;
   const Op *op = n->op;
@@ -510,11 +512,13 @@ static void place_program(Scheduler *s, DagNode *n, int64_t ready) {
                .u = {.vxm = &s->vxm[d], .mxm = &s->mxm[d], .mxw = &s->mxw[d], .sxm = &s->sxm[d],
                      .weights_free = &s->weights_free[d]},
                .code = &s->code};
+  s->programs++;
   Stamp spare = {0}, *st = s->stamps && op->id < s->c->graph->ops.len ? &s->stamps[op->id] : &spare;
   ResvFingerprint before[4];
   unit_fingerprints(s, d, before);
   if (st->like && st->op == op && st->ready == ready && st->weights_before == s->weights_free[d] && same_fingerprints(st->before, before)) {
     compute_stamp(&e, st->like);
+    s->stamped++;
     s->weights_free[d] = st->weights_after;
     e.too_long = st->too_long;
   } else {
@@ -690,6 +694,7 @@ static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound, int64
   for (int k = 0; k < pending.len; k++)
     if (last_war(pending.data[k]) >= c->dag->nodes.len) die("schedule: a reduction waits for a node that does not exist");
   arena_free(&scratch);
+  c->dag->programs = s.programs, c->dag->stamped = s.stamped;
   scheduler_free(&s);
   return makespan;
 }
@@ -802,10 +807,12 @@ int64_t schedule_as_compiled(Compilation *c, int64_t bound) {
     return minimal;
   }
   Snapshot kept = snapshot_take(c->dag);
+  int64_t programs = c->dag->programs, stamped = c->dag->stamped;
   int64_t makespan = schedule_all(c, ROUTE_AUTO, bound >= 0 ? MIN(bound, minimal) : minimal, pace);
   free(pace);
   if (makespan == SCHEDULE_ABANDONED) {  // the load-aware try lost: the minimal schedule it was measured against
     snapshot_restore(c->dag, &kept);
+    c->dag->programs = programs, c->dag->stamped = stamped;
     makespan = bound >= 0 && minimal > bound ? SCHEDULE_ABANDONED : minimal;
   }
   snapshot_free(&kept);

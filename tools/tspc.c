@@ -400,6 +400,8 @@ static void print_stats(const Compilation *c) {
   for (int i = 0; i < pass_count; i++)
     fprintf(stderr, "time.%s: %.6f s\n", pass_pipeline[i].name, c->pass_seconds[i]);
   fprintf(stderr, "ir_bytes: %zu\npeak_rss_kib: %ld\n", c->arena.used, ru.ru_maxrss);
+  if (c->dag && c->dag->scheduled && c->dag->programs)
+    fprintf(stderr, "compute_programs: %lld (%lld stamped)\n", (long long)c->dag->programs, (long long)c->dag->stamped);
   if (c->choice_log) fputs(c->choice_log, stderr);
   if (c->dag && c->dag->scheduled) print_collectives(c);
   if (c->program) be_print_unit_report(c->topo, c->program, stderr);
