@@ -65,6 +65,13 @@ static int64_t clear_of_windows(const Emitter *e, int64_t t, int64_t len) {
   return t;
 }
 
+// Takes what `in` issued at t holds: its unit for its issue cycles, and for
+// an install the install path for its reads.
+static void reserve(Emitter *e, const Instr *in, int64_t t) {
+  resv_take(table_of(e, unit_of(in)), t, isa_issue_cycles(in, e->vb));
+  if (is_install(in)) resv_take(e->u.mxw, t, span_of(e, in));
+}
+
 // Places `in` at the earliest cycle >= ready at which its unit (and for an
 // install, the install path) is free; returns that cycle.
 static int64_t place(Emitter *e, Instr in, const int8_t ref[4], int64_t ready) {
@@ -83,8 +90,7 @@ static int64_t place(Emitter *e, Instr in, const int8_t ref[4], int64_t ready) {
     }
     break;
   }
-  resv_take(table, t, hold);
-  if (is_install(&in)) resv_take(e->u.mxw, t, span);
+  reserve(e, &in, t);
   CodeBuf *code = e->code;
   if (code->len == code->cap) {
     code->cap = code->cap ? 2 * code->cap : 256;
@@ -1447,11 +1453,7 @@ void compute_stamp(Emitter *e, const DagNode *like) {
   DagNode *n = e->n;
   n->code = like->code, n->ncode = like->ncode, n->scratch = like->scratch, n->nscratch = like->nscratch;
   n->start = like->start, n->finish = like->finish;
-  for (int i = 0; i < n->ncode; i++) {  // what place() took for it
-    const Instr *in = &n->code[i].in;
-    resv_take(table_of(e, unit_of(in)), n->code[i].at, isa_issue_cycles(in, e->vb));
-    if (is_install(in)) resv_take(e->u.mxw, n->code[i].at, span_of(e, in));
-  }
+  for (int i = 0; i < n->ncode; i++) reserve(e, &n->code[i].in, n->code[i].at);  // what place() took for it
 }
 
 void compute_emit(Emitter *e, int64_t ready) {

@@ -61,8 +61,7 @@ typedef struct FitMemo {
 // and weight buffers were before (fingerprints), and the weight buffers
 // after.
 typedef struct Stamp {
-  const Op *op;
-  const DagNode *like;  // NULL: none yet
+  const DagNode *like;  // NULL: none yet (like->op: the op)
   int64_t ready, weights_before, weights_after, too_long;
   ResvFingerprint before[4];  // vxm, mxm, mxw, sxm
 } Stamp;
@@ -516,13 +515,13 @@ static void place_program(Scheduler *s, DagNode *n, int64_t ready) {
   Stamp spare = {0}, *st = s->stamps && op->id < s->c->graph->ops.len ? &s->stamps[op->id] : &spare;
   ResvFingerprint before[4];
   unit_fingerprints(s, d, before);
-  if (st->like && st->op == op && st->ready == ready && st->weights_before == s->weights_free[d] && same_fingerprints(st->before, before)) {
+  if (st->like && st->like->op == op && st->ready == ready && st->weights_before == s->weights_free[d] && same_fingerprints(st->before, before)) {
     compute_stamp(&e, st->like);
     s->stamped++;
     s->weights_free[d] = st->weights_after;
     e.too_long = st->too_long;
   } else {
-    *st = (Stamp){.op = op, .like = n, .ready = ready, .weights_before = s->weights_free[d]};
+    *st = (Stamp){.like = n, .ready = ready, .weights_before = s->weights_free[d]};
     memcpy(st->before, before, sizeof before);
     compute_emit(&e, ready);
     st->weights_after = s->weights_free[d], st->too_long = e.too_long;
