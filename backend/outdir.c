@@ -4,16 +4,6 @@
 
 #include <stdlib.h>
 
-static bool write_bytes(OutDir *od, const char *name, const void *data, size_t n, Diag *d,
-                        const char *tool) {
-  FILE *fp = outdir_create_file(od, name, d, tool);
-  if (!fp) return false;
-  bool ok = fwrite(data, 1, n, fp) == n;
-  ok &= fclose(fp) == 0;
-  if (!ok) diag_tool_error(d, tool, "cannot write '%s/%s'", od->final_path, name);
-  return ok;
-}
-
 // One buffer serves every device in turn: a large system's binaries are
 // many and alike, and a fresh buffer each would fault its pages in anew.
 static bool write_binaries(OutDir *od, const Program *p, bool debug, Diag *d, const char *tool) {
@@ -24,7 +14,7 @@ static bool write_binaries(OutDir *od, const Program *p, bool debug, Diag *d, co
     b.len = 0;
     be_encode_device(&p->devices[i], p->ndevices, debug, &b);
     snprintf(name, sizeof name, "dev%04d.tsp", i);
-    ok = write_bytes(od, name, b.data, b.len, d, tool);
+    ok = outdir_write_file(od, name, b.data, b.len, d, tool);
   }
   buf_free(&b);
   return ok;
@@ -113,10 +103,10 @@ bool be_write_outdir(const ManifestInfo *m, const char *dir, Diag *d) {
   OutDir od;
   if (!outdir_begin(&od, dir, d, m->tool)) return false;
   const SrcFile *topo = m->topo->src;
-  bool ok = write_bytes(&od, "topology.yaml", topo->text, topo->len, d, m->tool) &&
-            (!m->graph || write_bytes(&od, "model.tg", m->source->text, m->source->len, d, m->tool)) &&
+  bool ok = outdir_write_file(&od, "topology.yaml", topo->text, topo->len, d, m->tool) &&
+            (!m->graph || outdir_write_file(&od, "model.tg", m->source->text, m->source->len, d, m->tool)) &&
             (m->graph || !m->program || !m->program->model_text ||
-             write_bytes(&od, "model.tg", m->program->model_text, m->program->model_len, d, m->tool)) &&
+             outdir_write_file(&od, "model.tg", m->program->model_text, m->program->model_len, d, m->tool)) &&
             (!m->program || write_binaries(&od, m->program, m->debug, d, m->tool)) &&
             (!m->program || !m->emit_asm || write_assembly(&od, m->program, d, m->tool)) &&
             (!m->emit_dot || !m->dag || write_pictures(&od, m, d)) &&

@@ -207,6 +207,8 @@ typedef struct OutDir {
 bool outdir_check(const char *path, Diag *d, const char *tool);
 bool outdir_begin(OutDir *o, const char *path, Diag *d, const char *tool);
 FILE *outdir_create_file(OutDir *o, const char *name, Diag *d, const char *tool);
+// name's whole contents in one call; false (with a message) if any step failed.
+bool outdir_write_file(OutDir *o, const char *name, const void *data, size_t n, Diag *d, const char *tool);
 bool outdir_commit(OutDir *o, Diag *d, const char *tool);
 void outdir_abort(OutDir *o);
 

@@ -247,6 +247,49 @@ static void outdir_commit_puts_files_in_place(void **state) {
   free(base);
 }
 
+// outdir_write_file writes the whole buffer (a binary's bytes, NULs and
+// all) in one call; a file it cannot create is reported with its final
+// path and the system's reason, and the run's files are removed on abort.
+static void outdir_write_file_writes_every_byte(void **state) {
+  (void)state;
+  char *base = temp_dir(), out[256];
+  snprintf(out, sizeof out, "%s/out", base);
+  Captured c;
+  capture_begin(&c);
+  OutDir od;
+  assert_true(outdir_begin(&od, out, &c.diag, "t"));
+  enum { N = 200000 };  // more than one stdio buffer, and than one pipe's worth
+  unsigned char *bytes = xmalloc(N);
+  for (int i = 0; i < N; i++) bytes[i] = (unsigned char)(i * 7);
+  assert_true(outdir_write_file(&od, "dev0000.tsp", bytes, N, &c.diag, "t"));
+  assert_true(outdir_write_file(&od, "manifest.yaml", OUTDIR_MANIFEST_MARKER "\n", strlen(OUTDIR_MANIFEST_MARKER) + 1,
+                                &c.diag, "t"));
+  assert_false(outdir_write_file(&od, "no-such-dir/x", "x", 1, &c.diag, "t"));
+  assert_int_equal(c.diag.nerrors, 1);
+  char want[512];
+  snprintf(want, sizeof want, "t: error: cannot write '%s/no-such-dir/x': No such file or directory\n", out);
+  assert_string_equal(captured_text(&c), want);
+  outdir_abort(&od);
+  assert_false(exists(base, "out"));
+  assert_true(outdir_begin(&od, out, &c.diag, "t"));
+  assert_true(outdir_write_file(&od, "dev0000.tsp", bytes, N, &c.diag, "t"));
+  assert_true(outdir_commit(&od, &c.diag, "t"));
+  capture_end(&c);
+  char path[512];
+  snprintf(path, sizeof path, "%s/dev0000.tsp", out);
+  FILE *fp = fopen(path, "rb");
+  assert_non_null(fp);
+  unsigned char *back = xmalloc(N + 1);
+  assert_int_equal(fread(back, 1, N + 1, fp), N);
+  fclose(fp);
+  assert_memory_equal(back, bytes, N);
+  free(back);
+  free(bytes);
+  snprintf(path, sizeof path, "rm -rf %s", base);
+  assert_int_equal(system(path), 0);
+  free(base);
+}
+
 // Writes `text` to base/rel, making its directories.
 static void put_file(const char *base, const char *rel, const char *text) {
   char cmd[1024];
@@ -390,6 +433,7 @@ int main(void) {
       cmocka_unit_test(diag_quotes_the_line_and_underlines_the_span),
       cmocka_unit_test(diag_stops_printing_after_max_errors),
       cmocka_unit_test(outdir_commit_puts_files_in_place),
+      cmocka_unit_test(outdir_write_file_writes_every_byte),
       cmocka_unit_test(outdir_abort_leaves_nothing_and_foreign_dirs_are_refused),
       cmocka_unit_test(progress_waits_redraws_and_erases),
   };
