@@ -27,7 +27,8 @@
 # Beside each rate, the most it could be on this machine: the vector copies
 # the run makes at the least (two a hop, one onto the wire and one off it;
 # for the allreduce also its adds and the seeding and checking of its
-# inputs), at the memcpy rate.
+# inputs), at the memcpy rate of the run's working set (the allreduce's
+# SRAM is memory's; the ring's buffers fit in the last-level cache).
 #
 # Issue 14's targets: 20 million vector-hops a second per core on the
 # allreduce, 40 million on the ring.  Results: bench/results/emu-throughput.txt.
@@ -64,34 +65,46 @@ PY
 printf 'topology: ring\ndevices: %d\n' "$devices" > "$work/ring.yaml"
 bin/tsp-as "$work/ring.tsa" -t "$work/ring.yaml" -o "$work/ring.out"
 
-# The memory-copy rate: 320-byte vectors copied from one 1 GiB buffer to
-# another, in order, as fast as memcpy goes (the best of 3 passes).
+# The memory-copy rate: 320-byte vectors copied from one buffer to another
+# of the same size, in order, as fast as memcpy goes (the best of 3 passes
+# over at least 1 GiB of copies).  Three sizes: 1 GiB a buffer (what
+# memory itself does: the allreduce's SRAM is 4.8 GB), the ring's own
+# working set (each device's send and receive buffers: small enough for
+# this machine's last-level cache, so memory's rate is not its limit), and
+# 32 KiB (the first-level cache: the most any copy does here).
 cat > "$work/copy.c" <<'C'
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-int main(void) {
-  size_t vb = 320, n = ((size_t)1 << 30) / vb;
+int main(int argc, char **argv) {
+  size_t vb = 320, n = (argc > 1 ? strtoull(argv[1], NULL, 10) : (size_t)1 << 30) / vb;
+  if (n == 0) return 1;
   char *src = malloc(n * vb), *dst = malloc(n * vb);
   if (!src || !dst) return 1;
   memset(src, 1, n * vb), memset(dst, 2, n * vb);
+  size_t rounds = ((size_t)1 << 30) / (n * vb) + 1;
   double best = 0;
   for (int pass = 0; pass < 3; pass++) {
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
-    for (size_t i = 0; i < n; i++) memcpy(dst + i * vb, src + i * vb, vb);
+    for (size_t r = 0; r < rounds; r++) {
+      for (size_t i = 0; i < n; i++) memcpy(dst + i * vb, src + i * vb, vb);
+      src[r % n] = dst[n * vb - 1 - r % n];  // keep the copies
+    }
     clock_gettime(CLOCK_MONOTONIC, &b);
     double secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
-    if (n / secs > best) best = n / secs;
-    src[pass] = dst[n * vb - 1 - (size_t)pass];  // keep the copies
+    if (n * rounds / secs > best) best = n * rounds / secs;
   }
   printf("%.1f\n", best / 1e6);
   return 0;
 }
 C
 cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -o "$work/copy" "$work/copy.c"
-copy_rate=$("$work/copy")
+copy_rate=$("$work/copy" $((1 << 30)))
+ring_half=$((devices * chunk * 320))  # the senders' buffers, copied to the receivers' of the same size
+ring_copy_rate=$("$work/copy" "$ring_half")
+l1_copy_rate=$("$work/copy" 32768)
 
 # run_once DIR EMU TAG: one run of EMU on DIR, kept as TAG's when it took
 # the least CPU (user + system) of TAG's runs so far: its summary in
@@ -137,17 +150,18 @@ side_by_side() {
     $(awk '{print $2 + $3}' "$work/base.time") / $(awk '{print $2 + $3}' "$work/new.time")))"
 }
 
-# copy_bound NAME HOPS COPIES WHY: the most vector-hops a second a run of
-# HOPS hops can reach on this machine if nothing but its vector copies took
-# time, COPIES of them at the least (a copy: 320 bytes read and written
-# once; COPIES an expression for bc, WHY what it counts), at the memcpy
-# rate above.  tsp-emu models every vector's bytes, so every data path
-# makes these copies; larger blocks copy no faster here (31-35 million
+# copy_bound NAME HOPS COPIES WHY RATE: the most vector-hops a second a run
+# of HOPS hops can reach on this machine if nothing but its vector copies
+# took time, COPIES of them at the least (a copy: 320 bytes read and
+# written once; COPIES an expression for bc, WHY what it counts), at RATE
+# million copies a second (one of the memcpy rates above).  tsp-emu models
+# every vector's bytes, so every data path makes these copies; larger
+# blocks copy no faster here (31-35 million
 # vectors' worth a second for blocks of 20 KiB, 1 MiB and 1 GiB, measured
 # once beside 35 million for 320 bytes), so one copy of a whole stream
 # would not lift the bound.
 copy_bound() {
-  python3 - "$1" "$2" "$(echo "$3" | bc)" "$copy_rate" "$4" <<'PY'
+  python3 - "$1" "$2" "$(echo "$3" | bc)" "$5" "$4" <<'PY'
 import sys
 name, hops, copies, rate, why = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 secs = copies / (rate * 1e6)
@@ -157,9 +171,11 @@ PY
 }
 
 echo "memory copy: $copy_rate million 320-byte vectors/s (memcpy, 1 GiB to 1 GiB, best of 3)"
+echo "cache copy: $ring_copy_rate million/s within the ring's working set ($ring_half bytes to as many: its senders' buffers to its receivers'), $l1_copy_rate million/s within 32 KiB to 32 KiB"
 side_by_side "ring of $devices" "$work/ring.out"
 ring_hops=$(sed -n 's/.* \([0-9]*\) vectors moved.*/\1/p' "$work/new.result")
-copy_bound "ring of $devices" "$ring_hops" "2 * $ring_hops" "2 a hop: a SEND's onto the wire, a RECV's off it"
+copy_bound "ring of $devices" "$ring_hops" "2 * $ring_hops" "2 a hop: a SEND's onto the wire, a RECV's off it" "$ring_copy_rate"
+copy_bound "ring of $devices, were every copy in the first-level cache" "$ring_hops" "2 * $ring_hops" "2 a hop" "$l1_copy_rate"
 
 # The rack72 64 MiB allreduce, and the memory tsp-emu estimates before it
 # (--max-memory 1 makes it say the figure and stop).
@@ -169,7 +185,8 @@ side_by_side "rack72 64 MiB allreduce" "$work/ar64"
 ar_hops=$(sed -n 's/.* \([0-9]*\) vectors moved.*/\1/p' "$work/new.result")
 ar_inputs=$((72 * 16777216 * 4 / 320))
 copy_bound "rack72 64 MiB allreduce" "$ar_hops" "2 * $ar_hops + 1.5 * $ar_hops / 2 + 2 * $ar_inputs" \
-  "2 a hop; 1.5 an add, one for each hop of the reduction, half the hops; 2 for each of the $ar_inputs input vectors, seeded and checked"
+  "2 a hop; 1.5 an add, one for each hop of the reduction, half the hops; 2 for each of the $ar_inputs input vectors, seeded and checked" \
+  "$copy_rate"
 
 # Every TSP of the largest system: each sends 4 vectors to a local neighbour.
 python3 > "$work/big.tsa" <<'PY'
