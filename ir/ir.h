@@ -663,6 +663,8 @@ typedef struct Dag {
   int64_t makespan;  // the last finish
   int npath_ids;     // the routes' paths are numbered 1..npath_ids (Path.id)
   int64_t programs, stamped;  // compute programs the schedule placed, and of them stamped (--stats)
+  int64_t tries;     // route placements the schedule tried (its work; under --route=auto the
+                     //   minimal and the load-aware schedule's together)
 } Dag;
 
 // ---- dag.c ----

@@ -6,9 +6,7 @@
 // collective alone (no other node), lowered, routed minimally and
 // scheduled: an exact schedule, not an estimate, but of a DAG a fraction of
 // the model's size, with the cheap routing (--route=auto's load-aware
-// spreading is not tried here, so a collective alone may still compile
-// slower than under a forced algorithm that spreads better:
-// docs/passes.md).  Costs are cached by what they depend on (kind,
+// spreading is not tried here).  Costs are cached by what they depend on (kind,
 // reduction, dtype, bytes, group, in place or staged), so a model
 // repeating one collective (a layer's allreduce in every layer) pays for
 // each algorithm once.  Candidates are tried in registry order
@@ -25,7 +23,12 @@
 // are the compile's (routed and scheduled as compiled, tree algorithms at
 // the chunk counts they would be given), so the model auto compiles is
 // never slower than one with a single algorithm forced; the winner's is
-// kept for lower, route and schedule.  Ties keep the
+// kept for lower, route and schedule.  A model that is one collective
+// alone is checked the same way, its winner as compiled against every
+// other algorithm, when its schedule is small enough for that to be cheap
+// (CHOOSE_ALONE_RECHECK_TRIES; above it a lone collective may still
+// compile slower than under a forced algorithm that spreads better:
+// docs/passes.md).  Ties keep the
 // earlier option: the per-collective winners, then registry order; within
 // one collective a tie goes to the candidate whose transfers cross fewer
 // links (the same cycles with less of the network).  --stats prints what
@@ -92,8 +95,10 @@ static bool kept_as_final(const Compilation *c, const Dag *d) {
 // load-aware schedule against the all-minimal one), not minimally.
 // keep (optional): a trial that is what lower, route and schedule would
 // make (routed minimally: kept_as_final; as compiled: always) is kept in
-// *keep instead (its memory stays in the arena), scheduled.
-static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vectors, bool as_compiled, Dag **keep) {
+// *keep instead (its memory stays in the arena), scheduled.  tries
+// (optional): the route placements its schedule tried (Dag.tries).
+static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vectors, bool as_compiled, Dag **keep,
+                     int64_t *tries) {
   ArenaMark mark = arena_mark(&c->arena);
   Dag *dag, *model = c->dag;
   int64_t makespan = -1;
@@ -106,6 +111,7 @@ static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vec
     if (routed && as_compiled) makespan = schedule_as_compiled(c, bound);
     else if (routed) makespan = schedule_makespan(c, trial_route(c), bound);
     if (vectors && makespan >= 0) *vectors = link_vectors(dag);
+    if (tries && routed) *tries = dag->tries;
     if (keep && makespan >= 0 && (as_compiled || kept_as_final(c, dag))) {
       dag->makespan = makespan, dag->scheduled = true, *keep = dag;
       c->dag = model;
@@ -152,7 +158,7 @@ static Cost isolated(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound
   c->algos[n->op->id] = algo;
   Cost k = {.like = n->op, .ngroup = n->ngroup, .group = n->group, .in_place = in_place, .bytes = bytes,
             .algo = algo, .divisor = divisor_of(c, n->op), .as_compiled = as_compiled, .bound = bound};
-  k.cycles = trial(c, &mini, bound, &k.link_vectors, as_compiled, keep);
+  k.cycles = trial(c, &mini, bound, &k.link_vectors, as_compiled, keep, NULL);
   c->algos[n->op->id] = before;
   VEC_PUSH(&c->arena, &ch->cache, k);
   return k;
@@ -325,14 +331,14 @@ static void assign(Compilation *c, const DagNode *const *colls, int n, const Alg
 // slower than a forced algorithm when the trials were minimal); ABANDONED
 // past bound.  keep (optional): the trial, kept (as in `trial`).
 static int64_t whole(Chooser *ch, const DagNode *const *colls, int n, const AlgoKind *as, AlgoKind one,
-                     int64_t bound, Dag **keep) {
+                     int64_t bound, Dag **keep, int64_t *tries) {
   Compilation *c = ch->c;
   assign(c, colls, n, as, one);
   for (int i = 0; i < n; i++) {
     int op = colls[i]->op->id;
     c->tree_chunk_divisor[op] = tree_divisor(ch, colls[i], c->algos[op], NULL, NULL);
   }
-  return trial(c, c->dag, bound, NULL, true, keep);
+  return trial(c, c->dag, bound, NULL, true, keep, tries);
 }
 
 static bool applies_to_all(Compilation *c, const DagNode *const *colls, int n, AlgoKind algo) {
@@ -369,13 +375,13 @@ static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoK
   // own: it is kept, and lower, route and schedule do not make it again.
   bool keeping = c->keep_trials && !c->trial_dag;
   Dag *kept = NULL;
-  int64_t best = whole(ch, colls, n, winners, ALGO_AUTO, -1, keeping ? &kept : NULL);
+  int64_t best = whole(ch, colls, n, winners, ALGO_AUTO, -1, keeping ? &kept : NULL, NULL);
   fprintf(ch->log, "choose jointly (%d collectives): own winners %lld", n, (long long)best);
   AlgoKind pick = ALGO_AUTO;  // ALGO_AUTO: the own winners
   for (int a = 1; a < ALGO_COUNT && best >= 0; a++) {
     if (!is_alternative(c, colls, winners, n, (AlgoKind)a)) continue;
     Dag *won = NULL;
-    int64_t m = whole(ch, colls, n, NULL, (AlgoKind)a, best, keeping ? &won : NULL);
+    int64_t m = whole(ch, colls, n, NULL, (AlgoKind)a, best, keeping ? &won : NULL, NULL);
     log_cost(ch->log, (AlgoKind)a, m, best);
     if (m >= 0 && m < best) best = m, pick = (AlgoKind)a, kept = won;
   }
@@ -383,6 +389,60 @@ static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoK
           kept ? " (its trial is the compile's: lower, route and schedule keep it)" : "");
   assign(c, colls, n, pick == ALGO_AUTO ? winners : NULL, pick);
   if (kept) c->trial_dag = kept;
+}
+
+// The winner's trial as compiled, for recheck_alone: the one best_alone
+// kept when there is one, else a tree algorithm's from its chunk search
+// (kept when the count search compared counts as compiled), else a whole
+// trial; its makespan, and its schedule's route tries in *tries.  *kept:
+// the trial when it is the compile's own (NULL: none kept).
+static int64_t winner_as_compiled(Chooser *ch, const DagNode *coll, AlgoKind winner, Dag **kept, int64_t *tries) {
+  Compilation *c = ch->c;
+  *kept = c->trial_dag;
+  if (!*kept && c->keep_trials && lower_uses_tree_chunks(winner) && !c->tree_chunks) {
+    c->tree_chunk_divisor[coll->op->id] = tree_divisor(ch, coll, winner, NULL, kept);
+    c->tree_chunk_divisor[coll->op->id] = 0;
+  }
+  if (*kept) {
+    *tries = (*kept)->tries;
+    return (*kept)->makespan;
+  }
+  return whole(ch, &coll, 1, &winner, ALGO_AUTO, -1, c->keep_trials ? kept : NULL, tries);
+}
+
+// A model that is one collective and nothing else: best_alone ranked the
+// algorithms on minimal trials, and --route=auto's load-aware schedule can
+// reorder them (a 6-device group on mesh3x3: ring 34,355 cycles as
+// compiled, dbtree 27,786).  So the winner is tried against every other
+// algorithm as compiled, each under branch and bound, as a joint choice of
+// one collective would, when that is cheap: when the winner's own schedule
+// tried at most CHOOSE_ALONE_RECHECK_TRIES routes.  A larger one is
+// compiled as ranked, and --stats says so.
+static void recheck_alone(Chooser *ch, const DagNode *coll, AlgoKind winner) {
+  Compilation *c = ch->c;
+  bool any = false;
+  for (int a = 1; a < ALGO_COUNT && !any; a++) any = is_alternative(c, &coll, &winner, 1, (AlgoKind)a);
+  if (!any) return;
+  Dag *kept;
+  int64_t tries = 0, best = winner_as_compiled(ch, coll, winner, &kept, &tries);
+  fprintf(ch->log, "choose %s (line %d): as compiled, %s %lld", coll->op->result->name, coll->op->loc.line,
+          ir_algo_names[winner], (long long)best);
+  AlgoKind pick = winner;
+  if (tries > CHOOSE_ALONE_RECHECK_TRIES) {
+    fprintf(ch->log, ": its schedule tried %lld routes, more than CHOOSE_ALONE_RECHECK_TRIES (%d), so the others are "
+            "not tried as compiled", (long long)tries, CHOOSE_ALONE_RECHECK_TRIES);
+  } else {
+    for (int a = 1; a < ALGO_COUNT && best >= 0; a++) {
+      if (!is_alternative(c, &coll, &winner, 1, (AlgoKind)a)) continue;
+      Dag *won = NULL;
+      int64_t m = whole(ch, &coll, 1, NULL, (AlgoKind)a, best, c->keep_trials ? &won : NULL, NULL);
+      log_cost(ch->log, (AlgoKind)a, m, best);
+      if (m >= 0 && m < best) best = m, pick = (AlgoKind)a, kept = won;
+    }
+  }
+  fprintf(ch->log, " -> %s%s\n", ir_algo_names[pick], kept ? " (its trial is the compile's: lower, route and schedule keep it)" : "");
+  c->algos[coll->op->id] = pick;
+  c->trial_dag = kept;
 }
 
 static void choose_tree_chunks(Chooser *ch, const DagNode *n) {
@@ -423,6 +483,7 @@ bool pass_choose(Compilation *c) {
   }
   assign(c, colls, n, winners, ALGO_AUTO);
   if (all && n && shares_the_network(d, n)) choose_jointly(&ch, colls, winners, n);
+  else if (all && n == 1) recheck_alone(&ch, colls[0], winners[0]);
   for (int i = 0; i < d->nodes.len; i++)
     if (d->nodes.data[i]->kind == NODE_COLLECTIVE) choose_tree_chunks(&ch, d->nodes.data[i]);
   c->diag = saved;

@@ -693,7 +693,7 @@ static int64_t schedule_all(Compilation *c, RouteMode mode, int64_t bound, int64
   for (int k = 0; k < pending.len; k++)
     if (last_war(pending.data[k]) >= c->dag->nodes.len) die("schedule: a reduction waits for a node that does not exist");
   arena_free(&scratch);
-  c->dag->programs = s.programs, c->dag->stamped = s.stamped;
+  c->dag->programs = s.programs, c->dag->stamped = s.stamped, c->dag->tries = s.tries;
   scheduler_free(&s);
   return makespan;
 }
@@ -795,9 +795,10 @@ int64_t schedule_as_compiled(Compilation *c, int64_t bound) {
   // pass then costs two parts of schedules, not a whole one and a part).
   int64_t *pace = xmalloc(sizeof(int64_t) * ((size_t)c->dag->nodes.len + 1));
   memset(pace, 0xff, sizeof(int64_t) * ((size_t)c->dag->nodes.len + 1));  // -1: not reached
-  int64_t minimal = schedule_all(c, ROUTE_MINIMAL, bound, pace);
+  int64_t minimal = schedule_all(c, ROUTE_MINIMAL, bound, pace), tries = c->dag->tries;
   if (minimal == SCHEDULE_ABANDONED) {
     int64_t makespan = schedule_all(c, ROUTE_AUTO, bound, pace);
+    c->dag->tries += tries;
     free(pace);
     return makespan;
   }
@@ -808,6 +809,7 @@ int64_t schedule_as_compiled(Compilation *c, int64_t bound) {
   Snapshot kept = snapshot_take(c->dag);
   int64_t programs = c->dag->programs, stamped = c->dag->stamped;
   int64_t makespan = schedule_all(c, ROUTE_AUTO, bound >= 0 ? MIN(bound, minimal) : minimal, pace);
+  c->dag->tries += tries;
   free(pace);
   if (makespan == SCHEDULE_ABANDONED) {  // the load-aware try lost: the minimal schedule it was measured against
     snapshot_restore(c->dag, &kept);

@@ -394,6 +394,7 @@ static void print_stats(const Compilation *c) {
   if (c->graph) fprintf(stderr, "tensors: %d\nops: %d\n", c->graph->tensors.len, c->graph->ops.len);
   if (c->dag) fprintf(stderr, "dag_nodes: %d\n", c->dag->nodes.len);
   if (c->dag && c->dag->scheduled) fprintf(stderr, "makespan_cycles: %lld\n", (long long)c->dag->makespan);
+  if (c->dag && c->dag->scheduled) fprintf(stderr, "schedule_route_tries: %lld\n", (long long)c->dag->tries);
   if (c->program) fprintf(stderr, "predicted_cycles: %lld\n", (long long)c->program->predicted_cycles);
   if (c->dag && c->dag->scheduled && c->batches > 1) print_batches(c);
   if (c->dag && c->dag->scheduled) print_cholesky(c);
