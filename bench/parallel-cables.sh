@@ -6,10 +6,11 @@
 # the cable its tree was built over (docs/passes.md, route, "A tree edge
 # keeps its cable"); the script prints each case's makespans, how many of
 # the link directions multitree's minimal routing uses, auto's verdict
-# against the best forced algorithm (a lone collective is chosen on
-# minimally routed trials, so auto can lose where load-aware spreading
-# favours another algorithm: docs/passes.md, choose; printed, not an
-# error), and emulates every auto program, which must run as predicted
+# against the best forced algorithm (a lone collective is ranked on
+# minimally routed trials and checked as compiled only while its schedule
+# is small, CHOOSE_ALONE_RECHECK_TRIES, so auto can lose above that where
+# load-aware spreading favours another algorithm: docs/passes.md, choose;
+# printed, not an error), and emulates every auto program, which must run as predicted
 # with `data: verified`.
 #
 #   bench/parallel-cables.sh
