@@ -400,8 +400,7 @@ static int64_t winner_as_compiled(Chooser *ch, const DagNode *coll, AlgoKind win
   Compilation *c = ch->c;
   *kept = c->trial_dag;
   if (!*kept && c->keep_trials && lower_uses_tree_chunks(winner) && !c->tree_chunks) {
-    c->tree_chunk_divisor[coll->op->id] = tree_divisor(ch, coll, winner, NULL, kept);
-    c->tree_chunk_divisor[coll->op->id] = 0;
+    tree_divisor(ch, coll, winner, NULL, kept);  // searched for its kept trial; assign() picks the divisor
   }
   if (*kept) {
     *tries = (*kept)->tries;

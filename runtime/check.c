@@ -30,7 +30,13 @@ static void check_units(Emu *e) {
                     "runs past its last instruction without HALT");
         break;
       case UNIT_READY:
-        if (!e->stop) emu_violate(e, VIOL_HANG, i, unit, -1, unit->next_local, "never halted");
+        if (e->stop) break;
+        if (e->cut_at)  // named at the limit, not at its next issue past it
+          emu_violate(e, VIOL_HANG, i, unit, -1, emu_local_at_or_after(d, e->cut_at),
+                      "had not halted when --max-cycles stopped the run (its next instruction was due at cycle %lld)",
+                      (long long)unit->next_local);
+        else
+          emu_violate(e, VIOL_HANG, i, unit, -1, unit->next_local, "never halted");
         break;
       case UNIT_POLLING:  // a found hang reported these already
         if (!e->stop)

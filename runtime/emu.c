@@ -622,6 +622,8 @@ static int64_t vxm_issue(Emu *e, EDev *d, int unit, const Instr *in, int64_t L) 
 // one element a byte) by ISA_MXM_COLS.
 static size_t tile_doubles(const Emu *e) { return (size_t)e->vector_bytes * ISA_MXM_COLS; }
 
+size_t emu_weight_buffer_bytes(int vector_bytes) { return (size_t)vector_bytes * ISA_MXM_COLS * sizeof(double); }
+
 // The install checks of the weight-hazard kind: the path is free and no
 // MXM still reads the buffer.
 static void install_hazards(Emu *e, EDev *d, const EUnit *u, const Instr *in, int64_t L) {
@@ -762,6 +764,14 @@ static MxmJob *mxm_job_new(Emu *e, const EDev *d, const Instr *in) {
   job->act_bytes = xmalloc((size_t)EMU_MXM_CHUNK_ROWS * (size_t)e->vector_bytes);
   job->prod = xmalloc((size_t)EMU_MXM_CHUNK_ROWS * ISA_MXM_COLS * sizeof *job->prod);
   return job;
+}
+
+size_t emu_stream_scratch_bytes(const Instr *in, int vector_bytes) {
+  if (in->op == OPC_TRANS) return (size_t)in->port * (size_t)vector_bytes;  // trans_step's rows
+  if (in->op != OPC_MXM && in->op != OPC_MXMA) return 0;
+  size_t kk = (size_t)isa_elems_per_vector((DType)in->dtype, vector_bytes), rows = MIN(in->d, EMU_MXM_CHUNK_ROWS);
+  return kk * ISA_MXM_COLS * sizeof(double) +                              // the tile's copy
+         rows * (kk * sizeof(double) + (size_t)vector_bytes + ISA_MXM_COLS * sizeof(double));  // act, act_bytes, prod
 }
 
 // Bytes of the kk activation elements a row uses.
@@ -1234,7 +1244,7 @@ void emu_run(Emu *e, EmuResult *r) {
     r->start[i] = e->devs[i].start / EMU_TICKS_PER_CYCLE;
   }
   fault_begin_run(e);
-  e->first_start = INT64_MAX;
+  e->first_start = INT64_MAX, e->cut_at = 0;
   for (int i = 0; i < e->ndevs; i++) {
     e->first_start = MIN(e->first_start, e->devs[i].start);
     e->last_activity = MAX(e->last_activity, e->devs[i].start);
@@ -1250,6 +1260,7 @@ void emu_run(Emu *e, EmuResult *r) {
       emu_violate(e, VIOL_HANG, -1, NULL, -1, e->opt.max_cycles,
                   "still running after %lld cycles (--max-cycles)", (long long)e->opt.max_cycles);
     e->last_activity = limit;
+    e->cut_at = limit;
   }
   window_end(e);
   r->cycles = (e->last_activity - e->first_start + EMU_TICKS_PER_CYCLE - 1) / EMU_TICKS_PER_CYCLE;

@@ -337,6 +337,7 @@ typedef struct EmuMemory {
   int ranks_to_fit;                 // over the limit: the fewest ranks that would fit (0: none would)
   int devices;
   uint64_t sram_pages, sram_bytes;  // the pages the program can write, and their bytes
+  uint64_t buffer_bytes;            // the units' buffers beside the SRAM: weight buffers, MXM and TRANS copies
   uint64_t device_bytes;            // every device's own state
   uint64_t reference_bytes;         // the references' dense arrays (ref_dense_bytes) and the largest
                                     //   cholesky factor check (3 p^2 doubles)

@@ -276,6 +276,7 @@ struct Emu {
   EmuResult *r;
   Tick first_start;
   Tick last_activity;  // the last HALT, take, or landing result: the end of the run
+  Tick cut_at;         // a run --max-cycles stopped: the limit (0: not cut)
   bool stop;
   // window.c: the run's Emu (`main`) splits the devices into partitions,
   // each an Emu of its own that shares the devices and has its own queue,
@@ -345,6 +346,13 @@ uint8_t *emu_sram_write_at(Emu *e, EDev *d, const EUnit *u, SramCursor *c, uint3
 void emu_resume(Emu *e, EDev *d, int unit, int64_t local);
 Stream *emu_stream_new(const Instr *in, int dev, int unit, int64_t start, uint32_t n, int every);
 void emu_stream_end(Emu *e, Stream *s);  // done (or the run stopped): off burst.c's lists, freed
+// What memory.c's estimate counts beside the SRAM: a weight buffer's
+// bytes (each buffer a program installs into holds one), and the most a
+// stream of instruction `in` holds while it runs (an MXM's job: the tile's
+// copy and EMU_MXM_CHUNK_ROWS rows' activations and products; a TRANS's
+// rows; 0 for the rest, whose data is in the SRAM or a link).
+size_t emu_weight_buffer_bytes(int vector_bytes);
+size_t emu_stream_scratch_bytes(const Instr *in, int vector_bytes);
 uint64_t emu_rng(uint64_t *state);
 // The state of a random stream for (what, index) from a seed: 1 jitter
 // (per port), 2 clocks (per device), 3 --ber (per link direction), 4

@@ -11,8 +11,10 @@
 // every vector-, matrix- and switch-unit op.  The pages of a home are
 // carved from slabs and faulted in together, a system page at a time, so
 // a device may also hold the rest of the system page after each home's
-// pages: one for each home, and one for the slab the last went into.  The estimate is that set of
-// pages, device by device, plus each device's own state, plus the
+// pages: one for each home, and one for the slab the last went into.  The
+// estimate is that set of pages, device by device, plus what its units
+// hold beside the SRAM (the matrix unit's weight buffers, an MXM's or a
+// TRANS's working copy), plus each device's own state, plus the
 // reference's dense arrays (reference.c) and the largest cholesky factor
 // check (model.c) when there is a model.  Across MPI ranks each rank holds
 // its own devices' pages and all the rest: the figure is the largest
@@ -95,11 +97,32 @@ static uint64_t factor_check_bytes(const Graph *g) {
   return most;
 }
 
-// What each device's SRAM will cost: the pages its program can write, and
-// the slabs whose last system page may be part used.
+// What each device will cost: the pages its program can write, the slabs
+// whose last system page may be part used, and its units' buffers.
 typedef struct DevicePages {
-  uint64_t pages, slabs;
+  uint64_t pages, slabs, buffer_bytes;
 } DevicePages;
+
+// The bytes device `dev`'s units hold beside the SRAM (emu.c): a weight
+// buffer for each buffer its program installs into, and for each unit the
+// most one of its streams holds (one MXM or TRANS runs on a unit at a time).
+static uint64_t device_buffer_bytes(const EmuInput *in, int dev, int vector_bytes) {
+  const DeviceProgram *dp = &in->prog->devices[dev];
+  bool installed[ISA_MXM_BUFFERS] = {0};
+  uint64_t bytes = 0;
+  for (int u = 0; u < dp->units.len; u++) {
+    uint64_t most = 0;
+    for (int i = 0; i < dp->units.data[u].code.len; i++) {
+      const Instr *ins = &dp->units.data[u].code.data[i];
+      if ((ins->op == OPC_MXLW || ins->op == OPC_MXLWT) && ins->port < ISA_MXM_BUFFERS) installed[ins->port] = true;
+      most = MAX(most, (uint64_t)emu_stream_scratch_bytes(ins, vector_bytes));
+    }
+    bytes += most;
+  }
+  for (int b = 0; b < ISA_MXM_BUFFERS; b++)
+    if (installed[b]) bytes += emu_weight_buffer_bytes(vector_bytes);
+  return bytes;
+}
 
 static DevicePages *device_pages(const EmuInput *in) {
   int vb = in->topo->link.vector_bytes, n = in->prog->ndevices;
@@ -114,6 +137,7 @@ static DevicePages *device_pages(const EmuInput *in) {
     device_spans(in, d, vb, &per[d]);
     dp[d].pages = pages_of(&per[d]);
     dp[d].slabs = dp[d].pages ? homes + 1 : 0;  // each home's slab and the newest
+    dp[d].buffer_bytes = device_buffer_bytes(in, d, vb);
     free(per[d].s);
   }
   free(per);
@@ -137,16 +161,17 @@ static EmuMemory largest_rank(const EmuInput *in, const DevicePages *dp, EmuMemo
   uint64_t *slabs = xcalloc((size_t)nranks, sizeof *slabs);
   for (int d = 0; d < in->prog->ndevices; d++) {
     int r = window_part_of(in->topo, in->prog->ndevices, nranks, d);
-    per[r].sram_pages += dp[d].pages, slabs[r] += dp[d].slabs, per[r].devices++;
+    per[r].sram_pages += dp[d].pages, slabs[r] += dp[d].slabs, per[r].buffer_bytes += dp[d].buffer_bytes;
+    per[r].devices++;
   }
   long sys_page = sysconf(_SC_PAGESIZE);
   EmuMemory worst = {0};
   for (int r = 0; r < nranks; r++) {
     EmuMemory m = fixed;
-    m.rank = r, m.devices = per[r].devices, m.sram_pages = per[r].sram_pages;
+    m.rank = r, m.devices = per[r].devices, m.sram_pages = per[r].sram_pages, m.buffer_bytes = per[r].buffer_bytes;
     m.sram_bytes = m.sram_pages * sram_page_bytes(in->topo->link.vector_bytes) +
                    slabs[r] * (uint64_t)(sys_page > 0 ? sys_page : 4096);
-    m.total = m.sram_bytes + m.device_bytes + m.reference_bytes + EMU_MEMORY_BASE_BYTES;
+    m.total = m.sram_bytes + m.buffer_bytes + m.device_bytes + m.reference_bytes + EMU_MEMORY_BASE_BYTES;
     if (r == 0 || m.total > worst.total) worst = m;
   }
   free(per);

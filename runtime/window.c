@@ -619,6 +619,7 @@ void window_run(Emu *m, Tick limit) {
       emu_violate(m, VIOL_HANG, -1, NULL, -1, m->opt.max_cycles, "still running after %lld cycles (--max-cycles)",
                   (long long)m->opt.max_cycles);
     m->last_activity = limit;  // the run lasted until it was cut
+    m->cut_at = limit;
   }
 }
 

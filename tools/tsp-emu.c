@@ -767,9 +767,12 @@ static bool memory_fits(const EmuInput *in, const Args *a) {
   if (m.reference_bytes)
     snprintf(reference, sizeof reference, "%llu MiB for the reference's arrays, ",
              (unsigned long long)mib_up(m.reference_bytes));
+  char buffers[64] = "";
+  if (m.buffer_bytes)
+    snprintf(buffers, sizeof buffers, "%llu MiB for the units' buffers, ", (unsigned long long)mib_up(m.buffer_bytes));
   // The parts in whole MiB, rounded up, and "besides" what makes them add
   // up to the total (each rounded up alone, they came to a MiB more).
-  uint64_t parts = mib_up(m.sram_bytes) + mib_up(m.reference_bytes);
+  uint64_t parts = mib_up(m.sram_bytes) + mib_up(m.buffer_bytes) + mib_up(m.reference_bytes);
   uint64_t besides = mib_up(m.total) > parts ? mib_up(m.total) - parts : 0;
   char where[64] = "", ranks[128] = "";
   if (m.nranks > 1) snprintf(where, sizeof where, " on MPI rank %d of %d, the largest", m.rank, m.nranks);
@@ -778,10 +781,10 @@ static bool memory_fits(const EmuInput *in, const Args *a) {
              m.ranks_to_fit, m.ranks_to_fit);
   fprintf(stderr,
           "tsp-emu: error: this run needs an estimated %llu MiB%s (%llu MiB for the %llu SRAM pages the program can "
-          "write on %d device%s, %s%llu MiB besides), over the %llu MiB limit (%s); raise it with --max-memory "
+          "write on %d device%s, %s%s%llu MiB besides), over the %llu MiB limit (%s); raise it with --max-memory "
           "MIB%s\n",
           (unsigned long long)mib_up(m.total), where, (unsigned long long)mib_up(m.sram_bytes),
-          (unsigned long long)m.sram_pages, m.devices, m.devices == 1 ? "" : "s", reference,
+          (unsigned long long)m.sram_pages, m.devices, m.devices == 1 ? "" : "s", buffers, reference,
           (unsigned long long)besides, (unsigned long long)(limit >> 20), whose, ranks);
   return false;
 }
