@@ -338,7 +338,7 @@ typedef struct EmuMemory {
   int devices;
   uint64_t sram_pages, sram_bytes;  // the pages the program can write, and their bytes
   uint64_t buffer_bytes;            // the units' buffers beside the SRAM: weight buffers, MXM and TRANS copies
-  uint64_t device_bytes;            // every device's own state
+  uint64_t device_bytes;            // every device's own state and its loaded program
   uint64_t reference_bytes;         // the references' dense arrays (ref_dense_bytes) and the largest
                                     //   cholesky factor check (3 p^2 doubles)
   uint64_t total;                   // the estimate: all of the above plus EMU_MEMORY_BASE_BYTES
@@ -419,7 +419,9 @@ int ref_group(const Reference *r, const Tensor *t, const int **devices);
 // The most bytes r's dense arrays (the operands and results of the ops read
 // out of order: matmul, softmax, ...) take once all are computed: one array
 // of doubles per tensor, one per device of its group when it varies (a
-// batch's reference: the tensors it holds itself).  The memory estimate's.
+// batch's reference: the tensors it holds itself); and its lazy blocks' at
+// most: REF_BLOCK_ELEMS doubles for each level of its deepest chain of lazy
+// ops and for each shared tensor's memo.  The memory estimate's.
 uint64_t ref_dense_bytes(const Reference *r);
 // The tolerance (docs/isa.md section 5, Data checks), from the graph
 // alone: G(t), the growth factor (0 for inputs and params; for a result

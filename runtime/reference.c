@@ -47,6 +47,13 @@ typedef struct BlockMemo {
 } BlockMemo;
 
 #define REF_MAX_LAZY_DEPTH 1024
+// The most elements of a lazy tensor computed at once (ref_block's callers
+// and a dense tensor of a lazy op are served this many at a time): each
+// level of a chain of lazy ops holds at most this many doubles (an
+// operand's block, a reduction's partial sums), and each shared tensor's
+// memo as many.  A whole-tensor block a level took 11x the memory estimate
+// (200 nested adds of f16[2048, 320] under a matmul: 1,030 MiB).
+#define REF_BLOCK_ELEMS 16384
 
 struct Reference {
   const Graph *g;
@@ -66,6 +73,7 @@ struct Reference {
   int *growth;           // by tensor id: G(t), the tolerance's growth factor
   bool *on_inputs;       // by tensor id: its value depends on an input (each batch has its own)
   bool *spd;             // by tensor id: an input or param a cholesky reads, seeded positive definite
+  int lazy_depth;        // the most lazy ops a block recurses through (find_checkpoints)
   Reference *base;       // a batch's reference: batch 0's, which holds every tensor not on_inputs (NULL: batch 0's)
   int batch;             // which inference: its inputs are seeded with it
   bool has_batches;      // batch 0's, once ref_new_batch was made from it: its given values are final
@@ -209,7 +217,8 @@ static void find_checkpoints(Reference *r) {
     int t = op->result->id;
     if (r->dense[t]) continue;
     for (int k = 0; k < op->nargs; k++) depth[t] = MAX(depth[t], depth[op->args[k]->id]);
-    if (++depth[t] < REF_MAX_LAZY_DEPTH) continue;
+    r->lazy_depth = MAX(r->lazy_depth, ++depth[t]);
+    if (depth[t] < REF_MAX_LAZY_DEPTH) continue;
     r->dense[t] = r->checkpoint[t] = true;
     depth[t] = 0;
   }
@@ -403,7 +412,11 @@ size_t ref_held_bytes(const Reference *r) {
 }
 
 uint64_t ref_dense_bytes(const Reference *r) {
-  uint64_t bytes = 0;
+  // A block of scratch a level (one more where a dense tensor's own op is
+  // lazy: compute_dense runs it above the chain), and a memo a shared tensor.
+  uint64_t blocks = (uint64_t)r->lazy_depth + 1;
+  for (int i = 0; i < r->g->tensors.len; i++) blocks += r->shared[i] && owner_of(r, r->g->tensors.data[i]) == r;
+  uint64_t bytes = blocks * REF_BLOCK_ELEMS * sizeof(double);
   for (int i = 0; i < r->g->tensors.len; i++) {
     const Tensor *t = r->g->tensors.data[i];
     if (!r->dense[i] || owner_of(r, t) != r) continue;
@@ -650,6 +663,9 @@ static void store_all(DType dt, double *out, int64_t n) {
 // ---- dense tensors --------------------------------------------------------------------
 
 static void lazy_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out);
+static void by_chunks(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out,
+                      void (*one)(Reference *, const Tensor *, int, int64_t, int64_t, double *));
+static void block_of(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out);
 
 // The extent of `axis` and the elements before and after it (row-major):
 // t is [outer, extent, inner].
@@ -784,7 +800,7 @@ static void compute_dense(Reference *r, const Tensor *t, int device, double *out
   case OP_SLICE: dense_slice(r, op, device, out); break;
   case OP_CONCAT: dense_concat(r, op, device, out); break;
   case OP_CHOLESKY: dense_cholesky(r, op, device, out); break;
-  default: lazy_block(r, t, device, 0, ir_shape_elems(&t->shape), out); return;
+  default: by_chunks(r, t, device, 0, ir_shape_elems(&t->shape), out, lazy_block); return;
   }
   store_all(t->dtype, out, ir_shape_elems(&t->shape));
 }
@@ -833,14 +849,14 @@ static void reduce_block(Reference *r, const Op *op, int64_t first, int64_t n, d
   int g = ref_group(r, x, &devs);
   double *v = xmalloc((size_t)n * sizeof *v + 1);
   const Reference *xr = owner_of(r, x);
-  ref_block(r, x, devs[0], first, n, out);
+  block_of(r, x, devs[0], first, n, out);
   if (!r->varies[x->id]) memcpy(v, out, (size_t)n * sizeof *v);
   for (int i = 1; i < g; i++) {
     if (r->varies[x->id] && op->reduce != REDUCE_MAX && plain_seeded(xr, x, devs[i])) {
       seed_block_add(seed_base(xr, x, devs[i]), first, n, out);  // the same sums, without v
       continue;
     }
-    if (r->varies[x->id]) ref_block(r, x, devs[i], first, n, v);
+    if (r->varies[x->id]) block_of(r, x, devs[i], first, n, v);
     if (op->reduce == REDUCE_MAX)
       for (int64_t k = 0; k < n; k++) out[k] = max_nan(out[k], v[k]);
     else
@@ -867,7 +883,7 @@ static void gather_block(Reference *r, const Op *op, int64_t first, int64_t n, d
   int64_t part = ir_shape_elems(&x->shape);
   for (int64_t k = 0; k < n;) {
     int64_t e = first + k, m = MIN(n - k, part - e % part);
-    ref_block(r, x, devs[e / part], e % part, m, out + k);
+    block_of(r, x, devs[e / part], e % part, m, out + k);
     k += m;
   }
 }
@@ -916,7 +932,7 @@ static double binary_of(DType dt, OpKind k, double a, double b) {
 // add, sub, mul, div: a's block with b's (the same elements, or b a
 // vector over a's last dimension, read from its dense array).
 static void binary_block(Reference *r, const Op *op, int device, int64_t first, int64_t n, double *out) {
-  ref_block(r, op->args[0], device, first, n, out);
+  block_of(r, op->args[0], device, first, n, out);
   if (is_broadcast(op)) {
     const double *b = dense_values(r, op->args[1], device);
     int64_t len = op->args[1]->shape.dim[0];
@@ -924,7 +940,7 @@ static void binary_block(Reference *r, const Op *op, int device, int64_t first, 
     return;
   }
   double *b = xmalloc((size_t)n * sizeof *b + 1);
-  ref_block(r, op->args[1], device, first, n, b);
+  block_of(r, op->args[1], device, first, n, b);
   for (int64_t k = 0; k < n; k++) out[k] = binary_of(op->result->dtype, op->kind, out[k], b[k]);
   free(b);
 }
@@ -933,7 +949,7 @@ static void binary_block(Reference *r, const Op *op, int device, int64_t first, 
 // (Op.pad_elems: a rank-1 reduce_scatter's rows).
 static void reshape_block(Reference *r, const Op *op, int device, int64_t first, int64_t n, double *out) {
   int64_t real = MAX(0, MIN(n, ir_shape_elems(&op->args[0]->shape) - first));
-  if (real) ref_block(r, op->args[0], device, first, real, out);
+  if (real) block_of(r, op->args[0], device, first, real, out);
   for (int64_t k = real; k < n; k++) out[k] = 0;
 }
 
@@ -950,7 +966,7 @@ static void lazy_block(Reference *r, const Tensor *t, int device, int64_t first,
   case OP_ALLREDUCE: reduce_block(r, op, first, n, out); break;
   case OP_REDUCE_SCATTER: scatter_block(r, op, device, first, n, out); break;
   case OP_ALL_GATHER: gather_block(r, op, first, n, out); break;
-  case OP_COPY: ref_block(r, x, x->place.kind == PLACE_EACH ? device : 0, first, n, out); break;
+  case OP_COPY: block_of(r, x, x->place.kind == PLACE_EACH ? device : 0, first, n, out); break;
   case OP_RESHAPE: reshape_block(r, op, device, first, n, out); break;
   case OP_ADD:
   case OP_SUB:
@@ -960,7 +976,7 @@ static void lazy_block(Reference *r, const Tensor *t, int device, int64_t first,
   case OP_GELU:
   case OP_EXP:
   case OP_RSQRT:
-    ref_block(r, x, device, first, n, out);
+    block_of(r, x, device, first, n, out);
     for (int64_t k = 0; k < n; k++) out[k] = unary(op->kind, out[k]);
     break;
   default: unreachable();  // the out-of-order ops are always dense
@@ -986,7 +1002,9 @@ static void memo_block(Reference *r, const Tensor *t, int device, int64_t first,
   *m = (BlockMemo){.device = device, .first = first, .n = n, .v = m->v, .cap = m->cap};
 }
 
-void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out) {
+// t's elements first .. first + n, n at most REF_BLOCK_ELEMS: the dense
+// array's, the memo's, or computed.
+static void block_of(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out) {
   r = owner(r, t);
   if (r->dense[t->id])
     memcpy(out, dense_values(r, t, device) + first, (size_t)n * sizeof *out);
@@ -994,6 +1012,23 @@ void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t
     memo_block(r, t, device, first, n, out);
   else
     lazy_block(r, t, device, first, n, out);
+}
+
+// t's elements first .. first + n through `one` (block_of, or lazy_block
+// for a dense tensor's own values), REF_BLOCK_ELEMS at a time on
+// boundaries at multiples of it: every operand of one chunk is asked for
+// the same elements, so a shared tensor's memo serves all its readers.
+static void by_chunks(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out,
+                      void (*one)(Reference *, const Tensor *, int, int64_t, int64_t, double *)) {
+  for (int64_t k = first, end = first + n; k < end;) {
+    int64_t next = MIN(end, (k / REF_BLOCK_ELEMS + 1) * REF_BLOCK_ELEMS);
+    one(r, t, device, k, next - k, out + (k - first));
+    k = next;
+  }
+}
+
+void ref_block(Reference *r, const Tensor *t, int device, int64_t first, int64_t n, double *out) {
+  by_chunks(r, t, device, first, n, out, block_of);
 }
 
 double ref_value(Reference *r, const Tensor *t, int device, int64_t elem) {
