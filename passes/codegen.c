@@ -95,6 +95,7 @@ typedef struct Codegen {
   int sort_cap;
   const char *note;   // what the instructions being made serve (InstrNote.note)
   int line;           // ... and the .tg line of the op behind them (InstrNote.line; 0: none)
+  const SrcLoc *at;   // the op being made, or the tensor being placed, for errors (NULL: none)
 } Codegen;
 
 
@@ -110,10 +111,10 @@ static int64_t alloc(Codegen *g, int device, int64_t vectors, const char *what) 
     str_human_bytes(size, sizeof size, (double)vectors * g->vb);
     str_human_bytes(used, sizeof used, (double)addr * g->vb);
     str_human_bytes(all, sizeof all, (double)g->t->sram_vectors * g->vb);
-    diag_tool_error(&g->c->diag, "tspc",
-                    "device %d: no room for %s: it needs %s, and %s of the device's %s of SRAM (sram_vectors %d) "
-                    "hold what lives at the same time",
-                    device, what, size, used, all, g->t->sram_vectors);
+    static const char *fmt = "device %d: no room for %s: it needs %s, and %s of the device's %s of SRAM "
+                             "(sram_vectors %d) hold what lives at the same time";
+    if (g->at) diag_error(&g->c->diag, *g->at, fmt, device, what, size, used, all, g->t->sram_vectors);
+    else diag_tool_error(&g->c->diag, "tspc", fmt, device, what, size, used, all, g->t->sram_vectors);
     g->failed = true;
   }
   return g->failed ? 0 : addr;
@@ -157,10 +158,13 @@ static int64_t home(Codegen *g, const Tensor *t, int device) {
   if (row[device]) return row[device] - 1;
   int64_t vectors = layout_vectors(g->c, t);
   const int64_t *live = g->live[t->id];
+  const SrcLoc *was = g->at;
+  if (!g->at) g->at = &t->loc;  // placed before or after the nodes: where it is declared
   if (live && live[2 * device + 1] > live[2 * device])
     row[device] = scratch(g, device, vectors, live[2 * device], live[2 * device + 1], tensor_what(g, t)) + 1;
   else
     row[device] = alloc(g, device, vectors, tensor_what(g, t)) + 1;
+  g->at = was;
   return row[device] - 1;
 }
 
@@ -810,6 +814,7 @@ bool pass_codegen(Compilation *c) {
     const DagNode *n = c->dag->nodes.data[i];
     g.note = c->annotate ? node_note(&g, n) : NULL;
     g.line = c->annotate ? n->op->loc.line : 0;
+    g.at = &n->op->loc;
     switch (n->kind) {
     case NODE_TRANSFER: gen_transfer(&g, n); break;
     case NODE_STAGE: gen_stage(&g, n); break;
@@ -817,6 +822,7 @@ bool pass_codegen(Compilation *c) {
     case NODE_COLLECTIVE: unreachable();  // lowering replaced them
     }
   }
+  g.at = NULL;
   if (!g.failed) place_results(&g);
   bool ok = !g.failed && assemble(&g);
   forget_all_code(&g);

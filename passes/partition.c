@@ -421,8 +421,11 @@ static void log_stages(Partitioner *p, const Pipeline *pl, int stages, const cha
     const Tensor *largest;
     char bytes[32];
     str_human_bytes(bytes, sizeof bytes, (double)device_peak(p, d, &largest));
-    buf_printf(&p->log, "//   stage %d on device %d: %s .. %s (%d ops), %lld cycles, %s of SRAM\n", k, d,
-               pl->ops[first]->result->name, pl->ops[i - 1]->result->name, i - first, (long long)cycles, bytes);
+    if (i == first)  // the first op did not fit beside what the device already holds
+      buf_printf(&p->log, "//   stage %d on device %d: no ops (%s of SRAM held already)\n", k, d, bytes);
+    else
+      buf_printf(&p->log, "//   stage %d on device %d: %s .. %s (%d ops), %lld cycles, %s of SRAM\n", k, d,
+                 pl->ops[first]->result->name, pl->ops[i - 1]->result->name, i - first, (long long)cycles, bytes);
   }
 }
 
