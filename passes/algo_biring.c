@@ -35,7 +35,7 @@ static bool biring_order(const Lowering *l, int *order, char *why, size_t whylen
   bool whole = lower_ring_order(l, order, reason, sizeof reason);
   if (whole && neighbours_all_round(l, order, why, whylen)) return true;
   if (l->ngroup < l->c->topo->ndevices &&
-      ring_hamiltonian_in_group(l->c->topo, l->group, l->ngroup, order, own, sizeof own))
+      ring_cycle_of(l->c, l->group, l->ngroup, order, own, sizeof own))
     return true;
   if (!whole && l->ngroup < l->c->topo->ndevices)
     snprintf(why, whylen, "it needs a cycle through the group: %s, and the topology has no Hamiltonian cycle", own);

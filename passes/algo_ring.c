@@ -42,7 +42,7 @@ bool lower_ring_order(const Lowering *l, int *order, char *why, size_t whylen) {
   int *cycle = xmalloc(sizeof(int) * (size_t)t->ndevices);
   char *in_group = xcalloc((size_t)t->ndevices, 1);
   for (int g = 0; g < l->ngroup; g++) in_group[l->group[g]] = 1;
-  bool found = ring_hamiltonian(t, cycle, why, whylen);
+  bool found = ring_cycle_of(l->c, NULL, 0, cycle, why, whylen);
   int n = 0;
   if (found || ring_near_hamiltonian(t, cycle, l->ngroup == t->ndevices)) {
     for (int i = 0; i < t->ndevices; i++)
@@ -170,7 +170,7 @@ static void ring_order(Lowering *l, int *order) {
       memcmp(order, l->group, sizeof(int) * (size_t)l->ngroup) || ring_first_unlinked(t, order, l->ngroup) < 0)
     return;
   int *cycle = xmalloc(sizeof(int) * (size_t)l->ngroup);
-  if (ring_hamiltonian_in_group(t, l->group, l->ngroup, cycle, why, sizeof why))
+  if (ring_cycle_of(l->c, l->group, l->ngroup, cycle, why, sizeof why))
     memcpy(order, cycle, sizeof(int) * (size_t)l->ngroup);
   free(cycle);
 }

@@ -94,6 +94,7 @@ bool pass_run_pipeline(Compilation *c, const char *dump_after, const char *stop_
   c->keep_trials = !dump_after && !stop_after;
   bool ok = run_passes(c, dump_after, stop_after);
   lower_trees_forget(c);
+  ring_cycles_forget(c);
   schedule_forget_tables(c);
   return ok;
 }

@@ -3,17 +3,20 @@
 // that cannot have one is refused with the reason from here.
 //
 // Constructions: a ring or a fully connected system in id order; a
-// dragonfly node by node (below).  A mesh or
+// dragonfly node by node, and a dragonfly of racks rack by rack, each
+// rack's nodes searched for a path (below).  A mesh or
 // torus with an even device count takes the "comb": pick an even dimension
 // as the columns' axis, walk column 0 along the others (a snake through
 // them), then the remaining columns back and forth over every row but the
 // first, and return along the first row.  A mesh with an odd count has no
 // cycle at all: it is bipartite (colour by coordinate sum) and a cycle
-// alternates colours.  Everything else (odd tori, dragonflies, explicit
-// networks) is searched: depth first, always trying the neighbour with the
+// alternates colours.  Everything else (odd tori, explicit networks) is
+// searched: depth first, always trying the neighbour with the
 // fewest unvisited neighbours first (Warnsdorff's rule), within
 // RING_SEARCH_BUDGET steps.  An odd mesh gets a near cycle instead
-// (ring_near_hamiltonian): one hop of it crosses two links.
+// (ring_near_hamiltonian): one hop of it crosses two links.  A compilation
+// asks for each cycle once (ring_cycle_of, at the end): choose's trials
+// lower the ring again and again.
 #include "passes.h"
 
 #include <limits.h>
@@ -331,6 +334,183 @@ static bool dragonfly_ring(const Topology *t, int *order) {
   return ok && ring_is_hamiltonian(t, order);
 }
 
+// ---- dragonflies with racks: racks in turn, each a path of nodes --------------------
+//
+// Between racks only the rack cables join nodes, so node i and node i + 1
+// of different racks share no link, and the construction above fails on a
+// system of racks.  There the cycle visits the racks in id order, each
+// whole before the next: rack r is entered over a cable from rack r - 1
+// and left over one to rack r + 1 (the last back to rack 0), and between
+// the two its nodes are searched for a path through them all, depth first
+// over the nodes linked by a working cable, Warnsdorff's rule again
+// (fewest unvisited linked nodes first), each node entered on one TSP and
+// left on another; inside a node the TSPs are fully connected, so the
+// devices follow: the entry TSP, the others, the exit TSP.  (6 racks of 9
+// nodes, 432 devices: the device-level search spent its budget, and the
+// ring went in id order, whose hops between racks cross up to five links.)
+
+typedef struct NodePath {
+  const Topology *t;
+  int tpn, lo, hi;  // the rack's nodes: [lo, hi)
+  int last;         // the node the path must end at (its exit TSP in out[last])
+  int *node_order;  // the nodes on the path, from the rack's entry node
+  int *in, *out;    // by node: the TSP it is entered on, left on
+  bool *visited;
+  long *steps;      // the search's steps, against RING_SEARCH_BUDGET
+} NodePath;
+
+// The distinct unvisited nodes of the rack linked to u by a working cable,
+// into out; returns how many.
+static int linked_nodes(const NodePath *s, int u, int *out, int max) {
+  int n = 0;
+  for (int d = u * s->tpn; d < (u + 1) * s->tpn; d++)
+    for (int p = 0; p < s->t->devices[d].nports; p++) {
+      const Port *port = &s->t->devices[d].ports[p];
+      int v = port->peer / s->tpn;
+      if (port->link < 0 || v == u || v < s->lo || v >= s->hi || s->visited[v] || tsp_on(s->t, port->link, v) < 0)
+        continue;
+      bool dup = false;
+      for (int i = 0; i < n; i++) dup |= out[i] == v;
+      if (!dup && n < max) out[n++] = v;
+    }
+  return n;
+}
+
+// Extends the path node_order[0..len) through the rack's nodes to `last`;
+// false when this branch fails.
+static bool extend_path(NodePath *s, int len) {
+  int u = s->node_order[len - 1], nodes = s->hi - s->lo;
+  if (len == nodes) return u == s->last && s->in[u] != s->out[u];
+  if (++*s->steps > RING_SEARCH_BUDGET) return false;
+  int cand[64], degree[64], scratch[64], ncand = 0, linked[64];
+  int nlinked = linked_nodes(s, u, linked, (int)ARRAY_LEN(linked));
+  for (int i = 0; i < nlinked; i++)
+    if (linked[i] != s->last || len == nodes - 1) {
+      cand[ncand] = linked[i];
+      degree[ncand++] = linked_nodes(s, linked[i], scratch, (int)ARRAY_LEN(scratch));
+    }
+  for (int i = 1; i < ncand; i++)  // Warnsdorff: fewest onward choices first (stable)
+    for (int j = i; j > 0 && degree[j] < degree[j - 1]; j--) {
+      int x = cand[j], k = degree[j];
+      cand[j] = cand[j - 1], degree[j] = degree[j - 1];
+      cand[j - 1] = x, degree[j - 1] = k;
+    }
+  for (int i = 0; i < ncand; i++) {
+    int v = cand[i], cables[64], n = links_between_nodes(s->t, u, v, cables, (int)ARRAY_LEN(cables));
+    for (int c = 0; c < n; c++) {
+      int leave = tsp_on(s->t, cables[c], u), enter = tsp_on(s->t, cables[c], v);
+      if (leave == s->in[u] || (v == s->last && enter == s->out[v])) continue;
+      s->out[u] = leave, s->in[v] = enter;
+      s->visited[v] = true;
+      s->node_order[len] = v;
+      if (extend_path(s, len + 1)) return true;
+      s->visited[v] = false;
+      if (*s->steps > RING_SEARCH_BUDGET) return false;
+    }
+  }
+  return false;
+}
+
+// The TSP of rack r at which `link` ends (it ends in r).
+static int tsp_on_rack(const Topology *t, int link, int r) {
+  const Link *l = &t->links.data[link];
+  return l->a / (t->df.tsps_per_node * t->df.nodes_per_rack) == r ? l->a : l->b;
+}
+
+// A working rack cable from rack r to rack q not in used[0..nused), or -1.
+static int rack_cable(const Topology *t, int r, int q, const int *used, int nused) {
+  int npr = t->df.nodes_per_rack, cables[64];
+  for (int u = r * npr; u < (r + 1) * npr; u++)
+    for (int v = q * npr; v < (q + 1) * npr; v++) {
+      int n = links_between_nodes(t, u, v, cables, (int)ARRAY_LEN(cables));
+      for (int c = 0; c < n; c++) {
+        bool taken = false;
+        for (int i = 0; i < nused; i++) taken |= used[i] == cables[c];
+        if (!taken) return cables[c];
+      }
+    }
+  return -1;
+}
+
+// The order of the racks: a cycle in which each rack is entered and left
+// on different nodes (its path needs two ends), one working rack cable
+// between consecutive racks.  Depth first from rack 0, the next rack tried
+// in id order (id order itself fails where rack 0's cables to rack 1 and
+// to the last rack sit on one node: 20 racks of 9 nodes).
+typedef struct RackSearch {
+  const Topology *t;
+  int *rack_order;
+  int *cable;   // by position: the cable from rack_order[i] to the next
+  bool *visited;
+  long *steps;
+} RackSearch;
+
+static int node_of_rack(const Topology *t, int link, int r) { return tsp_on_rack(t, link, r) / t->df.tsps_per_node; }
+
+static bool extend_racks(RackSearch *s, int len) {
+  const Topology *t = s->t;
+  int racks = t->df.racks, u = s->rack_order[len - 1];
+  bool one_node = t->df.nodes_per_rack == 1;
+  int entered = len > 1 ? node_of_rack(t, s->cable[len - 2], u) : -1;
+  if (++*s->steps > RING_SEARCH_BUDGET) return false;
+  if (len == racks) {  // closing: rack 0 is entered on another node than it is left on
+    int first = s->rack_order[0], c = rack_cable(t, u, first, s->cable, len - 1);
+    s->cable[len - 1] = c;
+    return c >= 0 && (one_node || (node_of_rack(t, c, u) != entered &&
+                                   node_of_rack(t, c, first) != node_of_rack(t, s->cable[0], first)));
+  }
+  for (int q = 0; q < racks; q++) {
+    if (s->visited[q]) continue;
+    int c = rack_cable(t, u, q, s->cable, len - 1);
+    if (c < 0 || (!one_node && node_of_rack(t, c, u) == entered)) continue;
+    s->cable[len - 1] = c;
+    s->visited[q] = true;
+    s->rack_order[len] = q;
+    if (extend_racks(s, len + 1)) return true;
+    s->visited[q] = false;
+    if (*s->steps > RING_SEARCH_BUDGET) return false;
+  }
+  return false;
+}
+
+static bool dragonfly_rack_cycle(const Topology *t, int *order) {
+  int tpn = t->df.tsps_per_node, npr = t->df.nodes_per_rack, racks = t->df.racks, nodes = npr * racks;
+  if (racks < 2 || tpn < 2) return false;
+  long steps = 0;
+  RackSearch rs = {.t = t, .steps = &steps};
+  rs.rack_order = xmalloc(sizeof(int) * (size_t)racks), rs.cable = xmalloc(sizeof(int) * (size_t)racks);
+  rs.visited = xcalloc((size_t)racks, sizeof(bool));
+  rs.rack_order[0] = 0, rs.visited[0] = true;
+  bool ok = extend_racks(&rs, 1);
+  int *path = xmalloc(sizeof(int) * (size_t)nodes);  // rack after rack, each its nodes' path
+  NodePath s = {.t = t, .tpn = tpn, .steps = &steps};
+  s.in = xmalloc(sizeof(int) * (size_t)nodes), s.out = xmalloc(sizeof(int) * (size_t)nodes);
+  s.visited = xcalloc((size_t)nodes, sizeof(bool));
+  for (int i = 0; i < racks && ok; i++) {
+    int r = rs.rack_order[i], enter = tsp_on_rack(t, rs.cable[(i + racks - 1) % racks], r);
+    int leave = tsp_on_rack(t, rs.cable[i], r), first = enter / tpn, last = leave / tpn;
+    s.lo = r * npr, s.hi = (r + 1) * npr, s.last = last, s.node_order = path + (size_t)i * (size_t)npr;
+    s.node_order[0] = first, s.visited[first] = true;
+    s.in[first] = enter, s.out[last] = leave;
+    ok = extend_path(&s, 1);
+  }
+  for (int i = 0, k = 0; i < nodes && ok; i++) {
+    int u = path[i];
+    order[k++] = s.in[u];
+    for (int d = u * tpn; d < (u + 1) * tpn; d++)
+      if (d != s.in[u] && d != s.out[u]) order[k++] = d;
+    order[k++] = s.out[u];
+  }
+  free(rs.rack_order);
+  free(rs.cable);
+  free(rs.visited);
+  free(path);
+  free(s.in);
+  free(s.out);
+  free(s.visited);
+  return ok && ring_is_hamiltonian(t, order);
+}
+
 // ---- search ----------------------------------------------------------------------------
 
 typedef struct Search {
@@ -460,6 +640,7 @@ bool ring_hamiltonian(const Topology *t, int *order, char *why, size_t whylen) {
   // 0.28 s, on every lowering that asked).
   for (int i = 0; i < n; i++) order[i] = i;  // the constructions above may have left a part of theirs
   if (no_cycle_possible(t, order, n, why, whylen)) return false;
+  if (t->family == FAMILY_DRAGONFLY && dragonfly_rack_cycle(t, order)) return true;
   if (n > RING_SEARCH_MAX_DEVICES) {
     snprintf(why, whylen, "no construction covers this network and it is too large to search (%d devices, "
              "at most %d)", n, RING_SEARCH_MAX_DEVICES);
@@ -526,4 +707,56 @@ bool ring_hamiltonian_in_group(const Topology *t, const int *group, int ngroup, 
     snprintf(why, whylen, "no cycle through its %d devices was found within %d search steps", ngroup,
              RING_SEARCH_BUDGET);
   return false;
+}
+
+// ---- a compilation's cycles, found once ----------------------------------------------
+
+// One answer of ring_hamiltonian (group NULL) or ring_hamiltonian_in_group.
+typedef struct RingCache {
+  int ngroup;   // -1: the whole topology
+  int *group;   // (NULL for the whole topology)
+  int *order;   // the cycle (NULL: none)
+  int n;        // its devices
+  char why[256];
+  struct RingCache *next;
+} RingCache;
+
+static bool same_cycle_request(const RingCache *e, const int *group, int ngroup) {
+  return group ? e->ngroup == ngroup && !memcmp(e->group, group, sizeof(int) * (size_t)ngroup) : e->ngroup < 0;
+}
+
+bool ring_cycle_of(Compilation *c, const int *group, int ngroup, int *order, char *why, size_t whylen) {
+  RingCache *e = c->rings;
+  while (e && !same_cycle_request(e, group, ngroup)) e = e->next;
+  if (!e) {
+    e = xcalloc(1, sizeof *e);
+    e->ngroup = group ? ngroup : -1;
+    e->n = group ? ngroup : c->topo->ndevices;
+    int *cycle = xmalloc(sizeof(int) * (size_t)MAX(e->n, 1));
+    bool found = group ? ring_hamiltonian_in_group(c->topo, group, ngroup, cycle, e->why, sizeof e->why)
+                       : ring_hamiltonian(c->topo, cycle, e->why, sizeof e->why);
+    if (found) e->order = cycle;
+    else free(cycle);
+    if (group) {
+      e->group = xmalloc(sizeof(int) * (size_t)MAX(ngroup, 1));
+      memcpy(e->group, group, sizeof(int) * (size_t)ngroup);
+    }
+    e->next = c->rings, c->rings = e;
+  }
+  if (!e->order) {
+    snprintf(why, whylen, "%s", e->why);
+    return false;
+  }
+  memcpy(order, e->order, sizeof(int) * (size_t)e->n);
+  return true;
+}
+
+void ring_cycles_forget(Compilation *c) {
+  for (RingCache *e = c->rings, *next; e; e = next) {
+    next = e->next;
+    free(e->group);
+    free(e->order);
+    free(e);
+  }
+  c->rings = NULL;
 }

@@ -613,6 +613,48 @@ static void hamiltonian_cycles_where_they_exist(void **state) {
   assert_ring("topology: dragonfly\ndragonfly: {nodes: 33}\n");  // node by node
   assert_ring("topology: dragonfly\ndragonfly: {tsps_per_node: 2, global_ports_per_tsp: 2, nodes: 5}\n");
   assert_ring("topology: dragonfly\ndragonfly: {tsps_per_node: 2, global_ports_per_tsp: 3, nodes_per_rack: 3, racks: 3}\n");
+  // Systems of racks: the racks in turn, each a path of its nodes (the
+  // device-level search spent its budget on all but the first).
+  assert_ring("topology: dragonfly\ndragonfly: {tsps_per_node: 4, global_ports_per_tsp: 2, nodes_per_rack: 3, racks: 4}\n");
+  assert_ring("topology: dragonfly\ndragonfly: {tsps_per_node: 8, global_ports_per_tsp: 4, nodes_per_rack: 4, racks: 3}\n");
+  assert_ring("topology: dragonfly\ndragonfly: {tsps_per_node: 8, global_ports_per_tsp: 4, nodes_per_rack: 9, racks: 6}\n");
+  // Rack 0's cables to rack 1 and to rack 19 sit on one node: not in id order.
+  assert_ring("topology: dragonfly\ndragonfly: {tsps_per_node: 8, global_ports_per_tsp: 4, nodes_per_rack: 9, racks: 20}\n");
+  // The cable between racks 0 and 1 (devices 6 and 38) failed: another rack order.
+  assert_ring("topology: dragonfly\ndragonfly: {tsps_per_node: 8, global_ports_per_tsp: 4, nodes_per_rack: 4, racks: 4}\n"
+              "failed_links: [[6, 38]]\n");
+}
+
+// ring_cycle_of: each answer once a compilation, the same as the search's,
+// and a refusal's reason kept with it.
+static void ring_cycles_are_found_once_and_kept(void **state) {
+  (void)state;
+  Arena a = {0};
+  Compilation c = {0};
+  c.topo = topo_ok(&a, "topology: dragonfly\ndragonfly: {tsps_per_node: 4, global_ports_per_tsp: 2, nodes_per_rack: 3, racks: 4}\n");
+  int n = c.topo->ndevices, *searched = ARENA_ARRAY(&a, int, n), *kept = ARENA_ARRAY(&a, int, n);
+  char why[256];
+  assert_true(ring_hamiltonian(c.topo, searched, why, sizeof why));
+  for (int round = 0; round < 2; round++) {
+    memset(kept, 0xff, sizeof(int) * (size_t)n);
+    assert_true(ring_cycle_of(&c, NULL, 0, kept, why, sizeof why));
+    assert_memory_equal(kept, searched, sizeof(int) * (size_t)n);
+  }
+  int group[] = {0, 1, 2};  // a node's three TSPs of four
+  assert_true(ring_hamiltonian_in_group(c.topo, group, 3, searched, why, sizeof why));
+  assert_true(ring_cycle_of(&c, group, 3, kept, why, sizeof why));
+  assert_memory_equal(kept, searched, sizeof group);
+  Topology *line = topo_ok(&a, "topology: mesh\ndims: [6]\n");
+  Compilation d = {.topo = line};
+  for (int round = 0; round < 2; round++) {
+    why[0] = 0;
+    assert_false(ring_cycle_of(&d, NULL, 0, kept, why, sizeof why));
+    assert_string_equal(why, "device 0 is linked to fewer than two of its 6 devices");
+  }
+  ring_cycles_forget(&c);
+  ring_cycles_forget(&d);
+  assert_null(c.rings);
+  arena_free(&a);
 }
 
 static void hamiltonian_cycles_refused_with_reasons(void **state) {
@@ -829,6 +871,7 @@ int main(void) {
       cmocka_unit_test(alignment_brings_every_device_to_one_cycle),
       cmocka_unit_test(alignment_times_transmits_for_uneven_latencies),
       cmocka_unit_test(hamiltonian_cycles_where_they_exist),
+      cmocka_unit_test(ring_cycles_are_found_once_and_kept),
       cmocka_unit_test(hamiltonian_cycles_refused_with_reasons),
       cmocka_unit_test(program_verifier_checks_notes),
       cmocka_unit_test(near_cycles_on_odd_meshes),
