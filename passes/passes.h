@@ -201,11 +201,18 @@ typedef struct Interval {
 } Interval;
 
 typedef struct Reservations {
-  Interval *iv;  // malloc'd, sorted by start, disjoint, non-adjacent
+  Interval *iv;  // malloc'd, sorted by start, disjoint, non-adjacent: a gap buffer, the first
+                 //   `gap` intervals at iv[0 ..), the rest at the array's end (resv_at)
   int len, cap;
+  int gap;       // intervals before the gap: where the last take or undo was
   int hint;      // where the last query landed: a search cursor, checked before use
   uint64_t sum;  // the sum of its intervals' hashes, kept as they change (resv_fingerprint)
 } Reservations;
+
+// Interval i of r (0 <= i < len), in order.
+static inline Interval resv_at(const Reservations *r, int i) {
+  return r->iv[i < r->gap ? i : i + r->cap - r->len];
+}
 
 // What a table holds, in 128 bits: its length and the sum of a 64-bit
 // hash of each interval.  Two tables with equal fingerprints hold the same

@@ -595,7 +595,7 @@ static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
     kept = xmalloc(sizeof *kept);
     *kept = (SchedTables){.r = xcalloc((size_t)n + 1, sizeof(Reservations)), .n = n};
   }
-  for (int i = 0; i < n; i++) kept->r[i].len = kept->r[i].hint = 0, kept->r[i].sum = 0;
+  for (int i = 0; i < n; i++) kept->r[i].len = kept->r[i].gap = kept->r[i].hint = 0, kept->r[i].sum = 0;
   s->tables = kept;
   s->link_dir = kept->r;
   s->c2c = s->link_dir + t->links.len * 2;
