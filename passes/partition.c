@@ -555,14 +555,17 @@ static void refuse(Partitioner *p, int d, int64_t peak, const Tensor *largest, c
   str_human_bytes(sram, sizeof sram, (double)p->t->sram_vectors * p->vb);
   str_human_bytes(big, sizeof big, tensor_bytes_as_double(p, largest));
   ir_format_type(type, sizeof type, largest->dtype, &largest->shape);
+  char copy[64] = "";  // a tensor placed elsewhere, fetched to d for an op there
+  if (largest->place.kind == PLACE_DEVICE && largest->place.index != d)
+    snprintf(copy, sizeof copy, ", a copy of device %d's", largest->place.index);
   if (part_tensor_bytes(p, largest) > p->sram)
-    diag_error(&p->c->diag, largest->loc, "tensor '%s' (%s, %s) does not fit in device %d's %s of SRAM%s",
-               largest->name, type, big, d, sram, why);
+    diag_error(&p->c->diag, largest->loc, "tensor '%s' (%s, %s%s) does not fit in device %d's %s of SRAM%s",
+               largest->name, type, big, copy, d, sram, why);
   else
     diag_error(&p->c->diag, largest->loc,
                "the model does not fit: device %d would hold an estimated %s at its fullest (its largest tensor "
-               "'%s', %s, %s), more than its %s of SRAM%s",
-               d, need, largest->name, type, big, sram, why);
+               "'%s', %s, %s%s), more than its %s of SRAM%s",
+               d, need, largest->name, type, big, copy, sram, why);
 }
 
 bool pass_partition(Compilation *c) {
