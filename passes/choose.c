@@ -363,11 +363,31 @@ static bool is_alternative(Compilation *c, const DagNode *const *colls, const Al
   return !same && applies_to_all(c, colls, n, algo);
 }
 
+// Whether any single algorithm is an alternative to `winners` for colls.
+static bool has_alternative(Compilation *c, const DagNode *const *colls, const AlgoKind *winners, int n) {
+  for (int a = 1; a < ALGO_COUNT; a++)
+    if (is_alternative(c, colls, winners, n, (AlgoKind)a)) return true;
+  return false;
+}
+
+// Every single algorithm that is an alternative to `winners` for colls,
+// scheduled whole as compiled under branch and bound from *best, in
+// registry order (a tie keeps what came first); one that beats *best takes
+// it, *pick and, when keep, *kept (its trial).
+static void try_alternatives(Chooser *ch, const DagNode *const *colls, const AlgoKind *winners, int n, bool keep,
+                             int64_t *best, AlgoKind *pick, Dag **kept) {
+  for (int a = 1; a < ALGO_COUNT && *best >= 0; a++) {
+    if (!is_alternative(ch->c, colls, winners, n, (AlgoKind)a)) continue;
+    Dag *won = NULL;
+    int64_t m = whole(ch, colls, n, NULL, (AlgoKind)a, *best, keep ? &won : NULL, NULL);
+    log_cost(ch->log, (AlgoKind)a, m, *best);
+    if (m >= 0 && m < *best) *best = m, *pick = (AlgoKind)a, *kept = won;
+  }
+}
+
 static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoKind *winners, int n) {
   Compilation *c = ch->c;
-  bool any = false;
-  for (int a = 1; a < ALGO_COUNT && !any; a++) any = is_alternative(c, colls, winners, n, (AlgoKind)a);
-  if (!any) {  // nothing to compare the own winners with
+  if (!has_alternative(c, colls, winners, n)) {  // nothing to compare the own winners with
     fprintf(ch->log, "choose jointly (%d collectives): own winners, no other assignment applies to all\n", n);
     return;
   }
@@ -378,13 +398,7 @@ static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoK
   int64_t best = whole(ch, colls, n, winners, ALGO_AUTO, -1, keeping ? &kept : NULL, NULL);
   fprintf(ch->log, "choose jointly (%d collectives): own winners %lld", n, (long long)best);
   AlgoKind pick = ALGO_AUTO;  // ALGO_AUTO: the own winners
-  for (int a = 1; a < ALGO_COUNT && best >= 0; a++) {
-    if (!is_alternative(c, colls, winners, n, (AlgoKind)a)) continue;
-    Dag *won = NULL;
-    int64_t m = whole(ch, colls, n, NULL, (AlgoKind)a, best, keeping ? &won : NULL, NULL);
-    log_cost(ch->log, (AlgoKind)a, m, best);
-    if (m >= 0 && m < best) best = m, pick = (AlgoKind)a, kept = won;
-  }
+  try_alternatives(ch, colls, winners, n, keeping, &best, &pick, &kept);
   fprintf(ch->log, " -> %s%s\n", pick == ALGO_AUTO ? "own winners" : ir_algo_names[pick],
           kept ? " (its trial is the compile's: lower, route and schedule keep it)" : "");
   assign(c, colls, n, pick == ALGO_AUTO ? winners : NULL, pick);
@@ -399,9 +413,8 @@ static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoK
 static int64_t winner_as_compiled(Chooser *ch, const DagNode *coll, AlgoKind winner, Dag **kept, int64_t *tries) {
   Compilation *c = ch->c;
   *kept = c->trial_dag;
-  if (!*kept && c->keep_trials && lower_uses_tree_chunks(winner) && !c->tree_chunks) {
+  if (!*kept && c->keep_trials && lower_uses_tree_chunks(winner) && !c->tree_chunks)
     tree_divisor(ch, coll, winner, NULL, kept);  // searched for its kept trial; assign() picks the divisor
-  }
   if (*kept) {
     *tries = (*kept)->tries;
     return (*kept)->makespan;
@@ -419,9 +432,7 @@ static int64_t winner_as_compiled(Chooser *ch, const DagNode *coll, AlgoKind win
 // compiled as ranked, and --stats says so.
 static void recheck_alone(Chooser *ch, const DagNode *coll, AlgoKind winner) {
   Compilation *c = ch->c;
-  bool any = false;
-  for (int a = 1; a < ALGO_COUNT && !any; a++) any = is_alternative(c, &coll, &winner, 1, (AlgoKind)a);
-  if (!any) return;
+  if (!has_alternative(c, &coll, &winner, 1)) return;
   Dag *kept;
   int64_t tries = 0, best = winner_as_compiled(ch, coll, winner, &kept, &tries);
   fprintf(ch->log, "choose %s (line %d): as compiled, %s %lld", coll->op->result->name, coll->op->loc.line,
@@ -431,13 +442,7 @@ static void recheck_alone(Chooser *ch, const DagNode *coll, AlgoKind winner) {
     fprintf(ch->log, ": its schedule tried %lld routes, more than CHOOSE_ALONE_RECHECK_TRIES (%d), so the others are "
             "not tried as compiled", (long long)tries, CHOOSE_ALONE_RECHECK_TRIES);
   } else {
-    for (int a = 1; a < ALGO_COUNT && best >= 0; a++) {
-      if (!is_alternative(c, &coll, &winner, 1, (AlgoKind)a)) continue;
-      Dag *won = NULL;
-      int64_t m = whole(ch, &coll, 1, NULL, (AlgoKind)a, best, c->keep_trials ? &won : NULL, NULL);
-      log_cost(ch->log, (AlgoKind)a, m, best);
-      if (m >= 0 && m < best) best = m, pick = (AlgoKind)a, kept = won;
-    }
+    try_alternatives(ch, &coll, &winner, 1, c->keep_trials, &best, &pick, &kept);
   }
   fprintf(ch->log, " -> %s%s\n", ir_algo_names[pick], kept ? " (its trial is the compile's: lower, route and schedule keep it)" : "");
   c->algos[coll->op->id] = pick;

@@ -338,10 +338,11 @@ static bool dragonfly_ring(const Topology *t, int *order) {
 //
 // Between racks only the rack cables join nodes, so node i and node i + 1
 // of different racks share no link, and the construction above fails on a
-// system of racks.  There the cycle visits the racks in id order, each
-// whole before the next: rack r is entered over a cable from rack r - 1
-// and left over one to rack r + 1 (the last back to rack 0), and between
-// the two its nodes are searched for a path through them all, depth first
+// system of racks.  There the cycle visits the racks one after another,
+// each whole before the next, in an order searched for (extend_racks): a
+// rack is entered over a cable from the rack before it and left over one
+// to the rack after it, and between the two its nodes are searched for a
+// path through them all, depth first
 // over the nodes linked by a working cable, Warnsdorff's rule again
 // (fewest unvisited linked nodes first), each node entered on one TSP and
 // left on another; inside a node the TSPs are fully connected, so the

@@ -620,9 +620,9 @@ static int64_t vxm_issue(Emu *e, EDev *d, int unit, const Instr *in, int64_t L) 
 
 // Doubles in a weight buffer: the most rows any dtype's tile has (i8's
 // one element a byte) by ISA_MXM_COLS.
-static size_t tile_doubles(const Emu *e) { return (size_t)e->vector_bytes * ISA_MXM_COLS; }
-
 size_t emu_weight_buffer_bytes(int vector_bytes) { return (size_t)vector_bytes * ISA_MXM_COLS * sizeof(double); }
+
+static size_t tile_doubles(const Emu *e) { return emu_weight_buffer_bytes(e->vector_bytes) / sizeof(double); }
 
 // The install checks of the weight-hazard kind: the path is free and no
 // MXM still reads the buffer.

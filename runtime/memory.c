@@ -145,8 +145,6 @@ static DevicePages *device_pages(const EmuInput *in) {
   return dp;
 }
 
-// What every rank holds whatever its devices: each device's own state and
-// its loaded program, the references' arrays and the base.
 // The loaded program of device d: its instructions, their notes (a debug
 // section's) and its records.  (18 devices of 188,000 instructions each,
 // 65 MiB, made a run's peak 6 % over an estimate that left them to
@@ -159,6 +157,8 @@ static uint64_t program_bytes(const DeviceProgram *dp) {
   return bytes;
 }
 
+// What every rank holds whatever its devices: each device's own state and
+// its loaded program, the references' arrays and the base.
 static void fixed_costs(const EmuInput *in, Reference *const *refs, int nrefs, EmuMemory *m) {
   for (int d = 0; d < in->prog->ndevices; d++)
     m->device_bytes += sizeof(EDev) + (uint64_t)in->prog->devices[d].units.len * sizeof(EUnit) +
