@@ -467,15 +467,20 @@ static int64_t col_ready(const ColBuf *d, const ColBuf *x, const ColBuf *y, int6
   return t;
 }
 
-// d = x op y (y NULL: d = op x), over v f32 vectors.
-static void col_op(Emitter *e, Opcode opc, ColBuf *d, ColBuf *x, ColBuf *y, int64_t v, int64_t ready) {
-  Instr in = y ? make(opc, DT_F32, 0, 0, 0, 0, v) : make(opc, opc == OPC_VMOV ? 0 : DT_F32, 0, 0, 0, v, 0);
+// d = x op y (y NULL: d = op x), over v vectors of dt.
+static void col_op_of(Emitter *e, Opcode opc, DType dt, ColBuf *d, ColBuf *x, ColBuf *y, int64_t v, int64_t ready) {
+  Instr in = y ? make(opc, dt, 0, 0, 0, 0, v) : make(opc, opc == OPC_VMOV ? 0 : dt, 0, 0, 0, v, 0);
   int64_t at = place3(e, in, scratch_ref(d->index), scratch_ref(x->index), y ? scratch_ref(y->index) : REF_NONE,
                       col_ready(d, x, y, ready));
   int64_t hold = isa_issue_cycles(&in, e->vb);
   x->read_end = MAX(x->read_end, at + hold);
   if (y) y->read_end = MAX(y->read_end, at + hold);
   d->land = at + hold - 1 + ISA_VXM_LATENCY;
+}
+
+// The same over v f32 vectors.
+static void col_op(Emitter *e, Opcode opc, ColBuf *d, ColBuf *x, ColBuf *y, int64_t v, int64_t ready) {
+  col_op_of(e, opc, DT_F32, d, x, y, v, ready);
 }
 
 // d = row `row` of operand arg in f32 (all pitch x per elements of it).
@@ -491,12 +496,109 @@ static void col_store(Emitter *e, ColBuf *s, const Geom *y, DType dt, int64_t ro
   s->read_end = MAX(s->read_end, at + isa_issue_cycles(&cvt, e->vb));
 }
 
+// d = row `row` of operand 0 as it is (its pitch vectors), and back out
+// into row `row` of the result: col_load and col_store without converting.
+static void col_move_in(Emitter *e, ColBuf *d, const Geom *x, int64_t row, int64_t ready) {
+  Instr mov = make(OPC_VMOV, 0, 0, 0, row * x->pitch, x->pitch, 0);
+  int64_t at = place3(e, mov, scratch_ref(d->index), REF_ARG0, REF_NONE, col_ready(d, NULL, NULL, ready));
+  d->land = landed(e, mov, at);
+}
+
+static void col_move_out(Emitter *e, ColBuf *s, const Geom *y, int64_t row) {
+  Instr mov = make(OPC_VMOV, 0, 0, row * y->pitch, 0, y->pitch, 0);
+  int64_t at = place3(e, mov, REF_RESULT, scratch_ref(s->index), REF_NONE, s->land);
+  s->read_end = MAX(s->read_end, at + isa_issue_cycles(&mov, e->vb));
+}
+
 // Element k of f32 scratch src into lane 0 of d (a scalar for VMULS/VADDS).
 static void col_pick(Emitter *e, ColBuf *d, ColBuf *src, int64_t k, int64_t ready) {
   Instr mov = make(OPC_SXMOV, DT_F32, 0, 0, 0, k, 1);
   int64_t at = place3(e, mov, scratch_ref(d->index), scratch_ref(src->index), REF_NONE, col_ready(d, src, NULL, ready));
   src->read_end = MAX(src->read_end, at + 1);
   d->land = landed(e, mov, at);
+}
+
+// ---- pairwise sums of rows ------------------------------------------------------------
+//
+// A sum over rows is formed as VRSUM forms one over elements (docs/isa.md,
+// VRSUM): rows 2i and 2i + 1 added, then those sums two by two, the blocks
+// left over added from the smallest at the end.  Its rounding error then
+// grows with log2 of the rows, as the data check's tolerance allows a sum
+// (a running sum of 4096 rows erred 1.5x past it), for the same n - 1
+// additions.  A binary counter over the rows pushed so far: level l holds
+// the sum of the last complete block of 2^l rows while bit l of the count
+// is set, so floor(log2 n) + 2 scratch rows serve n rows.  A max over rows
+// is exact in any order and goes the same way.
+
+#define PAIR_MAX_SLOTS 66  // floor(log2 n) + 2 for any n < 2^64
+
+typedef struct PairSum {
+  Opcode op;                    // VADD or VMAX
+  DType dt;                     // of the rows
+  int64_t v;                    // vectors a row
+  int64_t count;                // rows pushed since the last total
+  int nslots;
+  ColBuf slot[PAIR_MAX_SLOTS];
+  int level[PAIR_MAX_SLOTS];    // by level: the slot holding its block, -1 none
+  bool busy[PAIR_MAX_SLOTS];    // the slot holds a block or a row being pushed
+} PairSum;
+
+static int floor_log2(int64_t n) {
+  int k = 0;
+  while (n >>= 1) k++;
+  return k;
+}
+
+// The scratch rows a pairwise sum over `rows` rows of v vectors holds.
+static int64_t pair_vectors(int64_t rows, int64_t v) { return (floor_log2(MAX(rows, 1)) + 2) * v; }
+
+static void pair_init(Emitter *e, PairSum *p, Opcode op, DType dt, int64_t rows, int64_t v) {
+  *p = (PairSum){.op = op, .dt = dt, .v = v, .nslots = floor_log2(MAX(rows, 1)) + 2};
+  for (int k = 0; k < p->nslots; k++) p->slot[k] = col_buf(e, v);
+  for (int k = 0; k < PAIR_MAX_SLOTS; k++) p->level[k] = -1;
+}
+
+// A free slot for the next row, marked busy: the caller loads it, then pushes it.
+static ColBuf *pair_take(PairSum *p) {
+  for (int k = 0; k < p->nslots; k++)
+    if (!p->busy[k]) {
+      p->busy[k] = true;
+      return &p->slot[k];
+    }
+  die("pairwise sum: no free scratch row");  // cannot happen: nslots covers every count
+}
+
+static int slot_index(const PairSum *p, const ColBuf *b) { return (int)(b - p->slot); }
+
+// Adds the row in slot `row` (from pair_take) as the next block of 1.
+static void pair_push(Emitter *e, PairSum *p, ColBuf *row, int64_t ready) {
+  int cur = slot_index(p, row), level = 0;
+  for (int64_t k = p->count++; k & 1; k >>= 1, level++) {
+    int held = p->level[level];
+    col_op_of(e, p->op, p->dt, &p->slot[held], &p->slot[held], &p->slot[cur], p->v, ready);
+    p->busy[cur] = false, p->level[level] = -1, cur = held;
+  }
+  p->level[level] = cur;
+}
+
+// The total of the rows pushed: the open blocks from the smallest up.
+// Returns its slot; the sum starts again empty (ColBuf's times keep the
+// slot's next writer after the caller's reads).
+static ColBuf *pair_total(Emitter *e, PairSum *p, int64_t ready) {
+  int total = -1;
+  for (int level = 0; level < PAIR_MAX_SLOTS; level++) {
+    int held = p->level[level];
+    if (held < 0) continue;
+    if (total >= 0) {
+      col_op_of(e, p->op, p->dt, &p->slot[held], &p->slot[held], &p->slot[total], p->v, ready);
+      p->busy[total] = false;
+    }
+    total = held, p->level[level] = -1;
+  }
+  p->count = 0;
+  if (total < 0) die("pairwise sum of no rows");
+  p->busy[total] = false;
+  return &p->slot[total];
 }
 
 typedef struct Columns {
@@ -515,11 +617,13 @@ static Columns columns(Emitter *e) {
 
 static int64_t col_row(const Columns *c, int64_t o, int64_t k, int64_t i) { return (o * c->along + k) * c->inner + i; }
 
-// softmax along axis: m = max over the group's rows; z = 1 / sum exp(row - m);
-// each row = exp(row - m) z (exp computed twice rather than kept).
+// softmax along axis: m = max over the group's rows; z = 1 / sum exp(row - m)
+// (pairwise); each row = exp(row - m) z (exp computed twice rather than kept).
 static void emit_softmax_columns(Emitter *e, int64_t ready) {
   Columns c = columns(e);
   ColBuf m = col_buf(e, c.v), t = col_buf(e, c.v), z = col_buf(e, c.v);
+  PairSum sum;
+  pair_init(e, &sum, OPC_VADD, DT_F32, c.along, c.v);
   for (int64_t o = 0; o < c.outer; o++)
     for (int64_t i = 0; i < c.inner; i++) {
       col_load(e, &m, &c.x, c.dt, 0, col_row(&c, o, 0, i), ready);
@@ -528,15 +632,13 @@ static void emit_softmax_columns(Emitter *e, int64_t ready) {
         col_op(e, OPC_VMAX, &m, &m, &t, c.v, ready);
       }
       for (int64_t k = 0; k < c.along; k++) {
-        col_load(e, &t, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
-        col_op(e, OPC_VSUB, &t, &t, &m, c.v, ready);
-        col_op(e, OPC_VEXP, &t, &t, NULL, c.v, ready);
-        if (k == 0)
-          col_op(e, OPC_VMOV, &z, &t, NULL, c.v, ready);
-        else
-          col_op(e, OPC_VADD, &z, &z, &t, c.v, ready);
+        ColBuf *r = pair_take(&sum);
+        col_load(e, r, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
+        col_op(e, OPC_VSUB, r, r, &m, c.v, ready);
+        col_op(e, OPC_VEXP, r, r, NULL, c.v, ready);
+        pair_push(e, &sum, r, ready);
       }
-      col_op(e, OPC_VRECIP, &z, &z, NULL, c.v, ready);
+      col_op(e, OPC_VRECIP, &z, pair_total(e, &sum, ready), NULL, c.v, ready);
       for (int64_t k = 0; k < c.along; k++) {
         col_load(e, &t, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
         col_op(e, OPC_VSUB, &t, &t, &m, c.v, ready);
@@ -548,13 +650,15 @@ static void emit_softmax_columns(Emitter *e, int64_t ready) {
 }
 
 // layernorm along axis: s = mean of the group's rows, q = rsqrt(mean of
-// (row - s)^2 + eps); each row = (row - s) q, then times gamma[k] plus
+// (row - s)^2 + eps), both sums pairwise; each row = (row - s) q, then times gamma[k] plus
 // beta[k] (element k of each picked out as a scalar).
 static void emit_layernorm_columns(Emitter *e, int64_t ready) {
   const Op *op = e->n->op;
   Columns c = columns(e);
   ColBuf s = col_buf(e, c.v), q = col_buf(e, c.v), t = col_buf(e, c.v), inv = {.index = new_const(e, DT_F32, 1.0 / (double)c.along)};
   ColBuf eps = {.index = new_const(e, DT_F32, IR_LAYERNORM_EPSILON)};
+  PairSum sum;
+  pair_init(e, &sum, OPC_VADD, DT_F32, c.along, c.v);
   ColBuf gam = {0}, bet = {0}, gs = col_buf(e, 1), bs = col_buf(e, 1);
   if (op->nargs == 3) {
     Geom g = geom(e, op->args[1]);
@@ -565,22 +669,20 @@ static void emit_layernorm_columns(Emitter *e, int64_t ready) {
   }
   for (int64_t o = 0; o < c.outer; o++)
     for (int64_t i = 0; i < c.inner; i++) {
-      col_load(e, &s, &c.x, c.dt, 0, col_row(&c, o, 0, i), ready);
-      for (int64_t k = 1; k < c.along; k++) {
-        col_load(e, &t, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
-        col_op(e, OPC_VADD, &s, &s, &t, c.v, ready);
-      }
-      col_op(e, OPC_VMULS, &s, &s, &inv, c.v, ready);
       for (int64_t k = 0; k < c.along; k++) {
-        col_load(e, &t, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
-        col_op(e, OPC_VSUB, &t, &t, &s, c.v, ready);
-        col_op(e, OPC_VMUL, &t, &t, &t, c.v, ready);
-        if (k == 0)
-          col_op(e, OPC_VMOV, &q, &t, NULL, c.v, ready);
-        else
-          col_op(e, OPC_VADD, &q, &q, &t, c.v, ready);
+        ColBuf *r = pair_take(&sum);
+        col_load(e, r, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
+        pair_push(e, &sum, r, ready);
       }
-      col_op(e, OPC_VMULS, &q, &q, &inv, c.v, ready);
+      col_op(e, OPC_VMULS, &s, pair_total(e, &sum, ready), &inv, c.v, ready);
+      for (int64_t k = 0; k < c.along; k++) {
+        ColBuf *r = pair_take(&sum);
+        col_load(e, r, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
+        col_op(e, OPC_VSUB, r, r, &s, c.v, ready);
+        col_op(e, OPC_VMUL, r, r, r, c.v, ready);
+        pair_push(e, &sum, r, ready);
+      }
+      col_op(e, OPC_VMULS, &q, pair_total(e, &sum, ready), &inv, c.v, ready);
       col_op(e, OPC_VADDS, &q, &q, &eps, c.v, ready);
       col_op(e, OPC_VRSQRT, &q, &q, NULL, c.v, ready);
       for (int64_t k = 0; k < c.along; k++) {
@@ -630,39 +732,29 @@ static void emit_reduce_last(Emitter *e, int64_t ready) {
 }
 
 // reduce along another axis: the result's row (o, i) combines x's rows
-// (o, k, i) for every k, a vector-unit op a row (sums in f32).
+// (o, k, i) for every k, pairwise (PairSum), by vector-unit ops on whole
+// rows: sums of f16 and bf16 in f32, others in their own dtype.
 static void emit_reduce_rows(Emitter *e, int64_t ready) {
   const Op *op = e->n->op;
-  const Tensor *xt = op->args[0];
-  Geom x = geom(e, xt), y = geom(e, op->result);
-  DType dt = op->result->dtype;
-  bool sum = op->kind == OP_REDUCE_SUM, wide = sum && dt != DT_F32 && dt != DT_I32 && dt != DT_I8;
-  int64_t outer, along, inner;
-  axis_split(xt, op->axis, &outer, &along, &inner);
-  int64_t v = wide ? f32_vectors(e, x.pitch * x.per) : x.pitch;
-  int acc = new_scratch(e, v), tmp = new_scratch(e, v);
-  int64_t free_at = ready;
-  for (int64_t o = 0; o < outer; o++)
-    for (int64_t i = 0; i < inner; i++) {
-      int64_t yrow = o * inner + i, at = free_at, acc_ready = ready;
-      for (int64_t k = 0; k < along; k++) {
-        int64_t xrow = (o * along + k) * inner + i;
-        int target = k == 0 ? acc : tmp;
-        Instr load = wide ? make(OPC_VCVT, DT_F32, dt, 0, xrow * x.pitch, x.pitch * x.per, 0)
-                          : make(OPC_VMOV, 0, 0, 0, xrow * x.pitch, x.pitch, 0);
-        int64_t l = landed(e, load, place3(e, load, scratch_ref(target), REF_ARG0, REF_NONE, at));
-        if (k == 0) {
-          acc_ready = l;
-          continue;
-        }
-        Instr comb = make(sum ? OPC_VADD : OPC_VMAX, wide ? DT_F32 : dt, 0, 0, 0, 0, v);
-        int64_t c = place3(e, comb, scratch_ref(acc), scratch_ref(acc), scratch_ref(tmp), MAX(l, acc_ready));
-        acc_ready = landed(e, comb, c);
-        at = c + v;  // tmp is read by then
+  Columns c = columns(e);
+  bool sum = op->kind == OP_REDUCE_SUM, wide = sum && (c.dt == DT_F16 || c.dt == DT_BF16);
+  PairSum rows;
+  pair_init(e, &rows, sum ? OPC_VADD : OPC_VMAX, wide ? DT_F32 : c.dt, c.along, wide ? c.v : c.x.pitch);
+  for (int64_t o = 0; o < c.outer; o++)
+    for (int64_t i = 0; i < c.inner; i++) {
+      for (int64_t k = 0; k < c.along; k++) {
+        ColBuf *r = pair_take(&rows);
+        if (wide)
+          col_load(e, r, &c.x, c.dt, 0, col_row(&c, o, k, i), ready);
+        else
+          col_move_in(e, r, &c.x, col_row(&c, o, k, i), ready);
+        pair_push(e, &rows, r, ready);
       }
-      Instr out = wide ? make(OPC_VCVT, dt, DT_F32, yrow * y.pitch, 0, y.pitch * y.per, 0)
-                       : make(OPC_VMOV, 0, 0, yrow * y.pitch, 0, y.pitch, 0);
-      free_at = place3(e, out, REF_RESULT, scratch_ref(acc), REF_NONE, acc_ready) + isa_issue_cycles(&out, e->vb);
+      ColBuf *total = pair_total(e, &rows, ready);
+      if (wide)
+        col_store(e, total, &c.y, c.dt, o * c.inner + i);
+      else
+        col_move_out(e, total, &c.y, o * c.inner + i);
     }
 }
 
@@ -1277,6 +1369,13 @@ static int64_t padded_vectors(const Tensor *t, DType dt, int vb) {
   return ir_shape_elems(&t->shape) / cols * ceil_div(cols, isa_elems_per_vector(dt, vb));
 }
 
+// Elements a row of t holds as layout.c pads it: its last dimension on
+// whole vectors of its dtype.
+static int64_t padded_cols(const Tensor *t, int vb) {
+  int per = isa_elems_per_vector(t->dtype, vb);
+  return ceil_div(t->shape.dim[t->shape.rank - 1], per) * per;
+}
+
 // The software-pipelined product of emit_matmul: every (K tile, column
 // tile) pair holds the matrix unit for its rows or its install, whichever
 // is longer, after the first install and before the last result lands.
@@ -1367,9 +1466,19 @@ int64_t compute_estimate_scratch_vectors(const Op *op, int vb) {
     return t + sets + 2 * tiles * per * rv + 2 * per * ncv + CHOL_BLOCK_ROWS * ncv + ncv + 1;
   }
   case OP_SOFTMAX:
-  case OP_LAYERNORM: return ROW_SETS * (2 * f32_row + 2) + (op->nargs == 3 ? 2 * f32_row : 0);  // rows, gamma, beta
+  case OP_LAYERNORM: {
+    int64_t affine = op->nargs == 3 ? 2 * f32_row + 2 : 0;  // gamma, beta (and a scalar of each along an axis)
+    if (op->axis == x->shape.rank - 1) return ROW_SETS * (2 * f32_row + 2) + affine;  // the row sets
+    int64_t v = f32_vectors_of(padded_cols(x, vb), vb);  // the column programs' rows and pairwise sum
+    return 3 * v + pair_vectors(x->shape.dim[op->axis], v) + affine;
+  }
   case OP_REDUCE_SUM:
-  case OP_REDUCE_MAX: return 2 * padded_vectors(x, DT_F32, vb);
+  case OP_REDUCE_MAX: {
+    if (op->axis == x->shape.rank - 1) return ROW_SETS * (2 * f32_row + 2);  // the row sets
+    bool wide = op->kind == OP_REDUCE_SUM && (x->dtype == DT_F16 || x->dtype == DT_BF16);
+    int64_t v = wide ? f32_vectors_of(padded_cols(x, vb), vb) : ceil_div(padded_cols(x, vb), isa_elems_per_vector(x->dtype, vb));
+    return pair_vectors(x->shape.dim[op->axis], v);
+  }
   default: return compute_pass_opcode(NULL, op) != OPC_COUNT ? 0 : isa_elems_per_vector(x->dtype, vb);
   }
 }

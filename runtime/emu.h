@@ -430,6 +430,16 @@ uint64_t ref_dense_bytes(const Reference *r);
 // copy's reference values have root mean square rms:
 // G(t) x (atol + rtol x max(|want|, rms)), 0 for integer dtypes.
 int ref_growth(const Reference *r, const Tensor *t);
+// The tolerance's floor for a copy of t on `device` as a magnitude of t's
+// dtype, next to its rms (docs/isa.md, Data checks): E(t) / rtol(t),
+// where E(t) is the rounding error t carries from the sums it comes from:
+// rtol(the dtype they add in) x sqrt(n) x the magnitude of the terms of a
+// sum of n (reduce_sum, matmul, a collective's sum), carried through the
+// ops that add or move values; 0 for an input or param, and for integers.
+// A sum that cancels to near 0 still carries its terms' rounding errors.
+// Computed when first asked (its operands' values read once), kept until
+// the inputs change.
+double ref_sum_floor(Reference *r, const Tensor *t, int device);
 double ref_tolerance(const Reference *r, const Tensor *t, double want, double rms);
 // The same in parts, for a loop over many elements of one tensor:
 // ref_tolerance_at(ref_tolerance_of(r, t), want, rms) is ref_tolerance.
@@ -480,12 +490,18 @@ void num_vrelu(DType dt, uint8_t *dst, const uint8_t *a, int vector_bytes);
 void num_convert(DType to, uint8_t *dst, int i, DType from, const uint8_t *src, int j);
 
 // VRSUM / VRMAX: start, add the first `count` elements of each vector in
-// order, then fill every element of a vector with the result.
+// order, then fill every element of a vector with the result.  A float sum
+// is pairwise (docs/isa.md, VRSUM): part[l] holds the f32 sum of the last
+// complete aligned block of 2^l elements while bit l of n is set.  An
+// instruction's elems is 32 bits, so 33 levels hold any count.
+#define NUM_PAIRWISE_LEVELS 33
 typedef struct NumReduction {
   DType dt;
   bool is_max;
-  float f;    // floats: the f32 accumulator
+  float f;    // floats: the maximum so far
   int64_t i;  // integers: the sum modulo 2^64, or the maximum
+  uint64_t n; // float sums: elements added so far
+  float part[NUM_PAIRWISE_LEVELS];
 } NumReduction;
 void num_reduce_start(NumReduction *r, DType dt, bool is_max);
 void num_reduce_add(NumReduction *r, const uint8_t *vec, int count);

@@ -728,8 +728,9 @@ static void compare_pass(Emu *e, Reference *ref, const Tensor *t, HomeCheck *hc,
 }
 
 // Checks homes hc[0 .. n) of output t, which hold one box and share one
-// reference: a pass with the tolerance without the rms floor, and for the
-// homes with elements beyond it, a second with the rms over the box.
+// reference: a pass with the tolerance without the floor, and for the
+// homes with elements beyond it, a second with the floor: the rms over
+// the box, or the scale of the sums t comes from when larger.
 static void check_group(Emu *e, Reference *ref, const Tensor *t, HomeCheck *hc, int n) {
   double sumsq = 0;
   for (int h = 0; h < n; h++) hc[h].active = true;
@@ -740,7 +741,9 @@ static void check_group(Emu *e, Reference *ref, const Tensor *t, HomeCheck *hc, 
     hc[h].active = !hc[h].unwritten && hc[h].beyond > 0;
     if (hc[h].active) hc[h].beyond = 0, hc[h].max_ratio = 0, again = true;
   }
-  if (again) compare_pass(e, ref, t, hc, n, sqrt(sumsq / (double)ir_shape_elems(&hc[0].th->shape)), NULL);
+  if (!again) return;
+  double rms = sqrt(sumsq / (double)ir_shape_elems(&hc[0].th->shape));
+  compare_pass(e, ref, t, hc, n, fmax(rms, ref_sum_floor(ref, t, hc[0].th->device)), NULL);
 }
 
 static bool has_home(const HomeCheck *hc, int n, int device) {

@@ -476,14 +476,36 @@ void num_reduce_start(NumReduction *r, DType dt, bool is_max) {
   *r = (NumReduction){.dt = dt, .is_max = is_max, .f = is_max ? -INFINITY : 0.0f, .i = is_max ? INT64_MIN : 0};
 }
 
-// Floats: an f32 accumulator, element by element in order, each step
-// rounded to f32 (a sum) or the IEEE maximum.  Integers: the sum modulo
-// 2^64 (exact, then wrapped when stored), or the maximum.
+// One more element x of a float sum: it is a block of 1, and while the
+// block before it is of the same size the two become one (a binary
+// counter over n, each carry one f32 addition).
+static void pairwise_push(NumReduction *r, float x) {
+  int level = 0;
+  for (uint64_t k = r->n++; k & 1; k >>= 1) x = r->part[level++] + x;
+  r->part[level] = x;
+}
+
+// The sum of the blocks still open, from the smallest (latest) to the
+// largest, added to +0 (so a sum of -0s is +0, as from an accumulator).
+static float pairwise_total(const NumReduction *r) {
+  float tail = 0.0f;
+  bool any = false;
+  for (int level = 0; level < NUM_PAIRWISE_LEVELS; level++)
+    if (r->n >> level & 1) tail = any ? r->part[level] + tail : r->part[level], any = true;
+  return 0.0f + tail;
+}
+
+// Float sums: pairwise in f32 (pairwise_push), every addition rounded to
+// f32; float maxima: the IEEE maximum in element order.  Integers: the
+// sum modulo 2^64 (exact, then wrapped when stored), or the maximum.
 void num_reduce_add(NumReduction *r, const uint8_t *vec, int count) {
   for (int i = 0; i < count; i++) {
     if (is_float(r->dt)) {
       float x = load_float(r->dt, vec, i);
-      r->f = r->is_max ? float_max(r->f, x) : r->f + x;
+      if (r->is_max)
+        r->f = float_max(r->f, x);
+      else
+        pairwise_push(r, x);
     } else if (r->is_max) {
       r->i = int_max(r->i, load_int(r->dt, vec, i));
     } else {
@@ -495,9 +517,10 @@ void num_reduce_add(NumReduction *r, const uint8_t *vec, int count) {
 // Every element of dst is the result, rounded (or wrapped) into the dtype.
 void num_reduce_fill(const NumReduction *r, uint8_t *dst, int vector_bytes) {
   int n = vector_bytes / elem_bytes(r->dt);
+  float f = r->is_max ? r->f : pairwise_total(r);
   for (int i = 0; i < n; i++) {
     if (is_float(r->dt))
-      store_float(r->dt, dst, i, r->f);
+      store_float(r->dt, dst, i, f);
     else
       store_int_bits(r->dt, dst, i, (uint32_t)(uint64_t)r->i);
   }

@@ -73,6 +73,7 @@ struct Reference {
   int *growth;           // by tensor id: G(t), the tolerance's growth factor
   bool *on_inputs;       // by tensor id: its value depends on an input (each batch has its own)
   bool *spd;             // by tensor id: an input or param a cholesky reads, seeded positive definite
+  double **scales;       // by tensor id, then device: error_scale's answers (NaN: not yet asked)
   int lazy_depth;        // the most lazy ops a block recurses through (find_checkpoints)
   Reference *base;       // a batch's reference: batch 0's, which holds every tensor not on_inputs (NULL: batch 0's)
   int batch;             // which inference: its inputs are seeded with it
@@ -319,6 +320,7 @@ Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed) {
   r->growth = xcalloc(count, sizeof *r->growth);
   r->on_inputs = xcalloc(count, sizeof *r->on_inputs);
   r->spd = xcalloc(count, sizeof *r->spd);
+  r->scales = xcalloc(count, sizeof *r->scales);
   find_on_inputs(r);
   find_spd(r);
   find_groups(r);
@@ -346,6 +348,8 @@ static void drop_arrays(Reference *r) {
   for (int i = 0; i < r->g->tensors.len; i++) {
     free(r->memo[i].v);
     r->memo[i] = (BlockMemo){0};
+    free(r->scales[i]);
+    r->scales[i] = NULL;
     if (!r->arrays[i]) continue;
     for (int d = 0; d < r->t->ndevices; d++) free(r->arrays[i][d]);
     free(r->arrays[i]);
@@ -379,6 +383,7 @@ void ref_free(Reference *r) {
   free(r->growth);
   free(r->on_inputs);
   free(r->spd);
+  free(r->scales);
   free(r);
 }
 
@@ -435,9 +440,10 @@ int ref_group(const Reference *r, const Tensor *t, const int **devices) {
 
 int ref_growth(const Reference *r, const Tensor *t) { return r->growth[t->id]; }
 
+static double rtol_of(DType dt);
+
 RefTolerance ref_tolerance_of(const Reference *r, const Tensor *t) {
-  static const double rtol[DT_COUNT] = {[DT_F32] = REF_RTOL_F32, [DT_F16] = REF_RTOL_F16, [DT_BF16] = REF_RTOL_BF16};
-  return (RefTolerance){.growth = r->growth[t->id], .atol = REF_ATOL_FLOAT, .rtol = rtol[t->dtype]};  // rtol 0: integers
+  return (RefTolerance){.growth = r->growth[t->id], .atol = REF_ATOL_FLOAT, .rtol = rtol_of(t->dtype)};  // rtol 0: integers
 }
 
 double ref_tolerance(const Reference *r, const Tensor *t, double want, double rms) {
@@ -1037,4 +1043,112 @@ double ref_value(Reference *r, const Tensor *t, int device, int64_t elem) {
   double v;
   lazy_block(r, t, device, elem, 1, &v);
   return v;
+}
+
+// ---- the floor of a sum's tolerance --------------------------------------------------
+//
+// E(t): the rounding error a copy of t carries from the sums it comes
+// from, as an absolute figure: rtol(acc) x sqrt(n) x the magnitude of the
+// terms of a sum of n, where acc is the dtype the device adds in (f32 for
+// reduce_sum and matmul of any float dtype, the operand's for a
+// collective); the largest of the operands' E through the ops that add or
+// move values; 0 otherwise.  sqrt(n) x the terms' rms is what n terms of
+// random signs sum to: a sum that cancels to near 0 still carries their
+// rounding errors.
+
+static double rtol_of(DType dt) {
+  static const double rtol[DT_COUNT] = {[DT_F32] = REF_RTOL_F32, [DT_F16] = REF_RTOL_F16, [DT_BF16] = REF_RTOL_BF16};
+  return rtol[dt];
+}
+
+// The root mean square of the finite values of t's copy on device.
+static double rms_of(Reference *r, const Tensor *t, int device) {
+  int64_t total = ir_shape_elems(&t->shape), finite = 0;
+  double *v = xmalloc(REF_BLOCK_ELEMS * sizeof *v), sumsq = 0;
+  for (int64_t first = 0; first < total; first += REF_BLOCK_ELEMS) {
+    int64_t n = MIN(REF_BLOCK_ELEMS, total - first);
+    ref_block(r, t, device, first, n, v);
+    for (int64_t k = 0; k < n; k++)
+      if (isfinite(v[k])) sumsq += v[k] * v[k], finite++;
+  }
+  free(v);
+  return finite ? sqrt(sumsq / (double)finite) : 0;
+}
+
+static double error_scale(Reference *r, const Tensor *t, int device);
+
+// The magnitude of t's values as a sum's term: the larger of their rms
+// and of the sums' errors they carry, as a magnitude of their dtype.
+static double magnitude(Reference *r, const Tensor *t, int device) {
+  double rtol = rtol_of(t->dtype);
+  return fmax(rms_of(r, t, device), rtol ? error_scale(r, t, device) / rtol : 0);
+}
+
+// A collective's sum: its terms are x's copies over the group, so their
+// magnitudes squared are summed and rooted (an x the same everywhere:
+// sqrt(g) x one).
+static double group_scale(Reference *r, const Tensor *x, int device) {
+  const int *devs;
+  int g = ref_group(r, x, &devs);
+  if (g == 0 || !r->varies[x->id]) return sqrt((double)MAX(g, 1)) * magnitude(r, x, g ? devs[0] : device);
+  double sum = 0;
+  for (int i = 0; i < g; i++) sum += pow(magnitude(r, x, devs[i]), 2);
+  return sqrt(sum);
+}
+
+// The largest E of the operands (all_gather: of x's copies over its group).
+static double carried_scale(Reference *r, const Op *op, int device) {
+  double e = 0;
+  if (op->kind == OP_ALL_GATHER) {
+    const int *devs;
+    int g = ref_group(r, op->args[0], &devs);
+    for (int i = 0; i < g; i++) e = fmax(e, error_scale(r, op->args[0], devs[i]));
+    return e;
+  }
+  for (int k = 0; k < op->nargs; k++) e = fmax(e, error_scale(r, op->args[k], device));
+  return e;
+}
+
+static double scale_of(Reference *r, const Tensor *t, int device) {
+  const Op *op = t->def;
+  if (!op) return 0;
+  switch (op->kind) {
+  case OP_REDUCE_SUM: return rtol_of(DT_F32) * sqrt((double)axis_length(op)) * magnitude(r, op->args[0], device);
+  case OP_MATMUL: {
+    const Tensor *a = op->args[0];
+    double k = (double)a->shape.dim[a->shape.rank - 1];
+    return rtol_of(DT_F32) * sqrt(k) * magnitude(r, a, device) * magnitude(r, op->args[1], device);
+  }
+  case OP_ALLREDUCE:
+  case OP_REDUCE_SCATTER:
+    if (op->reduce == REDUCE_MAX) return carried_scale(r, op, device);
+    return rtol_of(op->args[0]->dtype) * group_scale(r, op->args[0], device);
+  case OP_ADD:
+  case OP_SUB:
+  case OP_COPY:
+  case OP_RESHAPE:
+  case OP_TRANSPOSE:
+  case OP_SLICE:
+  case OP_CONCAT:
+  case OP_RELU:
+  case OP_REDUCE_MAX:
+  case OP_ALL_GATHER: return carried_scale(r, op, device);
+  default: return 0;  // mul, div, the transcendentals, softmax, layernorm, cholesky: errors relative to the result
+  }
+}
+
+// E(t), computed once a copy (NaN in the memo: not yet).
+static double error_scale(Reference *r, const Tensor *t, int device) {
+  double **memo = &r->scales[t->id];
+  if (!*memo) {
+    *memo = xmalloc((size_t)r->t->ndevices * sizeof **memo);
+    for (int d = 0; d < r->t->ndevices; d++) (*memo)[d] = NAN;
+  }
+  if (isnan((*memo)[device])) (*memo)[device] = scale_of(r, t, device);
+  return (*memo)[device];
+}
+
+double ref_sum_floor(Reference *r, const Tensor *t, int device) {
+  double rtol = rtol_of(t->dtype);
+  return rtol ? error_scale(r, t, device) / rtol : 0;
 }

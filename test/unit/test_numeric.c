@@ -469,29 +469,38 @@ static void vcvt_rounds_saturates_and_wraps(void **state) {
   assert_int_equal(dst[0] | dst[1] << 8, 0x7c01);
 }
 
-// A reduction over the first `count` elements of one vector of dt.
+// A reduction over the first `count` elements of one vector of dt
+// (REDUCE_TEST_BYTES: up to 8 f32).
+#define REDUCE_TEST_BYTES 32
 static double reduce(DType dt, bool is_max, const double *vals, int count) {
-  uint8_t v[16] = {0}, out[16];
+  assert_true(count * ir_dtype_bytes[dt] <= REDUCE_TEST_BYTES);
+  uint8_t v[REDUCE_TEST_BYTES] = {0}, out[REDUCE_TEST_BYTES];
   fill(dt, v, vals, count);
   NumReduction r;
   num_reduce_start(&r, dt, is_max);
   num_reduce_add(&r, v, count);
-  num_reduce_fill(&r, out, 16);
-  int n = 16 / ir_dtype_bytes[dt];
+  num_reduce_fill(&r, out, REDUCE_TEST_BYTES);
+  int n = REDUCE_TEST_BYTES / ir_dtype_bytes[dt];
   for (int i = 1; i < n; i++) assert_memory_equal(out, out + i * ir_dtype_bytes[dt], ir_dtype_bytes[dt]);
   return num_get(dt, out, 0);
 }
 
-// VRSUM adds in element order in an f32 accumulator, every sum rounded:
-// 2^24 + 1 ties back to 2^24 three times, while 1 + 1 + 1 + 2^24 =
-// 2^24 + 3, a tie between 2^24 + 2 and 2^24 + 4 that goes to the even
-// significand, 2^24 + 4.  f16's 2048 + 1 = 2049 is exact in f32 and rounds
-// to 2048 when stored.  Integers sum exactly and wrap.
-static void vrsum_accumulates_in_order_in_f32(void **state) {
+// VRSUM adds pairwise in f32, every sum rounded: 2^24 + 1 ties back to
+// 2^24 and 1 + 1 = 2, then 2^24 + 2 is exact, in either order (a running
+// sum gave 2^24 for the first and 2^24 + 4 for the second).  Five
+// elements: the first four as before, then the open blocks from the
+// smallest: 1 + (2^24 + 2) ties to the even 2^24 + 4 (a running sum:
+// 2^24); 2^24 last is added to the exact 4.  (1 + 2) + (3 + 4) then
+// + 2^-30 is 10.  f16's 2048 + 1 = 2049 is exact in f32 and rounds to
+// 2048 when stored.  Integers sum exactly and wrap.
+static void vrsum_adds_pairwise_in_f32(void **state) {
   (void)state;
   double big = ldexp(1, 24);
-  assert_true(reduce(DT_F32, false, (double[]){big, 1, 1, 1}, 4) == big);
-  assert_true(reduce(DT_F32, false, (double[]){1, 1, 1, big}, 4) == big + 4);
+  assert_true(reduce(DT_F32, false, (double[]){big, 1, 1, 1}, 4) == big + 2);
+  assert_true(reduce(DT_F32, false, (double[]){1, 1, 1, big}, 4) == big + 2);
+  assert_true(reduce(DT_F32, false, (double[]){1, 2, 3, 4, ldexp(1, -30)}, 5) == 10);
+  assert_true(reduce(DT_F32, false, (double[]){big, 1, 1, 1, 1}, 5) == big + 4);
+  assert_true(reduce(DT_F32, false, (double[]){1, 1, 1, 1, big}, 5) == big + 4);
   assert_true(reduce(DT_F32, false, (double[]){1, 2, 3, 4}, 2) == 3);  // the first count only
   assert_true(reduce(DT_F16, false, (double[]){2048, 1}, 2) == 2048);
   double z = reduce(DT_F16, false, (double[]){-0.0, -0.0}, 2);  // +0 + -0 + -0 = +0
@@ -626,7 +635,7 @@ int main(void) {
       cmocka_unit_test(f32_vectors_match_one_op_an_element),
       cmocka_unit_test(transcendental_ops_round_once),
       cmocka_unit_test(vcvt_rounds_saturates_and_wraps),
-      cmocka_unit_test(vrsum_accumulates_in_order_in_f32),
+      cmocka_unit_test(vrsum_adds_pairwise_in_f32),
       cmocka_unit_test(vrmax_is_ieee_maximum),
       cmocka_unit_test(mxm_i8_accumulates_exactly_into_i32),
       cmocka_unit_test(mxm_f16_accumulates_into_f32),
