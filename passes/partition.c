@@ -7,11 +7,11 @@
 //
 //  1. stage(K) is device(K).
 //  2. Tensor parallelism (002 s5.2; split_matmul.c): a matmul whose weight
-//     is an unplaced param only it reads, and whose result is an output
-//     nothing else reads, may be cut into a grid of R row-wise by C
-//     column-wise weight splits, the pieces *shards* of the model's
-//     tensors (Tensor.shard_of; the manifest's `start:`), chosen by
-//     estimated cycles among the grids whose devices fit in SRAM.
+//     is an unplaced param only it reads may be cut into a grid of R
+//     row-wise by C column-wise weight splits, the pieces *shards* of the
+//     model's tensors (Tensor.shard_of; the manifest's `start:`), chosen
+//     by estimated cycles among the grids whose devices fit in SRAM; a
+//     result other ops read is gathered whole by concats.
 //  3. Placement: every other unplaced tensor lives with its first consumer
 //     (a tensor nothing consumes, with its producer, or on device 0).
 //  4. Pipeline (002 s4.1): if that leaves some device's SRAM over-full, or

@@ -3,10 +3,10 @@
 // of passes/, called by partition.c before anything else is placed.
 //
 // A matmul y = x w whose weight is an unplaced param only it reads, and
-// whose result is an output nothing else reads and the .tg did not place,
-// may be cut into a grid of R row-wise by C column-wise weight splits over
-// R x C devices.  Device (r, c) holds rows K_r and columns N_c of w and
-// multiplies x's columns K_r by them:
+// whose result the .tg did not place, may be cut into a grid of R
+// row-wise by C column-wise weight splits over R x C devices.  Device
+// (r, c) holds rows K_r and columns N_c of w and multiplies x's columns
+// K_r by them:
 //
 //   R = 1  its product is columns N_c of y: a shard of the output, left
 //          where it is (the "concatenation" is the manifest's list of
@@ -19,6 +19,12 @@
 //          partial, sent to it by the transfers the dag pass adds, into
 //          columns q of N_c of y.
 //
+// When other ops read y, y is gathered whole: its pieces are values,
+// joined by concats (CONCAT_MAX_PARTS at a time, a tree of them) on the
+// device nearest device (0, 0) outside the grid, whose SRAM holds no
+// weight shard (device (0, 0) itself when the grid takes every device),
+// and y's readers are placed as any op is.
+//
 // x comes from its home: the C devices of row split r need columns K_r
 // (sliced on the home when R > 1, then sent).  An unplaced input or param
 // only this matmul reads is instead loaded by the host onto every device
@@ -27,7 +33,8 @@
 // The grid is the one of least estimated cycles among those whose devices
 // fit in SRAM, fewer devices unless more gain PARTITION_MIN_GAIN_PERCENT:
 // distributing x, the widest product, then the reduction (slices, the R -
-// 1 pieces arriving over the device's ports, the adds), in sequence.
+// 1 pieces arriving over the device's ports, the adds), and the gather
+// (the pieces arriving, a pass over y a level of concats), in sequence.
 #include "partition.h"
 
 #include <stdlib.h>
@@ -45,12 +52,25 @@ typedef struct SplitCost {
   int64_t cycles, bytes;  // estimated makespan; the fullest device's SRAM estimate
 } SplitCost;
 
+// The most operands of a concat (the DSL's arity).
+#define CONCAT_MAX_PARTS 4
+
 static bool splittable(const Graph *g, const Op *op) {
   if (op->kind != OP_MATMUL) return false;
   const Tensor *x = op->args[0], *w = op->args[1], *y = op->result;
   return w->kind == TENSOR_PARAM && part_is_free(w) && w->shape.rank == 2 && part_readers(g, w) == 1 && x != w &&
-         part_movable(op) && y->is_output && part_readers(g, y) == 0 &&
+         part_movable(op) && (y->is_output || part_readers(g, y) > 0) &&
          (x->place.kind == PLACE_AUTO || x->place.kind == PLACE_DEVICE);
+}
+
+// Whether y is gathered whole after the split: other ops read it.
+static bool gathered(const Graph *g, const Op *op) { return part_readers(g, op->result) > 0; }
+
+// Levels of concats that join n pieces, CONCAT_MAX_PARTS at a time.
+static int concat_levels(int64_t n) {
+  int levels = 0;
+  for (; n > 1; levels++) n = part_ceil_div(n, CONCAT_MAX_PARTS);
+  return levels;
 }
 
 static bool host_loaded(const Graph *g, const Tensor *x) {
@@ -100,10 +120,17 @@ static SplitCost grid_cost(const Partitioner *p, const Op *op, Grid g, int src) 
              (g.R - 1) * pv;
   }
   int64_t share = part_tensor_bytes(p, &wr) + part_tensor_bytes(p, &yr) + part_scratch_bytes(p, &part) + 2 * pieces;
-  int64_t bytes = part_tensor_bytes(p, &xr) + share;
+  int64_t gather = 0, gathering = 0;
+  if (devices > 1 && gathered(p->g, op)) {  // the gathering device holds y and a level of concats more
+    gather = part_send_cycles(p, src, part_tensor_bytes(p, y) / devices, devices) +
+             concat_levels(devices) * vectors_of(p, y->dtype, &y->shape);
+    gathering = 2 * part_tensor_bytes(p, y);
+    if (devices >= p->t->nin_service) share += gathering, gathering = 0;  // device (0, 0) gathers
+  }
+  int64_t bytes = MAX(part_tensor_bytes(p, &xr) + share, gathering);
   if (!host_loaded(p->g, x))  // x's home, in the grid, holds all of x and, with R > 1, its R slices too
     bytes = MAX(bytes, part_tensor_bytes(p, x) * (g.R > 1 ? 2 : 1) + share);
-  return (SplitCost){.cycles = xdist + compute_estimate_cycles(&part, p->vb) + reduce, .bytes = bytes};
+  return (SplitCost){.cycles = xdist + compute_estimate_cycles(&part, p->vb) + reduce + gather, .bytes = bytes};
 }
 
 // The most row-wise splits a column group may take.
@@ -175,7 +202,9 @@ static int *grid_devices(const Partitioner *p, Grid g, int src) {
 typedef struct Rewrite {
   Partitioner *p;
   const Op *op;
+  bool gather;    // y is gathered (its pieces are values, joined by concats)
   PtrVec leaves, values, ops, outputs;
+  PtrVec pieces;  // with gather: y's pieces, in column order
 } Rewrite;
 
 static Op *new_op(Rewrite *rw, OpKind kind, Tensor *result, Tensor *a, Tensor *b) {
@@ -202,16 +231,62 @@ static Tensor *new_value(Rewrite *rw, const char *name, const Shape *s, int devi
   return t;
 }
 
-// y's columns [col0, col0 + cols) on device: an output shard.
-static Tensor *output_shard(Rewrite *rw, int64_t col0, int64_t cols, int device) {
+// y's columns [col0, col0 + cols) on device: an output shard, or with
+// gather a value to be joined (y[.., col0:col0 + cols]).
+static Tensor *result_piece(Rewrite *rw, int64_t col0, int64_t cols, int device) {
   const Tensor *y = rw->op->result;
+  Arena *a = &rw->p->c->arena;
+  Shape s = with_last(&y->shape, cols);
+  if (rw->gather) {
+    Tensor *t = new_value(rw, arena_printf(a, "%s[.., %lld:%lld]", y->name, (long long)col0, (long long)(col0 + cols)),
+                          &s, device);
+    VEC_PUSH(a, &rw->pieces, t);
+    return t;
+  }
   int64_t start[IR_MAX_RANK] = {0};
   start[y->shape.rank - 1] = col0;
-  Shape s = with_last(&y->shape, cols);
   Tensor *t = part_new_shard(rw->p, y, TENSOR_VALUE, start, &s, device);
   t->is_output = true;
-  VEC_PUSH(&rw->p->c->arena, &rw->outputs, t);
+  VEC_PUSH(a, &rw->outputs, t);
   return t;
+}
+
+// result = concat(parts[0 .. n)) along the last axis (n <= CONCAT_MAX_PARTS).
+static void new_concat(Rewrite *rw, Tensor *result, Tensor **parts, int n) {
+  Op *o = new_op(rw, OP_CONCAT, result, parts[0], parts[1]);
+  o->nargs = n;
+  for (int k = 2; k < n; k++) o->args[k] = parts[k];
+  o->axis = result->shape.rank - 1;
+}
+
+// y whole on device, from its pieces: concats of CONCAT_MAX_PARTS
+// consecutive pieces, level by level, the last one y itself.
+static void gather_pieces(Rewrite *rw, int device) {
+  Arena *a = &rw->p->c->arena;
+  Tensor *y = rw->op->result;
+  int n = rw->pieces.len, level = 0;
+  Tensor **cur = xmalloc(sizeof(Tensor *) * (size_t)n);
+  memcpy(cur, rw->pieces.data, sizeof(Tensor *) * (size_t)n);
+  for (; n > CONCAT_MAX_PARTS; level++) {
+    int m = 0;
+    for (int i = 0; i < n; i += CONCAT_MAX_PARTS, m++) {
+      int parts = MIN(CONCAT_MAX_PARTS, n - i);
+      if (parts == 1) {  // a piece left over joins the next level as it is
+        cur[m] = cur[i];
+        continue;
+      }
+      int64_t cols = 0;
+      for (int k = 0; k < parts; k++) cols += cur[i + k]->shape.dim[y->shape.rank - 1];
+      Shape s = with_last(&y->shape, cols);
+      Tensor *joined = new_value(rw, arena_printf(a, "%s.cat%d.%d", y->name, level, m), &s, device);
+      new_concat(rw, joined, &cur[i], parts);
+      cur[m] = joined;  // m <= i: what is read next is not overwritten
+    }
+    n = m;
+  }
+  y->place = (Placement){.kind = PLACE_DEVICE, .index = device};
+  new_concat(rw, y, cur, n);
+  free(cur);
 }
 
 // x's columns K_r on device d: a host-loaded shard, a slice on x's home
@@ -267,7 +342,7 @@ static void reduce_group(Rewrite *rw, Grid g, const int *devs, int c, int64_t n0
       if (r == q) continue;
       bool last = ++added == g.R - 1;
       Shape s = with_last(&y->shape, qn);
-      Tensor *sum = last ? output_shard(rw, n0 + q0, qn, d)
+      Tensor *sum = last ? result_piece(rw, n0 + q0, qn, d)
                          : new_value(rw, arena_printf(&p->c->arena, "%s.sum%d[.., %lld:%lld]", y->name, added,
                                                       (long long)(n0 + q0), (long long)(n0 + q0 + qn)),
                                      &s, d);
@@ -278,10 +353,41 @@ static void reduce_group(Rewrite *rw, Grid g, const int *devs, int c, int64_t n0
   free(pieces);
 }
 
+// Where y is gathered: the device nearest device (0, 0) that the grid
+// does not use, or device (0, 0) when it uses every one.
+static int gather_device(const Partitioner *p, Grid g, const int *devs) {
+  int n, d = devs[0], *order = part_devices_nearest(p->t, devs[0], &n);
+  for (int i = 0; i < n && d == devs[0]; i++) {
+    bool used = false;
+    for (int j = 0; j < g.R * g.C && !used; j++) used = devs[j] == order[i];
+    if (!used) d = order[i];
+  }
+  free(order);
+  return d;
+}
+
+// The ops after y whose results the checker put on y's old device because
+// they read y (or such a result), and the .tg did not place, go where y
+// now is: they run where their operands are, as they did before.
+static void follow_gathered(Partitioner *p, const Tensor *y, Placement was, int device) {
+  if (was.kind != PLACE_DEVICE) return;
+  bool *moved = xcalloc((size_t)p->g->tensors.len + 1, sizeof(bool));
+  moved[y->id] = true;
+  for (int i = 0; i < p->g->ops.len; i++) {
+    Tensor *r = p->g->ops.data[i]->result;
+    bool reads = false;
+    for (int a = 0; a < p->g->ops.data[i]->nargs && !reads; a++) reads = moved[p->g->ops.data[i]->args[a]->id];
+    if (!reads || r->place_written || !ir_place_equal(&r->place, &was)) continue;
+    r->place.index = device;
+    moved[r->id] = true;
+  }
+  free(moved);
+}
+
 static void split_grid(Partitioner *p, Op *op, Grid g, const int *devs) {
   Arena *a = &p->c->arena;
   Tensor *x = op->args[0], *w = op->args[1], *y = op->result;
-  Rewrite rw = {.p = p, .op = op};
+  Rewrite rw = {.p = p, .op = op, .gather = gathered(p->g, op)};
   int64_t k = w->shape.dim[0], n = w->shape.dim[1];
   Tensor **slices = xcalloc((size_t)g.R, sizeof(Tensor *)), **partials = xmalloc(sizeof(Tensor *) * (size_t)g.R);
   for (int c = 0; c < g.C; c++) {
@@ -297,7 +403,7 @@ static void split_grid(Partitioner *p, Op *op, Grid g, const int *devs) {
       Tensor *wr = part_new_shard(p, w, TENSOR_PARAM, start, &ws, d);
       VEC_PUSH(a, &rw.leaves, wr);
       Shape ps = with_last(&y->shape, n_c);
-      Tensor *prod = g.R == 1 ? output_shard(&rw, n0, n_c, d)
+      Tensor *prod = g.R == 1 ? result_piece(&rw, n0, n_c, d)
                               : new_value(&rw, arena_printf(a, "%s.part%d[.., %lld:%lld]", y->name, r, (long long)n0,
                                                             (long long)(n0 + n_c)),
                                           &ps, d);
@@ -307,13 +413,17 @@ static void split_grid(Partitioner *p, Op *op, Grid g, const int *devs) {
     if (g.R > 1) reduce_group(&rw, g, devs, c, n0, n_c, partials);
   }
   free(slices), free(partials);
+  Placement was = y->place;
+  int at = rw.gather ? gather_device(p, g, devs) : -1;
+  if (rw.gather) gather_pieces(&rw, at);
   Graph *gr = p->g;
   if (host_loaded(gr, x)) part_splice(a, (PtrVec *)&gr->tensors, x, NULL, 0);
   part_splice(a, (PtrVec *)&gr->tensors, w, rw.leaves.data, rw.leaves.len);
   part_splice(a, (PtrVec *)&gr->tensors, y, rw.values.data, rw.values.len);
   part_splice(a, (PtrVec *)&gr->ops, op, rw.ops.data, rw.ops.len);
-  part_splice(a, (PtrVec *)&gr->outputs, y, rw.outputs.data, rw.outputs.len);
+  if (!rw.gather) part_splice(a, (PtrVec *)&gr->outputs, y, rw.outputs.data, rw.outputs.len);  // else y stays whole
   part_renumber(gr);
+  if (rw.gather) follow_gathered(p, y, was, at);
 }
 
 // The device x lives on, or will (an unplaced one: device(0)'s neighbourhood).
@@ -325,9 +435,13 @@ static void log_split(Partitioner *p, const Op *op, Grid g, const int *devs, Spl
   buf_printf(&p->log, "// %s = matmul(%s, %s), line %d: split %d x %d (row-wise x column-wise) over %d devices (",
              op->result->name, op->args[0]->name, op->args[1]->name, op->loc.line, g.R, g.C, g.R * g.C);
   for (int j = 0; j < g.R * g.C; j++) buf_printf(&p->log, "%s%d", j ? ", " : "", devs[j]);
-  buf_printf(&p->log, "): an estimated %lld cycles against %lld whole%s%s\n", (long long)best.cycles,
+  buf_printf(&p->log, "): an estimated %lld cycles against %lld whole%s%s", (long long)best.cycles,
              (long long)whole.cycles, whole.bytes > p->capacity ? " (which does not fit)" : "",
              host_loaded(p->g, op->args[0]) ? "; the host loads the activation's columns onto each" : "");
+  if (gathered(p->g, op))
+    buf_printf(&p->log, "; %s is gathered on device %d for the ops that read it", op->result->name,
+               gather_device(p, g, devs));
+  buf_printf(&p->log, "\n");
 }
 
 void partition_split_matmuls(Partitioner *p) {
