@@ -72,4 +72,4 @@ static void biring_lower(Lowering *l) {
   free(reversed);
 }
 
-const CollectiveAlgo algo_biring = {ALGO_BIRING, biring_applies, biring_lower, NULL};
+const CollectiveAlgo algo_biring = {ALGO_BIRING, biring_applies, biring_lower, NULL, lower_ring_chain};  // two rings

@@ -115,4 +115,4 @@ static bool ctree_applies(const Lowering *l, char *why, size_t whylen) {
 
 static void ctree_lower(Lowering *l) { lower_trees_build(l, ctree_trees); }
 
-const CollectiveAlgo algo_ctree = {ALGO_CTREE, ctree_applies, ctree_lower, ctree_trees};
+const CollectiveAlgo algo_ctree = {ALGO_CTREE, ctree_applies, ctree_lower, ctree_trees, NULL};

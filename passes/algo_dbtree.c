@@ -76,4 +76,4 @@ static bool dbtree_applies(const Lowering *l, char *why, size_t whylen) {
 
 static void dbtree_lower(Lowering *l) { lower_trees_build(l, fitting_trees); }
 
-const CollectiveAlgo algo_dbtree = {ALGO_DBTREE, dbtree_applies, dbtree_lower, fitting_trees};
+const CollectiveAlgo algo_dbtree = {ALGO_DBTREE, dbtree_applies, dbtree_lower, fitting_trees, NULL};

@@ -65,4 +65,4 @@ static void direct_lower(Lowering *l) {
   free(nreduced);
 }
 
-const CollectiveAlgo algo_direct = {ALGO_DIRECT, direct_applies, direct_lower, NULL};
+const CollectiveAlgo algo_direct = {ALGO_DIRECT, direct_applies, direct_lower, NULL, NULL};

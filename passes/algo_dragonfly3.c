@@ -348,4 +348,4 @@ static void df3_lower(Lowering *l) {
   free(d.deps);
 }
 
-const CollectiveAlgo algo_dragonfly3 = {ALGO_DRAGONFLY3, df3_applies, df3_lower, NULL};
+const CollectiveAlgo algo_dragonfly3 = {ALGO_DRAGONFLY3, df3_applies, df3_lower, NULL, NULL};

@@ -417,4 +417,4 @@ static void hier_lower(Lowering *l) {
   free(h.g_done);
 }
 
-const CollectiveAlgo algo_hier = {ALGO_HIER, hier_applies, hier_lower, NULL};
+const CollectiveAlgo algo_hier = {ALGO_HIER, hier_applies, hier_lower, NULL, NULL};

@@ -161,4 +161,4 @@ static void hring_lower(Lowering *l) {
   free(h.deps);
 }
 
-const CollectiveAlgo algo_hring = {ALGO_HRING, hring_applies, hring_lower, NULL};
+const CollectiveAlgo algo_hring = {ALGO_HRING, hring_applies, hring_lower, NULL, NULL};

@@ -163,4 +163,4 @@ static bool multitree_applies(const Lowering *l, char *why, size_t whylen) {
 
 static void multitree_lower(Lowering *l) { lower_trees_build(l, multitree_trees); }
 
-const CollectiveAlgo algo_multitree = {ALGO_MULTITREE, multitree_applies, multitree_lower, multitree_trees};
+const CollectiveAlgo algo_multitree = {ALGO_MULTITREE, multitree_applies, multitree_lower, multitree_trees, NULL};

@@ -182,4 +182,11 @@ static void ring_lower(Lowering *l) {
   free(order);
 }
 
-const CollectiveAlgo algo_ring = {ALGO_RING, ring_applies, ring_lower, NULL};
+// Each nonempty label travels the whole ring: in every step the send of
+// a label waits for its arrival in the step before (send_deps).
+int64_t lower_ring_chain(const Lowering *l) {
+  if (l->ngroup < 2 || layout_bytes(l->c, l->buffer) == 0) return 0;
+  return (l->op->kind == OP_ALLREDUCE ? 2 : 1) * (int64_t)(l->ngroup - 1);
+}
+
+const CollectiveAlgo algo_ring = {ALGO_RING, ring_applies, ring_lower, NULL, lower_ring_chain};

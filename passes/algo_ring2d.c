@@ -163,4 +163,4 @@ static void ring2d_lower(Lowering *l) {
   }
 }
 
-const CollectiveAlgo algo_ring2d = {ALGO_RING2D, ring2d_applies, ring2d_lower, NULL};
+const CollectiveAlgo algo_ring2d = {ALGO_RING2D, ring2d_applies, ring2d_lower, NULL, NULL};

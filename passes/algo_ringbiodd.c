@@ -134,4 +134,4 @@ static void ringbiodd_lower(Lowering *l) {
   free(reversed);
 }
 
-const CollectiveAlgo algo_ringbiodd = {ALGO_RINGBIODD, ringbiodd_applies, ringbiodd_lower, NULL};
+const CollectiveAlgo algo_ringbiodd = {ALGO_RINGBIODD, ringbiodd_applies, ringbiodd_lower, NULL, NULL};

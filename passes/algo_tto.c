@@ -162,4 +162,4 @@ static bool tto_applies(const Lowering *l, char *why, size_t whylen) {
 
 static void tto_lower(Lowering *l) { lower_trees_build(l, tto_trees); }
 
-const CollectiveAlgo algo_tto = {ALGO_TTO, tto_applies, tto_lower, tto_trees};
+const CollectiveAlgo algo_tto = {ALGO_TTO, tto_applies, tto_lower, tto_trees, NULL};

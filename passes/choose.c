@@ -9,11 +9,12 @@
 // spreading is not tried here).  Costs are cached by what they depend on (kind,
 // reduction, dtype, bytes, group, in place or staged), so a model
 // repeating one collective (a layer's allreduce in every layer) pays for
-// each algorithm once.  Candidates are tried in registry order
-// under branch and bound: a schedule is abandoned as soon as its makespan
-// passes the best so far, so a candidate that cannot win costs only the
-// part of its schedule that shows it.  A lone applicable algorithm is not
-// tried at all.
+// each algorithm once.  Candidates are tried under branch and bound: a
+// schedule is abandoned as soon as its makespan passes the best so far, so
+// a candidate that cannot win costs only the part of its schedule that
+// shows it; they go in the order of their chain bounds (lower_chain_bound,
+// none first), and one whose bound is above the best is not tried.  A lone
+// applicable algorithm is not tried at all.
 //
 // Collectives that share the network are then chosen jointly: when the
 // model holds more than one collective left to auto, or anything besides
@@ -219,13 +220,43 @@ static Cost candidate_cost(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t
   return chunk_round(ch, n, algo, bound, NULL, divisor);
 }
 
+// Candidates in the order they are tried: by their chain bounds
+// (lower_chain_bound), then registry order, so those with none or a small
+// one go first and set the bound the others are abandoned at (a ring of
+// 1,440 devices, tried first, scheduled 1.5 M cycles where a tree takes
+// 88 K).  rank[i]: candidate i's place in registry order (lower_applicable
+// lists them so), which breaks ties: the choice does not depend on the
+// order tried (better_than).
+static void order_by_bound(AlgoKind *cand, int64_t *lb, int *rank, int k) {
+  for (int i = 0; i < k; i++) rank[i] = i;
+  for (int i = 1; i < k; i++)
+    for (int j = i; j > 0 && lb[j] < lb[j - 1]; j--) {
+      AlgoKind a = cand[j];
+      int64_t b = lb[j];
+      int r = rank[j];
+      cand[j] = cand[j - 1], lb[j] = lb[j - 1], rank[j] = rank[j - 1];
+      cand[j - 1] = a, lb[j - 1] = b, rank[j - 1] = r;
+    }
+}
+
+// Whether (cycles, vectors, rank) beats the best so far: fewer cycles,
+// then fewer vector-hops, then earlier in registry order.
+static bool better_than(int64_t cycles, int64_t vectors, int rank, int64_t best_cycles, int64_t best_vectors,
+                        int best_rank) {
+  if (best_cycles < 0 || cycles != best_cycles) return best_cycles < 0 || cycles < best_cycles;
+  return vectors != best_vectors ? vectors < best_vectors : rank < best_rank;
+}
+
 // The applicable algorithm that runs collective n fastest alone (ALGO_AUTO
-// when none applies: lower then says why).
+// when none applies: lower then says why).  A candidate whose chain bound
+// is above the best so far is not tried.
 static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
   AlgoKind cand[ALGO_COUNT];
+  int64_t lb[ALGO_COUNT];
+  int rank[ALGO_COUNT], best_rank = 0;
   int k = lower_applicable(ch->c, n, cand);
   AlgoKind best = ALGO_AUTO;
-  int64_t best_cycles = -1, best_vectors = 0, tied_vectors = -1;
+  int64_t best_cycles = -1, best_vectors = 0, tied_vectors = -1;  // tied: the fewest vector-hops of a loser as fast
   bool cached = k > 0;
   fprintf(ch->log, "choose %s (line %d): alone,", n->op->result->name, n->op->loc.line);
   if (k == 1) {  // nothing to compare: no trial (the final compile schedules it anyway)
@@ -233,6 +264,8 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
             ir_algo_names[cand[0]]);
     return cand[0];
   }
+  for (int i = 0; i < k; i++) lb[i] = lower_chain_bound(ch->c, n, cand[i]);
+  order_by_bound(cand, lb, rank, k);
   // The first candidate's trial is kept when the model is this collective
   // alone and the trial would be the compile's own (kept_as_final); lower
   // then takes it if it wins.  A tree algorithm's chunk count is chosen
@@ -240,6 +273,10 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
   bool alone = ch->c->keep_trials && ch->c->dag->nodes.len == 1 && !lower_uses_tree_chunks(cand[0]);
   Dag *kept = NULL;
   for (int i = 0; i < k; i++) {
+    if (best_cycles >= 0 && lb[i] > best_cycles) {
+      fprintf(ch->log, " %s >=%lld (its chain bound: not tried)", ir_algo_names[cand[i]], (long long)lb[i]);
+      continue;
+    }
     int divisor;
     Cost cost = candidate_cost(ch, n, cand[i], best_cycles, alone && i == 0 ? &kept : NULL, &divisor);
     cached &= cost.cached;
@@ -247,12 +284,13 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
     if (cost.cycles >= 0 && divisor > 1) fprintf(ch->log, " (chunks /%d)", divisor);
     if (cost.cycles < 0) continue;
     bool tie = cost.cycles == best_cycles;
-    if (best_cycles < 0 || cost.cycles < best_cycles || (tie && cost.link_vectors < best_vectors)) {
-      tied_vectors = tie ? best_vectors : -1;
-      best = cand[i], best_cycles = cost.cycles, best_vectors = cost.link_vectors;
-    } else if (tie) {
-      tied_vectors = cost.link_vectors;
+    int64_t loser = cost.link_vectors;  // the vector-hops of whichever of the two loses
+    if (better_than(cost.cycles, cost.link_vectors, rank[i], best_cycles, best_vectors, best_rank)) {
+      loser = best_vectors;
+      if (!tie) tied_vectors = -1;
+      best = cand[i], best_rank = rank[i], best_cycles = cost.cycles, best_vectors = cost.link_vectors;
     }
+    if (tie) tied_vectors = tied_vectors < 0 ? loser : MIN(tied_vectors, loser);
   }
   if (kept && best == cand[0]) ch->c->trial_dag = kept;
   if (best == ALGO_AUTO) fprintf(ch->log, " -> none applies");
@@ -370,14 +408,28 @@ static bool has_alternative(Compilation *c, const DagNode *const *colls, const A
   return false;
 }
 
+// The largest chain bound (lower_chain_bound) of algo over colls: no
+// schedule of the model with algo for all of them is shorter.
+static int64_t chain_bound_of_all(Compilation *c, const DagNode *const *colls, int n, AlgoKind algo) {
+  int64_t most = 0;
+  for (int i = 0; i < n; i++) most = MAX(most, lower_chain_bound(c, colls[i], algo));
+  return most;
+}
+
 // Every single algorithm that is an alternative to `winners` for colls,
 // scheduled whole as compiled under branch and bound from *best, in
 // registry order (a tie keeps what came first); one that beats *best takes
-// it, *pick and, when keep, *kept (its trial).
+// it, *pick and, when keep, *kept (its trial).  One whose chain bound is
+// not below *best cannot beat it and is not tried.
 static void try_alternatives(Chooser *ch, const DagNode *const *colls, const AlgoKind *winners, int n, bool keep,
                              int64_t *best, AlgoKind *pick, Dag **kept) {
   for (int a = 1; a < ALGO_COUNT && *best >= 0; a++) {
     if (!is_alternative(ch->c, colls, winners, n, (AlgoKind)a)) continue;
+    int64_t lb = chain_bound_of_all(ch->c, colls, n, (AlgoKind)a);
+    if (lb >= *best) {
+      fprintf(ch->log, " %s >=%lld (its chain bound: not tried)", ir_algo_names[a], (long long)lb);
+      continue;
+    }
     Dag *won = NULL;
     int64_t m = whole(ch, colls, n, NULL, (AlgoKind)a, *best, keep ? &won : NULL, NULL);
     log_cost(ch->log, (AlgoKind)a, m, *best);

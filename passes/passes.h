@@ -404,6 +404,11 @@ typedef struct CollectiveAlgo {
   void (*lower)(Lowering *l);
   TreeBuilder *trees;  // a tree algorithm's builder: it lowers through the tree engine, whose chunk
                        // count the choose pass picks (NULL: not a tree algorithm)
+  // The most transfers of the lowering that run one after another, each
+  // waiting for the one before to land (the hops a ring's chunk travels);
+  // 0 when not known.  The choose pass bounds a candidate's makespan
+  // below by it (lower_chain_bound).  NULL: not known.
+  int64_t (*chain)(const Lowering *l);
 } CollectiveAlgo;
 
 // The byte range [*offset, *offset + *bytes) of chunk k of n (whole
@@ -434,6 +439,15 @@ bool lower_in_place(const Graph *g, const Op *op);
 // registry order (returns how many), and old lowered by c->algos into *out
 // (false after reporting an error; pass_lower is this on c->dag).
 int lower_applicable(Compilation *c, const DagNode *n, AlgoKind *out);
+// A lower bound on the makespan of any schedule of collective n lowered by
+// algorithm kind, from its chain of transfers (CollectiveAlgo.chain): each
+// holds at least the least latency of a link, one vector's cycle and the
+// sync plan's margin; 0 when the algorithm knows no chain.
+int64_t lower_chain_bound(Compilation *c, const DagNode *n, AlgoKind kind);
+// The chain of a ring over the group (lower_ring): 2 (N - 1) transfers
+// for an allreduce, N - 1 for a reduce_scatter or an all_gather, when the
+// operand holds a byte.
+int64_t lower_ring_chain(const Lowering *l);
 // Whether the group is made of whole blocks of `size` consecutive device
 // ids (a dragonfly's nodes or racks, named `what`); if not, why, naming a
 // device in the group and one of its block that is not.
