@@ -433,9 +433,10 @@ int ref_growth(const Reference *r, const Tensor *t);
 // The tolerance's floor for a copy of t on `device` as a magnitude of t's
 // dtype, next to its rms (docs/isa.md, Data checks): E(t) / rtol(t),
 // where E(t) is the rounding error t carries from the sums it comes from:
-// rtol(the dtype they add in) x sqrt(n) x the magnitude of the terms of a
-// sum of n (reduce_sum, matmul, a collective's sum), carried through the
-// ops that add or move values; 0 for an input or param, and for integers.
+// (rtol(the dtype they add in) + the terms' own rounding) x sqrt(n) x the
+// magnitude of the terms of a sum of n (reduce_sum, matmul, a
+// collective's sum), carried through the ops that add, multiply or move
+// values; 0 for an input or param, and for integers.
 // A sum that cancels to near 0 still carries its terms' rounding errors.
 // Computed when first asked (its operands' values read once), kept until
 // the inputs change.

@@ -1048,18 +1048,24 @@ double ref_value(Reference *r, const Tensor *t, int device, int64_t elem) {
 // ---- the floor of a sum's tolerance --------------------------------------------------
 //
 // E(t): the rounding error a copy of t carries from the sums it comes
-// from, as an absolute figure: rtol(acc) x sqrt(n) x the magnitude of the
-// terms of a sum of n, where acc is the dtype the device adds in (f32 for
+// from, as an absolute figure.  A sum of n terms of magnitude M errs by
+// sqrt(n) M (what n terms of random signs sum to) times the rounding of
+// each addition, rtol(acc) of the dtype the device adds in (f32 for
 // reduce_sum and matmul of any float dtype, the operand's for a
-// collective); the largest of the operands' E through the ops that add or
-// move values; 0 otherwise.  sqrt(n) x the terms' rms is what n terms of
-// random signs sum to: a sum that cancels to near 0 still carries their
-// rounding errors.
+// collective), plus the rounding each computed term carries from its own
+// dtype (rtol(x) when G(x) > 0: an f16 y summed in f32 carries y's f16
+// errors).  add and sub combine their operands' E (root sum of squares),
+// mul scales each by the other's magnitude, moves keep the largest; other
+// ops 0.  A sum that cancels to near 0 still carries its terms' errors.
 
 static double rtol_of(DType dt) {
   static const double rtol[DT_COUNT] = {[DT_F32] = REF_RTOL_F32, [DT_F16] = REF_RTOL_F16, [DT_BF16] = REF_RTOL_BF16};
   return rtol[dt];
 }
+
+// The rounding a term x brings into a sum besides the sum's own: its
+// dtype's when x was computed (G(x) > 0), none for given values.
+static double term_rtol(const Reference *r, const Tensor *x) { return r->growth[x->id] > 0 ? rtol_of(x->dtype) : 0; }
 
 // The root mean square of the finite values of t's copy on device.
 static double rms_of(Reference *r, const Tensor *t, int device) {
@@ -1096,6 +1102,17 @@ static double group_scale(Reference *r, const Tensor *x, int device) {
   return sqrt(sum);
 }
 
+// add, sub: the operands' errors add, as random ones do.
+static double added_scale(Reference *r, const Op *op, int device) {
+  return hypot(error_scale(r, op->args[0], device), error_scale(r, op->args[1], device));
+}
+
+// mul: each operand's error scaled by the other's magnitude.
+static double product_scale(Reference *r, const Op *op, int device) {
+  const Tensor *a = op->args[0], *b = op->args[1];
+  return error_scale(r, a, device) * magnitude(r, b, device) + error_scale(r, b, device) * magnitude(r, a, device);
+}
+
 // The largest E of the operands (all_gather: of x's copies over its group).
 static double carried_scale(Reference *r, const Op *op, int device) {
   double e = 0;
@@ -1112,19 +1129,23 @@ static double carried_scale(Reference *r, const Op *op, int device) {
 static double scale_of(Reference *r, const Tensor *t, int device) {
   const Op *op = t->def;
   if (!op) return 0;
+  const Tensor *x = op->nargs ? op->args[0] : NULL;
   switch (op->kind) {
-  case OP_REDUCE_SUM: return rtol_of(DT_F32) * sqrt((double)axis_length(op)) * magnitude(r, op->args[0], device);
+  case OP_REDUCE_SUM:
+    return (rtol_of(DT_F32) + term_rtol(r, x)) * sqrt((double)axis_length(op)) * magnitude(r, x, device);
   case OP_MATMUL: {
-    const Tensor *a = op->args[0];
-    double k = (double)a->shape.dim[a->shape.rank - 1];
-    return rtol_of(DT_F32) * sqrt(k) * magnitude(r, a, device) * magnitude(r, op->args[1], device);
+    const Tensor *w = op->args[1];
+    double k = (double)x->shape.dim[x->shape.rank - 1];
+    return (rtol_of(DT_F32) + term_rtol(r, x) + term_rtol(r, w)) * sqrt(k) * magnitude(r, x, device) *
+           magnitude(r, w, device);
   }
   case OP_ALLREDUCE:
   case OP_REDUCE_SCATTER:
     if (op->reduce == REDUCE_MAX) return carried_scale(r, op, device);
-    return rtol_of(op->args[0]->dtype) * group_scale(r, op->args[0], device);
+    return (rtol_of(x->dtype) + term_rtol(r, x)) * group_scale(r, x, device);
   case OP_ADD:
-  case OP_SUB:
+  case OP_SUB: return added_scale(r, op, device);
+  case OP_MUL: return product_scale(r, op, device);
   case OP_COPY:
   case OP_RESHAPE:
   case OP_TRANSPOSE:
@@ -1133,7 +1154,7 @@ static double scale_of(Reference *r, const Tensor *t, int device) {
   case OP_RELU:
   case OP_REDUCE_MAX:
   case OP_ALL_GATHER: return carried_scale(r, op, device);
-  default: return 0;  // mul, div, the transcendentals, softmax, layernorm, cholesky: errors relative to the result
+  default: return 0;  // div, the transcendentals, softmax, layernorm, cholesky: errors relative to the result
   }
 }
 
