@@ -1048,13 +1048,15 @@ double ref_value(Reference *r, const Tensor *t, int device, int64_t elem) {
 // ---- the floor of a sum's tolerance --------------------------------------------------
 //
 // E(t): the rounding error a copy of t carries from the sums it comes
-// from, as an absolute figure.  A sum of n terms of magnitude M errs by
-// sqrt(n) M (what n terms of random signs sum to) times the rounding of
-// each addition, rtol(acc) of the dtype the device adds in (f32 for
-// reduce_sum and matmul of any float dtype, the operand's for a
-// collective), plus the rounding each computed term carries from its own
-// dtype (rtol(x) when G(x) > 0: an f16 y summed in f32 carries y's f16
-// errors).  add and sub combine their operands' E (root sum of squares),
+// from, as an absolute figure, a unit of growth (the tolerance multiplies
+// it by G(t), which counts the roundings).  A sum of n terms of magnitude
+// M errs by sqrt(n) M (what n terms of random signs sum to) times the
+// coarsest rounding involved: rtol(acc) of the dtype the device adds in
+// (f32 for reduce_sum of any float dtype, the operand's for a collective,
+// the coarser of f32 and the result's for matmul: a K-split over devices
+// adds its partial products in the result's dtype), or the rounding each
+// computed term carries from its own dtype (rtol(x) when G(x) > 0: an
+// f16 y summed in f32 carries y's f16 errors).  add and sub combine their operands' E (root sum of squares),
 // mul scales each by the other's magnitude, moves keep the largest; other
 // ops 0.  A sum that cancels to near 0 still carries its terms' errors.
 
@@ -1132,17 +1134,17 @@ static double scale_of(Reference *r, const Tensor *t, int device) {
   const Tensor *x = op->nargs ? op->args[0] : NULL;
   switch (op->kind) {
   case OP_REDUCE_SUM:
-    return (rtol_of(DT_F32) + term_rtol(r, x)) * sqrt((double)axis_length(op)) * magnitude(r, x, device);
-  case OP_MATMUL: {
+    return fmax(rtol_of(DT_F32), term_rtol(r, x)) * sqrt((double)axis_length(op)) * magnitude(r, x, device);
+  case OP_MATMUL: {  // partial sums may be rounded to t's dtype: a K-split over devices adds them so
     const Tensor *w = op->args[1];
     double k = (double)x->shape.dim[x->shape.rank - 1];
-    return (rtol_of(DT_F32) + term_rtol(r, x) + term_rtol(r, w)) * sqrt(k) * magnitude(r, x, device) *
-           magnitude(r, w, device);
+    double rtol = fmax(fmax(rtol_of(DT_F32), rtol_of(t->dtype)), fmax(term_rtol(r, x), term_rtol(r, w)));
+    return rtol * sqrt(k) * magnitude(r, x, device) * magnitude(r, w, device);
   }
   case OP_ALLREDUCE:
   case OP_REDUCE_SCATTER:
     if (op->reduce == REDUCE_MAX) return carried_scale(r, op, device);
-    return (rtol_of(x->dtype) + term_rtol(r, x)) * group_scale(r, x, device);
+    return fmax(rtol_of(x->dtype), term_rtol(r, x)) * group_scale(r, x, device);
   case OP_ADD:
   case OP_SUB: return added_scale(r, op, device);
   case OP_MUL: return product_scale(r, op, device);
