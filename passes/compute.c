@@ -1467,10 +1467,14 @@ int64_t compute_estimate_scratch_vectors(const Op *op, int vb) {
   }
   case OP_SOFTMAX:
   case OP_LAYERNORM: {
-    int64_t affine = op->nargs == 3 ? 2 * f32_row + 2 : 0;  // gamma, beta (and a scalar of each along an axis)
-    if (op->axis == x->shape.rank - 1) return ROW_SETS * (2 * f32_row + 2) + affine;  // the row sets
-    int64_t v = f32_vectors_of(padded_cols(x, vb), vb);  // the column programs' rows and pairwise sum
-    return 3 * v + pair_vectors(x->shape.dim[op->axis], v) + affine;
+    bool affine = op->nargs == 3;
+    if (op->axis == x->shape.rank - 1) return ROW_SETS * (2 * f32_row + 2) + (affine ? 2 * f32_row : 0);  // row sets, gamma, beta
+    // the column programs: three rows and the pairwise sum; layernorm's
+    // scalars of gamma and beta, and gamma and beta (of the axis' length)
+    int64_t v = f32_vectors_of(padded_cols(x, vb), vb);
+    int64_t rows = 3 * v + pair_vectors(x->shape.dim[op->axis], v);
+    if (op->kind == OP_SOFTMAX) return rows;
+    return rows + 2 + (affine ? 2 * f32_vectors_of(padded_cols(op->args[1], vb), vb) : 0);
   }
   case OP_REDUCE_SUM:
   case OP_REDUCE_MAX: {

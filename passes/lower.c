@@ -299,19 +299,11 @@ int lower_applicable(Compilation *c, const DagNode *n, AlgoKind *out) {
   return k;
 }
 
-// The least latency of any working link: no hop is shorter.
-static int64_t least_link_latency(const Topology *t) {
-  int64_t least = -1;
-  for (int i = 0; i < t->links.len; i++)
-    if (least < 0 || t->links.data[i].p.latency_min < least) least = t->links.data[i].p.latency_min;
-  return MAX(least, 0);
-}
-
 int64_t lower_chain_bound(Compilation *c, const DagNode *n, AlgoKind kind) {
   const CollectiveAlgo *a = find_algo(kind);
   if (!a || !a->chain) return 0;
   Lowering l = lowering_of(c, n, NULL);
-  return a->chain(&l) * (least_link_latency(c->topo) + 1 + c->sync.margin);
+  return a->chain(&l) * (route_least_hop(c) + 1 + c->sync.margin);
 }
 
 bool lower_whole_blocks(const Lowering *l, int size, const char *what, char *why, size_t whylen) {

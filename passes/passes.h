@@ -441,9 +441,13 @@ bool lower_in_place(const Graph *g, const Op *op);
 int lower_applicable(Compilation *c, const DagNode *n, AlgoKind *out);
 // A lower bound on the makespan of any schedule of collective n lowered by
 // algorithm kind, from its chain of transfers (CollectiveAlgo.chain): each
-// holds at least the least latency of a link, one vector's cycle and the
-// sync plan's margin; 0 when the algorithm knows no chain.
+// takes at least the least hop a route is given (route_least_hop), one
+// vector's cycle and the sync plan's margin; 0 when the algorithm knows no
+// chain.
 int64_t lower_chain_bound(Compilation *c, const DagNode *n, AlgoKind kind);
+// The least hop latency a route is given (latency_max + rx_slack) over
+// working links: no transfer lands sooner after it leaves (route.c).
+int64_t route_least_hop(const Compilation *c);
 // The chain of a ring over the group (lower_ring): 2 (N - 1) transfers
 // for an allreduce, N - 1 for a reduce_scatter or an all_gather, when the
 // operand holds a byte.

@@ -181,8 +181,7 @@ static PairPaths *candidates(Router *r, int src, int dst, int64_t bytes, bool mi
   return pp;
 }
 
-// The least hop latency (latency_max + slack) over working links.
-static int64_t least_hop(const Compilation *c) {
+int64_t route_least_hop(const Compilation *c) {
   int64_t least = INT64_MAX;
   for (int i = 0; i < c->topo->links.len; i++) {
     const Link *l = &c->topo->links.data[i];
@@ -319,7 +318,7 @@ void route_choose(DagNode *n, RouteMode mode) {
 
 bool pass_route(Compilation *c) {
   if (c->dag->scheduled) return true;  // choose's trial, kept (c->trial_dag)
-  Router r = {.c = c, .finder = route_finder_new(c->topo), .min_hop = least_hop(c),
+  Router r = {.c = c, .finder = route_finder_new(c->topo), .min_hop = route_least_hop(c),
               .every = ARENA_ARRAY(&c->arena, int, c->topo->links.len + 1)};
   for (int i = 0; i < c->topo->links.len; i++) r.every[i] = ir_cycles_per_vector(&c->topo->links.data[i].p, c->topo->clock_mhz);
   bool ok = true;

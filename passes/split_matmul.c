@@ -22,7 +22,7 @@
 // When other ops read y, y is gathered whole: its pieces are values,
 // joined by concats (CONCAT_MAX_PARTS at a time, a tree of them) on the
 // device nearest device (0, 0) outside the grid, whose SRAM holds no
-// weight shard (device (0, 0) itself when the grid takes every device),
+// shard of this weight (device (0, 0) itself when the grid takes every device),
 // and y's readers are placed as any op is.
 //
 // x comes from its home: the C devices of row split r need columns K_r
@@ -52,8 +52,8 @@ typedef struct SplitCost {
   int64_t cycles, bytes;  // estimated makespan; the fullest device's SRAM estimate
 } SplitCost;
 
-// The most operands of a concat (the DSL's arity).
-#define CONCAT_MAX_PARTS 4
+// The most operands of a concat (the DSL's arity, Op.args' room).
+#define CONCAT_MAX_PARTS IR_MAX_OPERANDS
 
 static bool splittable(const Graph *g, const Op *op) {
   if (op->kind != OP_MATMUL) return false;
@@ -119,17 +119,20 @@ static SplitCost grid_cost(const Partitioner *p, const Op *op, Grid g, int src) 
     reduce = vectors_of(p, y->dtype, &yr.shape) + part_send_cycles(p, src, pieces / (g.R - 1), g.R - 1) +
              (g.R - 1) * pv;
   }
-  int64_t share = part_tensor_bytes(p, &wr) + part_tensor_bytes(p, &yr) + part_scratch_bytes(p, &part) + 2 * pieces;
+  // Bytes: the weight's share once, what each inference has (x, the
+  // products, the pieces, the gathered y) once for each in flight.
+  int64_t nb = p->batches;
+  int64_t share = part_tensor_bytes(p, &wr) + nb * (part_tensor_bytes(p, &yr) + 2 * pieces) + part_scratch_bytes(p, &part);
   int64_t gather = 0, gathering = 0;
   if (devices > 1 && gathered(p->g, op)) {  // the gathering device holds y and a level of concats more
     gather = part_send_cycles(p, src, part_tensor_bytes(p, y) / devices, devices) +
              concat_levels(devices) * vectors_of(p, y->dtype, &y->shape);
-    gathering = 2 * part_tensor_bytes(p, y);
+    gathering = nb * 2 * part_tensor_bytes(p, y);
     if (devices >= p->t->nin_service) share += gathering, gathering = 0;  // device (0, 0) gathers
   }
-  int64_t bytes = MAX(part_tensor_bytes(p, &xr) + share, gathering);
+  int64_t bytes = MAX(nb * part_tensor_bytes(p, &xr) + share, gathering);
   if (!host_loaded(p->g, x))  // x's home, in the grid, holds all of x and, with R > 1, its R slices too
-    bytes = MAX(bytes, part_tensor_bytes(p, x) * (g.R > 1 ? 2 : 1) + share);
+    bytes = MAX(bytes, nb * part_tensor_bytes(p, x) * (g.R > 1 ? 2 : 1) + share);
   return (SplitCost){.cycles = xdist + compute_estimate_cycles(&part, p->vb) + reduce + gather, .bytes = bytes};
 }
 

@@ -433,13 +433,14 @@ int ref_growth(const Reference *r, const Tensor *t);
 // The tolerance's floor for a copy of t on `device` as a magnitude of t's
 // dtype, next to its rms (docs/isa.md, Data checks): E(t) / rtol(t),
 // where E(t) is the rounding error t carries from the sums it comes from:
-// (rtol(the dtype they add in) + the terms' own rounding) x sqrt(n) x the
-// magnitude of the terms of a sum of n (reduce_sum, matmul, a
-// collective's sum), carried through the ops that add, multiply or move
-// values; 0 for an input or param, and for integers.
-// A sum that cancels to near 0 still carries its terms' rounding errors.
-// Computed when first asked (its operands' values read once), kept until
-// the inputs change.
+// the coarsest rounding involved (the dtype the device adds in, the
+// terms' own, and for matmul t's dtype) x sqrt(n) x the magnitude of the
+// terms of a sum of n (reduce_sum, matmul, a collective's sum), carried
+// through the ops that add, multiply or move values; 0 for an input or
+// param, and for integers.  A sum that cancels to near 0 still carries
+// its terms' rounding errors.  Computed when first asked (each tensor's
+// rms and E read through the reference once a copy), kept until the
+// inputs change.
 double ref_sum_floor(Reference *r, const Tensor *t, int device);
 double ref_tolerance(const Reference *r, const Tensor *t, double want, double rms);
 // The same in parts, for a loop over many elements of one tensor:

@@ -73,7 +73,8 @@ struct Reference {
   int *growth;           // by tensor id: G(t), the tolerance's growth factor
   bool *on_inputs;       // by tensor id: its value depends on an input (each batch has its own)
   bool *spd;             // by tensor id: an input or param a cholesky reads, seeded positive definite
-  double **scales;       // by tensor id, then device: error_scale's answers (NaN: not yet asked)
+  double **scales;       // by tensor id, then device: error_scale's answers (-1: not yet asked)
+  double **rms;          // by tensor id, then device: rms_of's answers (-1: not yet asked)
   int lazy_depth;        // the most lazy ops a block recurses through (find_checkpoints)
   Reference *base;       // a batch's reference: batch 0's, which holds every tensor not on_inputs (NULL: batch 0's)
   int batch;             // which inference: its inputs are seeded with it
@@ -321,6 +322,7 @@ Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed) {
   r->on_inputs = xcalloc(count, sizeof *r->on_inputs);
   r->spd = xcalloc(count, sizeof *r->spd);
   r->scales = xcalloc(count, sizeof *r->scales);
+  r->rms = xcalloc(count, sizeof *r->rms);
   find_on_inputs(r);
   find_spd(r);
   find_groups(r);
@@ -348,8 +350,8 @@ static void drop_arrays(Reference *r) {
   for (int i = 0; i < r->g->tensors.len; i++) {
     free(r->memo[i].v);
     r->memo[i] = (BlockMemo){0};
-    free(r->scales[i]);
-    r->scales[i] = NULL;
+    free(r->scales[i]), free(r->rms[i]);
+    r->scales[i] = r->rms[i] = NULL;
     if (!r->arrays[i]) continue;
     for (int d = 0; d < r->t->ndevices; d++) free(r->arrays[i][d]);
     free(r->arrays[i]);
@@ -384,6 +386,7 @@ void ref_free(Reference *r) {
   free(r->on_inputs);
   free(r->spd);
   free(r->scales);
+  free(r->rms);
   free(r);
 }
 
@@ -1069,8 +1072,18 @@ static double rtol_of(DType dt) {
 // dtype's when x was computed (G(x) > 0), none for given values.
 static double term_rtol(const Reference *r, const Tensor *x) { return r->growth[x->id] > 0 ? rtol_of(x->dtype) : 0; }
 
+// The slot of (t, device) in a memo by tensor id then device, made on
+// first use with every device's -1 (not yet asked).
+static double *memo_slot(const Reference *r, double **memo, const Tensor *t, int device) {
+  if (!memo[t->id]) {
+    memo[t->id] = xmalloc((size_t)r->t->ndevices * sizeof **memo);
+    for (int d = 0; d < r->t->ndevices; d++) memo[t->id][d] = -1;
+  }
+  return &memo[t->id][device];
+}
+
 // The root mean square of the finite values of t's copy on device.
-static double rms_of(Reference *r, const Tensor *t, int device) {
+static double rms_of_values(Reference *r, const Tensor *t, int device) {
   int64_t total = ir_shape_elems(&t->shape), finite = 0;
   double *v = xmalloc(REF_BLOCK_ELEMS * sizeof *v), sumsq = 0;
   for (int64_t first = 0; first < total; first += REF_BLOCK_ELEMS) {
@@ -1081,6 +1094,13 @@ static double rms_of(Reference *r, const Tensor *t, int device) {
   }
   free(v);
   return finite ? sqrt(sumsq / (double)finite) : 0;
+}
+
+// The same, read once a copy.
+static double rms_of(Reference *r, const Tensor *t, int device) {
+  double *slot = memo_slot(r, r->rms, t, device);
+  if (*slot < 0) *slot = rms_of_values(r, t, device);
+  return *slot;
 }
 
 static double error_scale(Reference *r, const Tensor *t, int device);
@@ -1160,15 +1180,15 @@ static double scale_of(Reference *r, const Tensor *t, int device) {
   }
 }
 
-// E(t), computed once a copy (NaN in the memo: not yet).
+// E(t), computed once a copy; a NaN (inf x 0 of an overflowed operand)
+// is no floor.
 static double error_scale(Reference *r, const Tensor *t, int device) {
-  double **memo = &r->scales[t->id];
-  if (!*memo) {
-    *memo = xmalloc((size_t)r->t->ndevices * sizeof **memo);
-    for (int d = 0; d < r->t->ndevices; d++) (*memo)[d] = NAN;
+  double *slot = memo_slot(r, r->scales, t, device);
+  if (*slot < 0) {
+    double e = scale_of(r, t, device);
+    *slot = isnan(e) ? 0 : e;
   }
-  if (isnan((*memo)[device])) (*memo)[device] = scale_of(r, t, device);
-  return (*memo)[device];
+  return *slot;
 }
 
 double ref_sum_floor(Reference *r, const Tensor *t, int device) {
