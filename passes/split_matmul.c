@@ -30,7 +30,9 @@
 // only this matmul reads is instead loaded by the host onto every device
 // that needs it, as params are, and nothing is sent.
 //
-// The grid is the one of least estimated cycles among those whose devices
+// Several matmuls that must be split share the devices out first (the
+// section "several splits" below).  The grid is the one of least
+// estimated cycles among those whose devices
 // fit in SRAM, fewer devices unless more gain PARTITION_MIN_GAIN_PERCENT:
 // distributing x, the widest product, then the reduction (slices, the R -
 // 1 pieces arriving over the device's ports, the adds), and the gather
@@ -152,9 +154,9 @@ static bool grid_fits_nodes(const Partitioner *p, Grid g) {
 
 // The grid of least estimate whose devices fit (ordered by devices, then
 // rows); {0, 0} when none fits.
-static Grid best_grid(const Partitioner *p, const Op *op, int src, SplitCost *best) {
+static Grid best_grid(const Partitioner *p, const Op *op, int src, int nd, SplitCost *best) {
   Grid bg = {0, 0};
-  int nd = p->t->nin_service, rmax = max_rows(p, op);
+  int rmax = max_rows(p, op);
   int64_t n = op->args[1]->shape.dim[1];
   for (int D = 1; D <= nd; D++)
     for (int R = 1; R <= rmax && R <= D; R++) {
@@ -171,10 +173,12 @@ static Grid best_grid(const Partitioner *p, const Op *op, int src, SplitCost *be
 // devs[c * R + r]: device (r, c).  Group c starts at the nearest unused
 // device to src that has R - 1 unused devices of its node left (on a
 // dragonfly: a group never spans nodes), and takes the R - 1 of them
-// nearest to it.  NULL when the system has too few.
-static int *grid_devices(const Partitioner *p, Grid g, int src) {
+// nearest to it; devices `taken` (NULL: none) count as used.  NULL when
+// the system has too few.
+static int *grid_devices(const Partitioner *p, Grid g, int src, const bool *taken) {
   int nd = p->t->ndevices, *devs = xmalloc(sizeof(int) * (size_t)(g.R * g.C)), n, m;
   bool *used = xcalloc((size_t)nd, sizeof(bool));
+  if (taken) memcpy(used, taken, sizeof(bool) * (size_t)nd);
   int *order = part_devices_nearest(p->t, src, &n);
   for (int c = 0; c < g.C; c++) {
     bool placed = false;
@@ -356,17 +360,20 @@ static void reduce_group(Rewrite *rw, Grid g, const int *devs, int c, int64_t n0
   free(pieces);
 }
 
-// Where y is gathered: the device nearest device (0, 0) that the grid
-// does not use, or device (0, 0) when it uses every one.
-static int gather_device(const Partitioner *p, Grid g, const int *devs) {
-  int n, d = devs[0], *order = part_devices_nearest(p->t, devs[0], &n);
-  for (int i = 0; i < n && d == devs[0]; i++) {
-    bool used = false;
-    for (int j = 0; j < g.R * g.C && !used; j++) used = devs[j] == order[i];
-    if (!used) d = order[i];
+// Where y is gathered: the device nearest device (0, 0) that neither the
+// grid nor an earlier split (`taken`) uses, else the nearest the grid does
+// not use, else device (0, 0) when it uses every one.
+static int gather_device(const Partitioner *p, Grid g, const int *devs, const bool *taken) {
+  int n, *order = part_devices_nearest(p->t, devs[0], &n), fresh = -1, off_grid = -1;
+  for (int i = 0; i < n && fresh < 0; i++) {
+    bool in_grid = false;
+    for (int j = 0; j < g.R * g.C && !in_grid; j++) in_grid = devs[j] == order[i];
+    if (in_grid) continue;
+    if (off_grid < 0) off_grid = order[i];
+    if (!taken[order[i]]) fresh = order[i];
   }
   free(order);
-  return d;
+  return fresh >= 0 ? fresh : off_grid >= 0 ? off_grid : devs[0];
 }
 
 // The ops after y whose results the checker put on y's old device because
@@ -387,7 +394,8 @@ static void follow_gathered(Partitioner *p, const Tensor *y, Placement was, int 
   free(moved);
 }
 
-static void split_grid(Partitioner *p, Op *op, Grid g, const int *devs) {
+// at: where y is gathered (when other ops read it).
+static void split_grid(Partitioner *p, Op *op, Grid g, const int *devs, int at) {
   Arena *a = &p->c->arena;
   Tensor *x = op->args[0], *w = op->args[1], *y = op->result;
   Rewrite rw = {.p = p, .op = op, .gather = gathered(p->g, op)};
@@ -417,7 +425,6 @@ static void split_grid(Partitioner *p, Op *op, Grid g, const int *devs) {
   }
   free(slices), free(partials);
   Placement was = y->place;
-  int at = rw.gather ? gather_device(p, g, devs) : -1;
   if (rw.gather) gather_pieces(&rw, at);
   Graph *gr = p->g;
   if (host_loaded(gr, x)) part_splice(a, (PtrVec *)&gr->tensors, x, NULL, 0);
@@ -434,33 +441,108 @@ static int activation_home(const Partitioner *p, const Tensor *x) {
   return x->place.kind == PLACE_DEVICE ? x->place.index : part_first_device(p->t);
 }
 
-static void log_split(Partitioner *p, const Op *op, Grid g, const int *devs, SplitCost best, SplitCost whole) {
+static void log_split(Partitioner *p, const Op *op, Grid g, const int *devs, int at, SplitCost best,
+                      SplitCost whole) {
   buf_printf(&p->log, "// %s = matmul(%s, %s), line %d: split %d x %d (row-wise x column-wise) over %d devices (",
              op->result->name, op->args[0]->name, op->args[1]->name, op->loc.line, g.R, g.C, g.R * g.C);
   for (int j = 0; j < g.R * g.C; j++) buf_printf(&p->log, "%s%d", j ? ", " : "", devs[j]);
   buf_printf(&p->log, "): an estimated %lld cycles against %lld whole%s%s", (long long)best.cycles,
              (long long)whole.cycles, whole.bytes > p->capacity ? " (which does not fit)" : "",
              host_loaded(p->g, op->args[0]) ? "; the host loads the activation's columns onto each" : "");
-  if (gathered(p->g, op))
-    buf_printf(&p->log, "; %s is gathered on device %d for the ops that read it", op->result->name,
-               gather_device(p, g, devs));
+  if (at >= 0) buf_printf(&p->log, "; %s is gathered on device %d for the ops that read it", op->result->name, at);
   buf_printf(&p->log, "\n");
 }
 
+// ---- several splits ----------------------------------------------------------------------
+//
+// Each split is sized as if the devices it takes held nothing else, so
+// the splits of one model share the devices out first: split k may take
+// up to its weight's share of the devices in service (shares_of), on
+// devices no earlier split took.  A split that fits no grid within its
+// share takes the best of any size on any devices, as a lone split does.
+// Two big matmuls in a chain, the usual MLP, stacked their shards on the
+// same SRAM and were refused: 24 MB of weights on eight 5 MiB TSPs.
+
+// Whether op's matmul fits on no device whole, so it must be split (one
+// that fits may still be split for speed, within any share left).
+static bool must_split(const Partitioner *p, const Op *op) {
+  return grid_cost(p, op, (Grid){1, 1}, activation_home(p, op->args[0])).bytes > p->capacity;
+}
+
+typedef struct Shares {
+  int n;
+  const Op **ops;  // the splittable matmuls, in order
+  int *devices;    // by entry: the devices its split may take
+} Shares;
+
+// Each weight that must be split gets a share of the devices in service
+// (with several, less one for each result gathered): in proportion to its
+// bytes, rounded down, and the devices left over to the largest
+// remainders.
+static Shares shares_of(const Partitioner *p) {
+  Shares sh = {.ops = xmalloc(sizeof(Op *) * (size_t)(p->g->ops.len + 1))};
+  int64_t weights = 0;
+  int gathers = 0, devices = p->t->nin_service;
+  for (int i = 0; i < p->g->ops.len; i++) {
+    const Op *op = p->g->ops.data[i];
+    if (!splittable(p->g, op) || !must_split(p, op)) continue;
+    sh.ops[sh.n++] = op;
+    weights += part_tensor_bytes(p, op->args[1]);
+    gathers += gathered(p->g, op);
+  }
+  if (sh.n > 1) devices -= gathers;  // a lone split may take every device, gathering on one of them
+  sh.devices = xcalloc((size_t)sh.n + 1, sizeof(int));
+  double *left = xcalloc((size_t)sh.n + 1, sizeof(double));
+  int given = 0;
+  for (int k = 0; k < sh.n; k++) {
+    double exact = (double)MAX(devices, 1) * (double)part_tensor_bytes(p, sh.ops[k]->args[1]) / (double)MAX(weights, 1);
+    sh.devices[k] = (int)exact;
+    left[k] = exact - sh.devices[k];
+    given += sh.devices[k];
+  }
+  for (; given < devices && sh.n; given++) {  // the largest remainder first, the earlier of equals
+    int best = 0;
+    for (int k = 1; k < sh.n; k++)
+      if (left[k] > left[best]) best = k;
+    sh.devices[best]++, left[best] = -1;
+  }
+  for (int k = 0; k < sh.n; k++) sh.devices[k] = MAX(sh.devices[k], 1);
+  free(left);
+  return sh;
+}
+
+// The devices op's split may take: its share when it must split, else
+// every device in service.
+static int share_of(const Partitioner *p, const Shares *sh, const Op *op) {
+  for (int k = 0; k < sh->n; k++)
+    if (sh->ops[k] == op) return sh->devices[k];
+  return p->t->nin_service;
+}
+
 void partition_split_matmuls(Partitioner *p) {
+  Shares sh = shares_of(p);
+  bool *taken = xcalloc((size_t)p->t->ndevices, sizeof(bool));  // by device: an earlier split's
   for (int i = 0; i < p->g->ops.len; i++) {
     Op *op = p->g->ops.data[i];
     if (!splittable(p->g, op)) continue;
     int src = activation_home(p, op->args[0]);
     SplitCost best = {0}, whole = grid_cost(p, op, (Grid){1, 1}, src);
-    Grid g = best_grid(p, op, src, &best);
-    if (g.R * g.C <= 1) continue;  // whole is best, or nothing fits: the capacity check says so
-    int *devs = grid_devices(p, g, src);
+    Grid g = best_grid(p, op, src, share_of(p, &sh, op), &best);
+    int *devs = g.R * g.C > 1 ? grid_devices(p, g, src, taken) : NULL;
+    if (!devs) {  // within its share nothing fits on devices no earlier split took
+      g = best_grid(p, op, src, p->t->nin_service, &best);
+      if (g.R * g.C <= 1) continue;  // whole is best, or nothing fits: the capacity check says so
+      devs = grid_devices(p, g, src, NULL);
+    }
     if (!devs) continue;  // best_grid checked the nodes hold the groups; kept whole if not
-    log_split(p, op, g, devs, best, whole);
+    int at = gathered(p->g, op) ? gather_device(p, g, devs, taken) : -1;
+    log_split(p, op, g, devs, at, best, whole);
+    for (int j = 0; j < g.R * g.C; j++) taken[devs[j]] = true;
+    if (at >= 0) taken[at] = true;
     int before = p->g->ops.len;
-    split_grid(p, op, g, devs);
+    split_grid(p, op, g, devs, at);
     free(devs);
     i += p->g->ops.len - before;
   }
+  free(taken), free(sh.ops), free(sh.devices);
 }
