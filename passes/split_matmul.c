@@ -138,8 +138,16 @@ static SplitCost grid_cost(const Partitioner *p, const Op *op, Grid g, int src) 
   return (SplitCost){.cycles = xdist + compute_estimate_cycles(&part, p->vb) + reduce + gather, .bytes = bytes};
 }
 
-// The most row-wise splits a column group may take.
+static bool must_split(const Partitioner *p, const Op *op);
+
+// The most row-wise splits a column group may take: none for a 16-bit
+// float result that fits one device whole, since its partial products
+// are added in its dtype and one past f16's range is inf though the whole
+// sum is not (a split made for speed must not change what a model
+// computes; one made for need may).
 static int max_rows(const Partitioner *p, const Op *op) {
+  DType dt = op->result->dtype;
+  if ((dt == DT_F16 || dt == DT_BF16) && !must_split(p, op)) return 1;
   int rows = p->t->family == FAMILY_DRAGONFLY ? p->t->df.tsps_per_node : SPLIT_MAX_ROWS;
   int per = isa_elems_per_vector(op->args[0]->dtype, p->vb);
   return (int)MIN(rows, part_ceil_div(op->args[1]->shape.dim[0], per));  // a vector of K each, at least
