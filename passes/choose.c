@@ -220,23 +220,23 @@ static Cost candidate_cost(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t
   return chunk_round(ch, n, algo, bound, NULL, divisor);
 }
 
-// Candidates in the order they are tried: by their chain bounds
-// (lower_chain_bound), then registry order, so those with none or a small
-// one go first and set the bound the others are abandoned at (a ring of
-// 1,440 devices, tried first, scheduled 1.5 M cycles where a tree takes
-// 88 K).  rank[i]: candidate i's place in registry order (lower_applicable
-// lists them so), which breaks ties: the choice does not depend on the
-// order tried (better_than).
-static void order_by_bound(AlgoKind *cand, int64_t *lb, int *rank, int k) {
-  for (int i = 0; i < k; i++) rank[i] = i;
-  for (int i = 1; i < k; i++)
-    for (int j = i; j > 0 && lb[j] < lb[j - 1]; j--) {
-      AlgoKind a = cand[j];
-      int64_t b = lb[j];
-      int r = rank[j];
-      cand[j] = cand[j - 1], lb[j] = lb[j - 1], rank[j] = rank[j - 1];
-      cand[j - 1] = a, lb[j - 1] = b, rank[j - 1] = r;
-    }
+// A candidate of best_alone: its chain bound (lower_chain_bound) and its
+// place in registry order (lower_applicable lists them so), which breaks
+// ties, so the choice does not depend on the order tried (better_than).
+typedef struct Candidate {
+  AlgoKind algo;
+  int64_t bound;
+  int rank;
+} Candidate;
+
+// Candidates are tried by their chain bounds, then registry order, so
+// those with none or a small one go first and set the bound the others
+// are abandoned at (a ring of 1,440 devices, tried first, scheduled 1.5 M
+// cycles where a tree takes 88 K).
+static int by_bound(const void *a, const void *b) {
+  const Candidate *x = a, *y = b;
+  if (x->bound != y->bound) return x->bound < y->bound ? -1 : 1;
+  return x->rank - y->rank;
 }
 
 // Whether (cycles, vectors, rank) beats the best so far: fewer cycles,
@@ -252,8 +252,8 @@ static bool better_than(int64_t cycles, int64_t vectors, int rank, int64_t best_
 // is above the best so far is not tried.
 static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
   AlgoKind cand[ALGO_COUNT];
-  int64_t lb[ALGO_COUNT];
-  int rank[ALGO_COUNT], best_rank = 0;
+  Candidate order[ALGO_COUNT];
+  int best_rank = 0;
   int k = lower_applicable(ch->c, n, cand);
   AlgoKind best = ALGO_AUTO;
   int64_t best_cycles = -1, best_vectors = 0, tied_vectors = -1;  // tied: the fewest vector-hops of a loser as fast
@@ -264,35 +264,36 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
             ir_algo_names[cand[0]]);
     return cand[0];
   }
-  for (int i = 0; i < k; i++) lb[i] = lower_chain_bound(ch->c, n, cand[i]);
-  order_by_bound(cand, lb, rank, k);
+  for (int i = 0; i < k; i++) order[i] = (Candidate){cand[i], lower_chain_bound(ch->c, n, cand[i]), i};
+  qsort(order, (size_t)k, sizeof *order, by_bound);
   // The first candidate's trial is kept when the model is this collective
   // alone and the trial would be the compile's own (kept_as_final); lower
   // then takes it if it wins.  A tree algorithm's chunk count is chosen
   // after, so its trial is not the compile's.
-  bool alone = ch->c->keep_trials && ch->c->dag->nodes.len == 1 && !lower_uses_tree_chunks(cand[0]);
+  bool alone = ch->c->keep_trials && ch->c->dag->nodes.len == 1 && !lower_uses_tree_chunks(order[0].algo);
   Dag *kept = NULL;
   for (int i = 0; i < k; i++) {
-    if (best_cycles >= 0 && lb[i] > best_cycles) {
-      fprintf(ch->log, " %s >=%lld (its chain bound: not tried)", ir_algo_names[cand[i]], (long long)lb[i]);
+    const Candidate *cd = &order[i];
+    if (best_cycles >= 0 && cd->bound > best_cycles) {
+      fprintf(ch->log, " %s >=%lld (its chain bound: not tried)", ir_algo_names[cd->algo], (long long)cd->bound);
       continue;
     }
     int divisor;
-    Cost cost = candidate_cost(ch, n, cand[i], best_cycles, alone && i == 0 ? &kept : NULL, &divisor);
+    Cost cost = candidate_cost(ch, n, cd->algo, best_cycles, alone && i == 0 ? &kept : NULL, &divisor);
     cached &= cost.cached;
-    log_cost(ch->log, cand[i], cost.cycles, best_cycles);
+    log_cost(ch->log, cd->algo, cost.cycles, best_cycles);
     if (cost.cycles >= 0 && divisor > 1) fprintf(ch->log, " (chunks /%d)", divisor);
     if (cost.cycles < 0) continue;
     bool tie = cost.cycles == best_cycles;
     int64_t loser = cost.link_vectors;  // the vector-hops of whichever of the two loses
-    if (better_than(cost.cycles, cost.link_vectors, rank[i], best_cycles, best_vectors, best_rank)) {
+    if (better_than(cost.cycles, cost.link_vectors, cd->rank, best_cycles, best_vectors, best_rank)) {
       loser = best_vectors;
       if (!tie) tied_vectors = -1;
-      best = cand[i], best_rank = rank[i], best_cycles = cost.cycles, best_vectors = cost.link_vectors;
+      best = cd->algo, best_rank = cd->rank, best_cycles = cost.cycles, best_vectors = cost.link_vectors;
     }
     if (tie) tied_vectors = tied_vectors < 0 ? loser : MIN(tied_vectors, loser);
   }
-  if (kept && best == cand[0]) ch->c->trial_dag = kept;
+  if (kept && best == order[0].algo) ch->c->trial_dag = kept;
   if (best == ALGO_AUTO) fprintf(ch->log, " -> none applies");
   else if (tied_vectors == best_vectors)
     fprintf(ch->log, " -> %s, fewest cycles (a tie in cycles and vector-hops: the first in registry order)",

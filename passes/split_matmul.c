@@ -479,7 +479,7 @@ static bool must_split(const Partitioner *p, const Op *op) {
 
 typedef struct Shares {
   int n;
-  const Op **ops;  // the splittable matmuls, in order
+  const Op **ops;  // the matmuls that must be split, in order
   int *devices;    // by entry: the devices its split may take
 } Shares;
 
