@@ -282,21 +282,34 @@ static void emit_bias(Emitter *e, int64_t ready) {
   }
 }
 
+#define GELU_CONSTANTS 3  // vectors of constants emit_gelu reserves: 1/sqrt 2, 1 and 1/2
+
+// gelu's working chunk for `total` elements: COMPUTE_CHUNK_VECTORS f32
+// vectors, or fewer when the whole tensor takes fewer (a small tensor's
+// gelu reserved 1.25 MiB of scratch: four chunks of 1,024 vectors), and
+// how many chunk sets it cycles through (*sets: ROW_SETS, one when a
+// single chunk holds it all).
+static int64_t gelu_chunk_vectors(int64_t total, int vb, int *sets) {
+  int64_t all = ceil_div(total, isa_elems_per_vector(DT_F32, vb));
+  *sets = all > COMPUTE_CHUNK_VECTORS ? ROW_SETS : 1;
+  return MIN(all, (int64_t)COMPUTE_CHUNK_VECTORS);
+}
+
 // gelu(x) = x ((1 + erf(x / sqrt 2)) / 2) over the tensor's vectors as one
-// flat run, COMPUTE_CHUNK_VECTORS f32 vectors at a time, in f32.
+// flat run, a chunk of f32 vectors at a time (gelu_chunk_vectors), in f32.
 static void emit_gelu(Emitter *e, int64_t ready) {
   const Op *op = e->n->op;
   DType dt = op->result->dtype;
-  int per = isa_elems_per_vector(dt, e->vb), per32 = isa_elems_per_vector(DT_F32, e->vb);
+  int per = isa_elems_per_vector(dt, e->vb), per32 = isa_elems_per_vector(DT_F32, e->vb), nsets;
   int64_t total = layout_vectors(e->c, op->result) * per;  // elements, pads included
-  int64_t chunk = COMPUTE_CHUNK_VECTORS * (int64_t)per32;
+  int64_t vectors = gelu_chunk_vectors(total, e->vb, &nsets), chunk = vectors * per32;
   chunk -= chunk % per;
   int s[ROW_SETS], t[ROW_SETS];
-  for (int k = 0; k < ROW_SETS; k++) s[k] = new_scratch(e, COMPUTE_CHUNK_VECTORS), t[k] = new_scratch(e, COMPUTE_CHUNK_VECTORS);
+  for (int k = 0; k < nsets; k++) s[k] = new_scratch(e, vectors), t[k] = new_scratch(e, vectors);
   int inv_sqrt2 = new_const(e, DT_F32, 1 / sqrt(2.0)), one = new_const(e, DT_F32, 1), half = new_const(e, DT_F32, 0.5);
   int64_t set_free[ROW_SETS] = {ready, ready};
   for (int64_t e0 = 0, i = 0; e0 < total; e0 += chunk, i++) {
-    int k = (int)(i % ROW_SETS);
+    int k = (int)(i % nsets);
     int64_t n = MIN(chunk, total - e0), v = ceil_div(n, per32), off = e0 / per;
     Instr cvt = make(OPC_VCVT, DT_F32, dt, 0, off, n, 0);
     int64_t at = place3(e, cvt, scratch_ref(s[k]), REF_ARG0, REF_NONE, MAX(ready, set_free[k]));
@@ -1457,7 +1470,11 @@ int64_t compute_estimate_scratch_vectors(const Op *op, int vb) {
     int64_t tc = tile_cols(isa_elems_per_vector(x->dtype, vb));
     return (n > tc ? 2 : 1) * rows * isa_mxm_row_vectors(x->dtype, vb);
   }
-  case OP_GELU: return 2 * ROW_SETS * COMPUTE_CHUNK_VECTORS;  // emit_gelu's chunks
+  case OP_GELU: {  // emit_gelu's chunks, of its rows' elements as layout.c pads them
+    int sets;
+    int64_t chunk = gelu_chunk_vectors(ir_shape_elems(&x->shape) / cols * padded_cols(x, vb), vb, &sets);
+    return 2 * sets * chunk + GELU_CONSTANTS;
+  }
   case OP_CHOLESKY: {  // chol_new's step sets and W, R, a block of rows out, the zero row; a whole op's T
     int64_t p = op->chol.order, per = isa_elems_per_vector(x->dtype, vb), ncv = ceil_div(p, per);
     int64_t m = op->chol.role == CHOL_WHOLE ? p : CHOL_BLOCK_ROWS, tiles = ceil_div(m, CHOL_BLOCK_ROWS);

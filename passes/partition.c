@@ -547,10 +547,33 @@ static int pipeline_start(const Partitioner *p, Pipeline *pl) {
 
 // ---- the pass ----------------------------------------------------------------------------
 
+// The op of device d with the most scratch (NULL: none has any), and its
+// bytes in *bytes.
+static const Op *largest_scratch(const Partitioner *p, int d, int64_t *bytes) {
+  const Op *most = NULL;
+  *bytes = 0;
+  for (int i = 0; i < p->g->ops.len; i++) {
+    const Op *op = p->g->ops.data[i];
+    int64_t b = placed_on(&op->result->place, d) ? part_scratch_bytes(p, op) : 0;
+    if (b > *bytes) *bytes = b, most = op;
+  }
+  return most;
+}
+
 // The refusal of a model that fits nowhere: a tensor bigger than a
-// device's SRAM by itself, or the device's estimate and its largest tensor.
+// device's SRAM by itself, or the device's estimate and its largest tensor
+// (and the op whose working space is larger still, when one is: the
+// estimate is otherwise unexplained).
 static void refuse(Partitioner *p, int d, int64_t peak, const Tensor *largest, const char *why) {
-  char need[32], sram[32], big[32], type[IR_TYPE_STR_MAX];
+  char need[32], sram[32], big[32], type[IR_TYPE_STR_MAX], work[160] = "";
+  int64_t scratch;
+  const Op *worker = largest_scratch(p, d, &scratch);
+  if (worker && scratch > part_tensor_bytes(p, largest)) {
+    char b[32];
+    str_human_bytes(b, sizeof b, (double)scratch);
+    snprintf(work, sizeof work, "; %s's %s (line %d) works in %s of scratch", worker->result->name,
+             ir_op_info[worker->kind].name, worker->loc.line, b);
+  }
   str_human_bytes(need, sizeof need, (double)peak);
   str_human_bytes(sram, sizeof sram, (double)p->t->sram_vectors * p->vb);
   str_human_bytes(big, sizeof big, tensor_bytes_as_double(p, largest));
@@ -564,8 +587,8 @@ static void refuse(Partitioner *p, int d, int64_t peak, const Tensor *largest, c
   else
     diag_error(&p->c->diag, largest->loc,
                "the model does not fit: device %d would hold an estimated %s at its fullest (its largest tensor "
-               "'%s', %s, %s%s), more than its %s of SRAM%s",
-               d, need, largest->name, type, big, copy, sram, why);
+               "'%s', %s, %s%s%s), more than its %s of SRAM%s",
+               d, need, largest->name, type, big, copy, work, sram, why);
 }
 
 bool pass_partition(Compilation *c) {
@@ -610,7 +633,7 @@ bool pass_partition(Compilation *c) {
   if (d >= 0) {
     const char *why = c->partition_none      ? "; --partition=none splits nothing"
                       : largest->place_written ? "; the model places it there"
-                                               : "; no column split or pipeline the partitioner knows fits it";
+                                               : "; no split or pipeline the partitioner knows fits it";
     if (stuck && !c->partition_none)  // say where the pipeline gave up
       why = arena_printf(&c->arena, "; a pipeline runs out of devices or SRAM at '%s' (line %d)%s",
                          stuck->result->name, stuck->loc.line,
