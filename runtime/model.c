@@ -843,12 +843,26 @@ static void read_home(Emu *e, const TensorHome *th, int64_t cols, double *out) {
   }
 }
 
+// The rows of the reference factor of t (a cholesky's [p, p] result on
+// `device`) before its first NaN: a pivot that is not positive makes its
+// row and every later one NaN (docs/dsl.md), and the element check has
+// compared those NaNs already.  want: scratch of p x p.
+static int64_t finite_factor_rows(Reference *ref, const Tensor *t, int device, int64_t p, double *want) {
+  ref_block(ref, t, device, 0, p * p, want);
+  for (int64_t i = 0; i < p; i++)
+    for (int64_t j = 0; j <= i; j++)
+      if (isnan(want[i * p + j])) return i;
+  return p;
+}
+
 // A cholesky output is also checked as a factor (docs/dsl.md, cholesky):
 // L, gathered from homes hc[0 .. n) that hold one copy of it (a whole
 // home, or the shards of a split), times L^T, formed in double, against
 // the lower triangle of the operand on hc[0]'s device, element by element within the output's tolerance (the
-// operand's rms as the floor).  False, reporting the worst, if any is
-// beyond it; its largest error / tolerance joins *oc.
+// operand's rms as the floor), over the rows whose reference factor is a
+// number (all of them when the operand is positive definite).  False,
+// reporting the worst, if any is beyond it; its largest error / tolerance
+// joins *oc.
 static bool check_factor(Emu *e, const Batch *bt, const Tensor *t, const HomeCheck *hc, int n, OutputCheck *oc) {
   const Tensor *a = t->def->args[0];
   int64_t p = t->shape.dim[0], count = p * p, beyond = 0, wi = 0, wj = 0;
@@ -856,6 +870,7 @@ static bool check_factor(Emu *e, const Batch *bt, const Tensor *t, const HomeChe
     if (hc[h].unwritten) return true;  // reported already
   double *l = xcalloc((size_t)count, sizeof *l), *want = xmalloc((size_t)count * sizeof *want);
   double *got = xmalloc((size_t)count * sizeof *got), sumsq = 0, worst = 0, werr = 0, wtol = 0;
+  int64_t rows = finite_factor_rows(bt->ref, t, hc[0].th->device, p, want);
   for (int h = 0; h < n; h++) read_home(e, hc[h].th, p, l);
   ref_block(bt->ref, a, hc[0].th->device, 0, count, want);
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)p, (blasint)p, (blasint)p, 1.0, l, (blasint)p, l,
@@ -863,7 +878,7 @@ static bool check_factor(Emu *e, const Batch *bt, const Tensor *t, const HomeChe
   for (int64_t k = 0; k < count; k++)
     if (isfinite(want[k])) sumsq += want[k] * want[k];
   double rms = sqrt(sumsq / (double)count);
-  for (int64_t i = 0; i < p; i++)
+  for (int64_t i = 0; i < rows; i++)
     for (int64_t j = 0; j <= i; j++) {
       double err, tol = ref_tolerance(bt->ref, t, want[i * p + j], rms);
       double ratio = error_ratio(got[i * p + j], want[i * p + j], tol, &err);
