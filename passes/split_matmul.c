@@ -220,6 +220,7 @@ typedef struct Rewrite {
   bool gather;    // y is gathered (its pieces are values, joined by concats)
   PtrVec leaves, values, ops, outputs;
   PtrVec pieces;  // with gather: y's pieces, in column order
+  PtrVec wshards; // w's shards, each on its device: the output's, when w is one
 } Rewrite;
 
 static Op *new_op(Rewrite *rw, OpKind kind, Tensor *result, Tensor *a, Tensor *b) {
@@ -420,7 +421,9 @@ static void split_grid(Partitioner *p, Op *op, Grid g, const int *devs, int at) 
       int64_t start[IR_MAX_RANK] = {k0, n0};
       Shape ws = {.rank = 2, .dim = {k_r, n_c}};
       Tensor *wr = part_new_shard(p, w, TENSOR_PARAM, start, &ws, d);
+      wr->is_output = w->is_output;
       VEC_PUSH(a, &rw.leaves, wr);
+      VEC_PUSH(a, &rw.wshards, wr);
       Shape ps = with_last(&y->shape, n_c);
       Tensor *prod = g.R == 1 ? result_piece(&rw, n0, n_c, d)
                               : new_value(&rw, arena_printf(a, "%s.part%d[.., %lld:%lld]", y->name, r, (long long)n0,
@@ -440,6 +443,7 @@ static void split_grid(Partitioner *p, Op *op, Grid g, const int *devs, int at) 
   part_splice(a, (PtrVec *)&gr->tensors, y, rw.values.data, rw.values.len);
   part_splice(a, (PtrVec *)&gr->ops, op, rw.ops.data, rw.ops.len);
   if (!rw.gather) part_splice(a, (PtrVec *)&gr->outputs, y, rw.outputs.data, rw.outputs.len);  // else y stays whole
+  if (w->is_output) part_splice(a, (PtrVec *)&gr->outputs, w, rw.wshards.data, rw.wshards.len);  // as its shards
   part_renumber(gr);
   if (rw.gather) follow_gathered(p, y, was, at);
 }
@@ -527,6 +531,53 @@ static int share_of(const Partitioner *p, const Shares *sh, const Op *op) {
   return p->t->nin_service;
 }
 
+// Bytes that x's producers keep where x is made besides x: the operands
+// of the ops x comes from, transitively, that are unplaced or placed
+// there (code generation puts an unplaced op with its operands), params
+// once and the rest once for each inference in flight.  A split that
+// takes x's home counted x alone there: `q = matmul(x, wq); f1 =
+// matmul(q, w1)` put half of w1 beside x and wq, 5.9 MiB on a 5 MiB TSP.
+static int64_t upstream_bytes(const Partitioner *p, const Tensor *x, int home) {
+  int nt = p->g->tensors.len, n = 0;
+  bool *seen = xcalloc((size_t)nt + 1, sizeof(bool));
+  const Tensor **stack = xmalloc(sizeof(Tensor *) * ((size_t)nt + 1));
+  int64_t bytes = 0;
+  stack[n++] = x, seen[x->id] = true;
+  while (n) {
+    const Tensor *t = stack[--n];
+    for (int a = 0; t->def && a < t->def->nargs; a++) {
+      const Tensor *u = t->def->args[a];
+      bool there = u->place.kind == PLACE_AUTO || (u->place.kind == PLACE_DEVICE && u->place.index == home);
+      if (seen[u->id] || !there) continue;
+      seen[u->id] = true, stack[n++] = u;
+      bytes += part_tensor_bytes(p, u) * (u->kind == TENSOR_PARAM ? 1 : p->batches);
+    }
+  }
+  free(seen), free(stack);
+  return bytes;
+}
+
+// Grid g's devices for op (grid_devices; taken as there).  When x is an
+// unplaced value whose home src would pass the capacity with the grid's
+// share (best) and what x's producers keep there, but holds x and those
+// alone, the grid leaves src to them and x is placed there (else its
+// producers follow the grid's first device: the checker puts an op with
+// its readers).  Otherwise, or when no grid fits without src, as before.
+static int *devices_for(const Partitioner *p, Op *op, Grid g, SplitCost best, int src, const bool *taken) {
+  Tensor *x = op->args[0];
+  int *devs = NULL, nd = p->t->ndevices;
+  int64_t up = upstream_bytes(p, x, src), own = part_tensor_bytes(p, x) * p->batches;
+  if (x->def && part_is_free(x) && best.bytes + up > p->capacity && own + up <= p->capacity) {
+    bool *avoid = xcalloc((size_t)nd, sizeof(bool));
+    if (taken) memcpy(avoid, taken, sizeof(bool) * (size_t)nd);
+    avoid[src] = true;
+    devs = grid_devices(p, g, src, avoid);
+    free(avoid);
+    if (devs) x->place = (Placement){.kind = PLACE_DEVICE, .index = src};
+  }
+  return devs ? devs : grid_devices(p, g, src, taken);
+}
+
 void partition_split_matmuls(Partitioner *p) {
   Shares sh = shares_of(p);
   bool *taken = xcalloc((size_t)p->t->ndevices, sizeof(bool));  // by device: an earlier split's
@@ -536,11 +587,11 @@ void partition_split_matmuls(Partitioner *p) {
     int src = activation_home(p, op->args[0]);
     SplitCost best = {0}, whole = grid_cost(p, op, (Grid){1, 1}, src);
     Grid g = best_grid(p, op, src, share_of(p, &sh, op), &best);
-    int *devs = g.R * g.C > 1 ? grid_devices(p, g, src, taken) : NULL;
+    int *devs = g.R * g.C > 1 ? devices_for(p, op, g, best, src, taken) : NULL;
     if (!devs) {  // within its share nothing fits on devices no earlier split took
       g = best_grid(p, op, src, p->t->nin_service, &best);
       if (g.R * g.C <= 1) continue;  // whole is best, or nothing fits: the capacity check says so
-      devs = grid_devices(p, g, src, NULL);
+      devs = devices_for(p, op, g, best, src, NULL);
     }
     if (!devs) continue;  // best_grid checked the nodes hold the groups; kept whole if not
     int at = gathered(p->g, op) ? gather_device(p, g, devs, taken) : -1;
