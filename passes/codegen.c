@@ -75,6 +75,7 @@ typedef struct DeviceCode {
   VEC(ConstVec) consts;
   VEC(DataRecord) zeros;  // .init records of zeroed pad rows
   int64_t top;    // the next free SRAM vector
+  int64_t high;   // two-ended: what is kept for good lies in [high, sram_vectors)
   VEC(Block) scratch;
 } DeviceCode;
 
@@ -90,6 +91,8 @@ typedef struct Codegen {
   int64_t last;       // the latest event of the program, schedule time
   VEC(const Op *) refused;  // the ops refused, one per source position
   bool failed;
+  bool no_room;       // failed for want of SRAM (alloc)
+  bool two_ended;     // the compact way: what is kept for good from the top of the SRAM down (keep), blocks fitted closely (scratch)
   int64_t **live;     // [tensor id][device]: [from, until) a compute value lives (NULL row: for good)
   Placed *sort_buffer; // sort_by_time's, for the longest unit list so far
   int sort_cap;
@@ -101,23 +104,43 @@ typedef struct Codegen {
 
 // ---- SRAM ---------------------------------------------------------------------------
 
-// `what` names the buffer for the error when the device's SRAM is full.
+// Vectors of device d in use: its blocks and what is kept for good.
+static int64_t in_use(const Codegen *g, const DeviceCode *d) { return d->top + (g->t->sram_vectors - d->high); }
+
+// The refusal of `vectors` more on device, for `what` (once a run).
+static void no_room(Codegen *g, int device, int64_t vectors, const char *what) {
+  if (g->failed) return;
+  char size[32], used[32], all[32];
+  str_human_bytes(size, sizeof size, (double)vectors * g->vb);
+  str_human_bytes(used, sizeof used, (double)in_use(g, &g->dev[device]) * g->vb);
+  str_human_bytes(all, sizeof all, (double)g->t->sram_vectors * g->vb);
+  static const char *fmt = "device %d: no room for %s: it needs %s, and %s of the device's %s of SRAM "
+                           "(sram_vectors %d) hold what lives at the same time";
+  if (g->at) diag_error(&g->c->diag, *g->at, fmt, device, what, size, used, all, g->t->sram_vectors);
+  else diag_tool_error(&g->c->diag, "tspc", fmt, device, what, size, used, all, g->t->sram_vectors);
+  g->failed = g->no_room = true;
+}
+
+// `vectors` after the blocks of device (a new block, or, one-ended, what
+// is kept for good); `what` names them if the SRAM is full.
 static int64_t alloc(Codegen *g, int device, int64_t vectors, const char *what) {
   DeviceCode *d = &g->dev[device];
   int64_t addr = d->top;
+  if (addr + vectors > d->high) no_room(g, device, vectors, what);
   d->top += vectors;
-  if (d->top > g->t->sram_vectors && !g->failed) {
-    char size[32], used[32], all[32];
-    str_human_bytes(size, sizeof size, (double)vectors * g->vb);
-    str_human_bytes(used, sizeof used, (double)addr * g->vb);
-    str_human_bytes(all, sizeof all, (double)g->t->sram_vectors * g->vb);
-    static const char *fmt = "device %d: no room for %s: it needs %s, and %s of the device's %s of SRAM "
-                             "(sram_vectors %d) hold what lives at the same time";
-    if (g->at) diag_error(&g->c->diag, *g->at, fmt, device, what, size, used, all, g->t->sram_vectors);
-    else diag_tool_error(&g->c->diag, "tspc", fmt, device, what, size, used, all, g->t->sram_vectors);
-    g->failed = true;
-  }
   return g->failed ? 0 : addr;
+}
+
+// Room for what device keeps for good (a tensor with no lifetime, a
+// collective's buffer, a constant): after the blocks, or, two-ended, from
+// the top of the SRAM down, so that what is kept never lies between
+// blocks that come and go (pass_codegen).
+static int64_t keep(Codegen *g, int device, int64_t vectors, const char *what) {
+  DeviceCode *d = &g->dev[device];
+  if (!g->two_ended) return alloc(g, device, vectors, what);
+  if (d->high - vectors < d->top) no_room(g, device, vectors, what);
+  d->high -= vectors;
+  return g->failed ? 0 : d->high;
 }
 
 // "tensor 'h' (f16[64, 4096])", in the arena.
@@ -127,15 +150,82 @@ static const char *tensor_what(Codegen *g, const Tensor *t) {
   return arena_printf(&g->c->arena, "tensor '%s' (%s)", t->name, type);
 }
 
-// A scratch buffer on device for [from, until): a free one big enough, or new.
+// ---- blocks ----
+//
+// A device's blocks lie in address order from vector 0 up, each free from
+// free_at (schedule time) on: what is placed in one lives [from, until)
+// for some until after its from.  Requests come in node order, not time
+// order, so a block is free for a request from `from` when every earlier
+// use of it ended by then.  The first way (pass_codegen) takes the first
+// free block big enough, whole, else a new one.  The compact way takes the
+// smallest free block that holds the request, its tail split off free;
+// else merges a run of adjacent free blocks; else grows the last block if
+// it is free; else adds one.
+
+static void insert_block(Codegen *g, DeviceCode *d, int at, Block b) {
+  VEC_PUSH(&g->c->arena, &d->scratch, b);  // room at the end, then moved into place
+  memmove(&d->scratch.data[at + 1], &d->scratch.data[at], sizeof(Block) * (size_t)(d->scratch.len - 1 - at));
+  d->scratch.data[at] = b;
+}
+
+// Block i of d takes a request of `vectors` until `until` (compact: the
+// rest split off free after it).
+static int64_t take_block(Codegen *g, DeviceCode *d, int i, int64_t vectors, int64_t until) {
+  Block *b = &d->scratch.data[i];
+  if (g->two_ended && b->size > vectors) {
+    Block rest = {(uint32_t)(b->addr + vectors), b->size - vectors, b->free_at};
+    b->size = vectors;
+    insert_block(g, d, i + 1, rest);
+    b = &d->scratch.data[i];
+  }
+  b->free_at = until;
+  return b->addr;
+}
+
+// The block of d free from `from` that holds `vectors`: the first, or
+// compact, the smallest (-1: none).
+static int fitting_block(const Codegen *g, const DeviceCode *d, int64_t vectors, int64_t from) {
+  int found = -1;
+  for (int i = 0; i < d->scratch.len; i++) {
+    const Block *b = &d->scratch.data[i];
+    if (b->free_at > from || b->size < vectors) continue;
+    if (!g->two_ended) return i;
+    if (found < 0 || b->size < d->scratch.data[found].size) found = i;
+  }
+  return found;
+}
+
+// Merges the first run of adjacent blocks of d free from `from` that
+// together hold `vectors` into one; its index (-1: none).
+static int merge_run(DeviceCode *d, int64_t vectors, int64_t from) {
+  for (int i = 0; i < d->scratch.len; i++) {
+    int64_t size = 0, free_at = INT64_MIN;
+    int j = i;
+    for (; j < d->scratch.len && size < vectors; j++) {
+      const Block *b = &d->scratch.data[j];
+      if (b->free_at > from || (j > i && b->addr != d->scratch.data[j - 1].addr + d->scratch.data[j - 1].size)) break;
+      size += b->size, free_at = MAX(free_at, b->free_at);
+    }
+    if (size < vectors) continue;
+    d->scratch.data[i].size = size, d->scratch.data[i].free_at = free_at;
+    memmove(&d->scratch.data[i + 1], &d->scratch.data[j], sizeof(Block) * (size_t)(d->scratch.len - j));
+    d->scratch.len -= j - i - 1;
+    return i;
+  }
+  return -1;
+}
+
+// A block on device for [from, until), as the way in use says (above).
 static int64_t scratch(Codegen *g, int device, int64_t vectors, int64_t from, int64_t until, const char *what) {
   DeviceCode *d = &g->dev[device];
-  for (int i = 0; i < d->scratch.len; i++) {
-    Block *b = &d->scratch.data[i];
-    if (b->free_at <= from && b->size >= vectors) {
-      b->free_at = until;
-      return b->addr;
-    }
+  int i = fitting_block(g, d, vectors, from);
+  if (i < 0 && g->two_ended) i = merge_run(d, vectors, from);
+  if (i >= 0) return take_block(g, d, i, vectors, until);
+  Block *last = d->scratch.len ? &d->scratch.data[d->scratch.len - 1] : NULL;
+  if (g->two_ended && last && last->free_at <= from && last->addr + last->size == d->top) {  // grown in place
+    alloc(g, device, vectors - last->size, what);
+    last->size = vectors, last->free_at = until;
+    return g->failed ? 0 : last->addr;
   }
   Block b = {(uint32_t)alloc(g, device, vectors, what), vectors, until};
   VEC_PUSH(&g->c->arena, &d->scratch, b);
@@ -163,7 +253,7 @@ static int64_t home(Codegen *g, const Tensor *t, int device) {
   if (live && live[2 * device + 1] > live[2 * device])
     row[device] = scratch(g, device, vectors, live[2 * device], live[2 * device + 1], tensor_what(g, t)) + 1;
   else
-    row[device] = alloc(g, device, vectors, tensor_what(g, t)) + 1;
+    row[device] = keep(g, device, vectors, tensor_what(g, t)) + 1;
   g->at = was;
   return row[device] - 1;
 }
@@ -178,7 +268,7 @@ static int64_t read_at(Codegen *g, const Tensor *t, int device) {
   if (live && live[2 * device + 1] > live[2 * device])  // from its transfer to its last reader
     row[device] = scratch(g, device, vectors, live[2 * device], live[2 * device + 1], tensor_what(g, t)) + 1;
   else
-    row[device] = alloc(g, device, vectors, tensor_what(g, t)) + 1;
+    row[device] = keep(g, device, vectors, tensor_what(g, t)) + 1;
   return row[device] - 1;
 }
 
@@ -211,7 +301,7 @@ static int64_t work(Codegen *g, const Op *op, int device) {
   else if (lower_in_place(g->c->graph, op))
     w = read_at(g, x, device);
   else
-    w = alloc(g, device, buffer_vectors(g, op), arena_printf(&g->c->arena, "the buffer of %s", ir_op_info[op->kind].name));
+    w = keep(g, device, buffer_vectors(g, op), arena_printf(&g->c->arena, "the buffer of %s", ir_op_info[op->kind].name));
   if (op->pad_rows) zero_pad_rows(g, op, device, w);
   row[device] = w + 1;
   if (op->kind != OP_ALL_GATHER) {
@@ -344,7 +434,7 @@ static int64_t const_vector(Codegen *g, int device, DType dt, double value) {
   DeviceCode *d = &g->dev[device];
   for (int i = 0; i < d->consts.len; i++)
     if (d->consts.data[i].dtype == dt && d->consts.data[i].value == value) return d->consts.data[i].addr;
-  ConstVec cv = {dt, value, (uint32_t)alloc(g, device, 1, "a constant vector")};
+  ConstVec cv = {dt, value, (uint32_t)keep(g, device, 1, "a constant vector")};
   VEC_PUSH(&g->c->arena, &d->consts, cv);
   return cv.addr;
 }
@@ -791,9 +881,11 @@ static const char *node_note(Codegen *g, const DagNode *n) {
   return note;
 }
 
-bool pass_codegen(Compilation *c) {
+// One code generation of the whole program; false after an error
+// (*no_room: for want of SRAM).  two_ended: see pass_codegen.
+static bool generate(Compilation *c, bool two_ended, bool *no_room) {
   const Topology *t = c->topo;
-  Codegen g = {.c = c, .t = t, .vb = t->link.vector_bytes};
+  Codegen g = {.c = c, .t = t, .vb = t->link.vector_bytes, .two_ended = two_ended};
   int ntensors = c->graph->tensors.len, nops = c->graph->ops.len;
   g.home = ARENA_ARRAY(&c->arena, int64_t *, ntensors + 1);
   g.replica = ARENA_ARRAY(&c->arena, int64_t *, ntensors + 1);
@@ -801,10 +893,12 @@ bool pass_codegen(Compilation *c) {
   g.dev = ARENA_ARRAY(&c->arena, DeviceCode, t->ndevices);
   for (int v = 0; v < t->ndevices; v++) {
     g.dev[v] = (DeviceCode){.vxm = {.kind = UNIT_VXM, .port = -1}, .mxm = {.kind = UNIT_MXM, .port = -1},
-                            .sxm = {.kind = UNIT_SXM, .port = -1}, .ctl = {.kind = UNIT_CTL, .port = -1}};
+                            .sxm = {.kind = UNIT_SXM, .port = -1}, .ctl = {.kind = UNIT_CTL, .port = -1},
+                            .high = t->sram_vectors};
     g.dev[v].c2c = ARENA_ARRAY(&c->arena, UnitCode, t->devices[v].nports);
     for (int q = 0; q < t->devices[v].nports; q++) g.dev[v].c2c[q] = (UnitCode){.kind = UNIT_C2C, .port = q};
   }
+  *no_room = false;
   if (!ops_fit(&g) || !shards_fit(&g)) return false;
   g.live = ARENA_ARRAY(&c->arena, int64_t *, ntensors + 1);
   compute_lifetimes(&g);
@@ -827,9 +921,44 @@ bool pass_codegen(Compilation *c) {
   bool ok = !g.failed && assemble(&g);
   forget_all_code(&g);
   free(g.sort_buffer);
+  *no_room = g.no_room;
   if (!ok) return false;
   record_homes(&g);
   return true;
+}
+
+// Code generation allocates SRAM as it goes, in node order: a tensor or
+// buffer with a lifetime takes a block that a finished one frees, what is
+// kept for good (inputs, params, outputs, buffers and constants placed on
+// first use) takes the next vectors.  Kept things then lie between blocks
+// and split the free space: a BERT block on 5 MiB TSPs (a sweep's R6) was
+// refused 1.0 MiB for f1 with as much free in pieces.  So when that runs
+// out of room, code generation runs again two-ended, what is kept for
+// good taken from the top of the SRAM down and the blocks from the bottom
+// up; the first run's refusal is then said only if the second fails too
+// (and the second's is said).  A program that fits the first way is made
+// the first way: its addresses do not change.
+bool pass_codegen(Compilation *c) {
+  Diag saved = c->diag;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *held = open_memstream(&text, &len);
+  if (!held) die("out of memory");
+  diag_init(&c->diag, held);  // held until this run is known to stand
+  c->diag.max_errors = saved.max_errors;
+  bool no_room, ok = generate(c, false, &no_room);
+  fclose(held);
+  int nerrors = c->diag.nerrors;
+  c->diag = saved;
+  if (ok || !no_room) {
+    if (*text && c->diag.progress) progress_done(c->diag.progress);
+    fputs(text, c->diag.out);  // what the run said (its notes, or its errors)
+    c->diag.nerrors += nerrors;
+    free(text);
+    return ok;
+  }
+  free(text);
+  return generate(c, true, &no_room);
 }
 
 void codegen_dump(const Compilation *c, FILE *out) {
