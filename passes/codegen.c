@@ -79,6 +79,14 @@ typedef struct DeviceCode {
   VEC(Block) scratch;
 } DeviceCode;
 
+// The forwarding buffer being placed: hop h of route rt (rt NULL: none),
+// one of a transfer spread over longer paths or not.
+typedef struct Relay {
+  const Route *rt;
+  int h;
+  bool spread;
+} Relay;
+
 typedef struct Codegen {
   Compilation *c;
   const Topology *t;
@@ -91,6 +99,7 @@ typedef struct Codegen {
   int64_t last;       // the latest event of the program, schedule time
   VEC(const Op *) refused;  // the ops refused, one per source position
   bool failed;
+  Relay relay;        // the forwarding buffer being placed, for a refusal
   bool no_room;       // failed for want of SRAM (alloc)
   bool two_ended;     // the compact way: what is kept for good from the top of the SRAM down (keep), blocks fitted closely (scratch)
   int64_t **live;     // [tensor id][device]: [from, until) a compute value lives (NULL row: for good)
@@ -107,9 +116,22 @@ typedef struct Codegen {
 // Vectors of device d in use: its blocks and what is kept for good.
 static int64_t in_use(const Codegen *g, const DeviceCode *d) { return d->top + (g->t->sram_vectors - d->high); }
 
-// The refusal of `vectors` more on device, for `what` (once a run).
+// What the forwarding buffer being placed is, for a refusal: whose stream
+// it relays, and, for a transfer spread over paths longer than the
+// shortest (--route=auto chose them), that --route=minimal keeps to it.
+static const char *relay_what(Codegen *g) {
+  const Relay *r = &g->relay;
+  const Path *p = &r->rt->path;
+  return arena_printf(&g->c->arena, "a forwarding buffer (device %d relays %lld vectors from device %d to device %d%s)",
+                      p->hops[r->h].to, (long long)r->rt->count, p->hops[0].from, p->hops[p->nhops - 1].to,
+                      r->spread ? " on a path longer than the shortest; --route=minimal keeps to the shortest" : "");
+}
+
+// The refusal of `vectors` more on device, for `what` (NULL: the
+// forwarding buffer g->relay), once a run.
 static void no_room(Codegen *g, int device, int64_t vectors, const char *what) {
   if (g->failed) return;
+  if (!what) what = relay_what(g);
   char size[32], used[32], all[32];
   str_human_bytes(size, sizeof size, (double)vectors * g->vb);
   str_human_bytes(used, sizeof used, (double)in_use(g, &g->dev[device]) * g->vb);
@@ -386,7 +408,7 @@ static void put_runs(Codegen *g, const DagNode *n, int device, Opcode op, DType 
 
 // Route rt of a transfer from src (at address from) to dst (at address to):
 // a stream per hop, cut through every intermediate TSP.
-static void gen_route(Codegen *g, const Route *rt, int64_t from, int64_t to) {
+static void gen_route(Codegen *g, const Route *rt, int64_t from, int64_t to, bool spread) {
   int64_t leave = rt->start, src_addr = from + rt->first;
   for (int h = 0; h < rt->path.nhops; h++) {
     const Hop *hop = &rt->path.hops[h];
@@ -396,7 +418,9 @@ static void gen_route(Codegen *g, const Route *rt, int64_t from, int64_t to) {
       put_recv(g, hop->to, hop->in_port, take, to + rt->first, rt->count, rt->every);
     } else {
       int64_t end = take + rt->count * rt->every;
-      int64_t buf = scratch(g, hop->to, rt->count, take, end, "a forwarding buffer");
+      g->relay = (Relay){rt, h, spread};  // named only if refused (relay_what)
+      int64_t buf = scratch(g, hop->to, rt->count, take, end, NULL);
+      g->relay.rt = NULL;
       put_recv(g, hop->to, hop->in_port, take, buf, rt->count, rt->every);
       put_send(g, hop->to, rt->path.hops[h + 1].out_port, take, buf, rt->count, rt->every);
     }
@@ -419,7 +443,7 @@ static void gen_transfer(Codegen *g, const DagNode *n) {
   }
   int64_t land = to;
   if (n->reduce) land = scratch(g, n->dst, n->vectors, n->start, n->finish, "a receive buffer");
-  for (int r = 0; r < n->nroutes; r++) gen_route(g, &n->routes[r], from, land);
+  for (int r = 0; r < n->nroutes; r++) gen_route(g, &n->routes[r], from, land, n->nonminimal);
   if (n->reduce)
     put_runs(g, n, n->dst, op->reduce == REDUCE_MAX ? OPC_VMAX : OPC_VADD, n->tensor->dtype, to, to, land);
 }
