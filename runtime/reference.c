@@ -210,6 +210,31 @@ static void find_dense(Reference *r) {
   }
 }
 
+static bool is_collective(OpKind k) { return k == OP_ALLREDUCE || k == OP_REDUCE_SCATTER || k == OP_ALL_GATHER; }
+
+// Marks the operands of collectives that are computed lazily, differ from
+// device to device, and come from an earlier collective's result through
+// lazy ops: a collective reads its operand on every device of its group,
+// and each of those blocks asks the earlier collective, which asks every
+// device again, so a chain of k collectives cost group size ^ k
+// (`repeat 10 { s = allreduce(p, op=max); p = sub(p, s); }` on node8 ran
+// for minutes; found by a sweep).  Dense, each is computed once a device.
+static void find_collective_chains(Reference *r) {
+  bool *after = xcalloc((size_t)r->g->tensors.len + 1, sizeof *after);  // lazily computed from a collective
+  for (int i = 0; i < r->g->ops.len; i++) {
+    const Op *op = r->g->ops.data[i];
+    int t = op->result->id;
+    for (int k = 0; k < op->nargs; k++) {
+      const Tensor *x = op->args[k];
+      if (is_collective(op->kind) && x->def && !r->dense[x->id] && r->varies[x->id] && after[x->id])
+        r->dense[x->id] = true;
+      after[t] |= !r->dense[x->id] && after[x->id];
+    }
+    after[t] = !r->dense[t] && (after[t] || is_collective(op->kind));
+  }
+  free(after);
+}
+
 // Marks the checkpoints: a lazy tensor REF_MAX_LAZY_DEPTH lazy ops above
 // the nearest input or dense tensor (ops come in dependency order).
 static void find_checkpoints(Reference *r) {
@@ -328,6 +353,7 @@ Reference *ref_new(const Graph *g, const Topology *t, uint64_t seed) {
   find_groups(r);
   find_varying(r);
   find_dense(r);
+  find_collective_chains(r);
   find_checkpoints(r);
   find_shared(r);
   find_growth(r);
