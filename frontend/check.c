@@ -351,8 +351,10 @@ static void check_output(Checker *c, const AstStmt *s) {
   Placement want;
   if (!resolve_place(c, &s->place, &want)) return;
   if (s->place.given && !ir_place_equal(&want, &t->place)) {
-    diag_error(c->d, s->place.loc, "output '%s' is placed @ %s, not @ %s; copy it there first",
-               s->name, ir_place_str(c->a, &t->place), ir_place_str(c->a, &want));
+    diag_error(c->d, s->place.loc, "output '%s' is placed @ %s, not @ %s; %s", s->name,
+               ir_place_str(c->a, &t->place), ir_place_str(c->a, &want),
+               t->place.kind == PLACE_EACH ? "copy cannot move an @ each tensor to other devices: output it where it is"
+                                           : "copy it there first");
     return;
   }
   t->is_output = true;
@@ -882,6 +884,18 @@ static ShapeRule *const shape_rules[OP_COUNT] = {
     [OP_CONCAT] = shape_concat,         [OP_CHOLESKY] = shape_cholesky,
 };
 
+// What to do about operands a and b placed apart, as copy allows (it
+// cannot move an @ each tensor: place_copy): copy the one that can move,
+// or, when both are @ each, nothing.
+static const char *apart_hint(Checker *c, const Tensor *a, const Tensor *b) {
+  bool a_each = a->place.kind == PLACE_EACH, b_each = b->place.kind == PLACE_EACH;
+  if (a_each && b_each) return "copy cannot move an @ each tensor to another group, so neither can join the other";
+  if (!a_each && !b_each) return "copy one of them first";
+  const Tensor *mover = a_each ? b : a, *stays = a_each ? a : b;
+  return arena_printf(c->a, "copy '%s' to @ %s first (copy cannot move an @ each tensor)", mover->name,
+                      ir_place_str(c->a, &stays->place));
+}
+
 // copy: the annotation is the destination.  The copies of an @ each tensor
 // cannot be gathered or rearranged by a copy: that is a collective's work.
 static bool place_copy(Checker *c, const Call *call, const Placement *given, Placement *out) {
@@ -920,12 +934,10 @@ static bool place_result(Checker *c, const Call *call, const Placement *given, P
     if (first < 0) {
       first = i;
     } else if (!ir_place_equal(p, &call->args[first]->place)) {
-      diag_error(c->d, call->arg_ast[i]->loc,
-                 "operands of %s are placed apart: '%s' is @ %s and '%s' is @ %s; copy one of "
-                 "them first",
-                 call->info->name, call->args[first]->name,
-                 ir_place_str(c->a, &call->args[first]->place), call->args[i]->name,
-                 ir_place_str(c->a, p));
+      const Tensor *a = call->args[first], *b = call->args[i];
+      diag_error(c->d, call->arg_ast[i]->loc, "operands of %s are placed apart: '%s' is @ %s and '%s' is @ %s; %s",
+                 call->info->name, a->name, ir_place_str(c->a, &a->place), b->name, ir_place_str(c->a, p),
+                 apart_hint(c, a, b));
       return false;
     }
   }
@@ -935,9 +947,10 @@ static bool place_result(Checker *c, const Call *call, const Placement *given, P
   }
   *out = call->args[first]->place;
   if (s->place.given && !ir_place_equal(given, out)) {
-    diag_error(c->d, s->place.loc,
-               "%s runs where its operands are (@ %s), not @ %s; use copy to move the result",
-               call->info->name, ir_place_str(c->a, out), ir_place_str(c->a, given));
+    diag_error(c->d, s->place.loc, "%s runs where its operands are (@ %s), not @ %s; %s", call->info->name,
+               ir_place_str(c->a, out), ir_place_str(c->a, given),
+               out->kind == PLACE_EACH ? "copy cannot move an @ each result to other devices: place it where it is"
+                                       : "use copy to move the result");
     return false;
   }
   return true;
