@@ -245,9 +245,13 @@ static int64_t scratch(Codegen *g, int device, int64_t vectors, int64_t from, in
   if (i >= 0) return take_block(g, d, i, vectors, until);
   Block *last = d->scratch.len ? &d->scratch.data[d->scratch.len - 1] : NULL;
   if (g->two_ended && last && last->free_at <= from && last->addr + last->size == d->top) {  // grown in place
-    alloc(g, device, vectors - last->size, what);
+    if (last->addr + vectors > d->high) {  // refused for the whole buffer, not the growth
+      no_room(g, device, vectors, what);
+      return 0;
+    }
+    d->top = last->addr + vectors;
     last->size = vectors, last->free_at = until;
-    return g->failed ? 0 : last->addr;
+    return last->addr;
   }
   Block b = {(uint32_t)alloc(g, device, vectors, what), vectors, until};
   VEC_PUSH(&g->c->arena, &d->scratch, b);
@@ -959,9 +963,9 @@ static bool generate(Compilation *c, bool two_ended, bool *no_room) {
 // refused 1.0 MiB for f1 with as much free in pieces.  So when that runs
 // out of room, code generation runs again two-ended, what is kept for
 // good taken from the top of the SRAM down and the blocks from the bottom
-// up; the first run's refusal is then said only if the second fails too
-// (and the second's is said).  A program that fits the first way is made
-// the first way: its addresses do not change.
+// up.  When that fails too, its refusal is the one said (the first run's
+// is dropped).  A program that fits the first way is made the first way:
+// its addresses do not change.
 bool pass_codegen(Compilation *c) {
   Diag saved = c->diag;
   char *text = NULL;
