@@ -75,7 +75,7 @@ typedef struct DeviceCode {
   VEC(ConstVec) consts;
   VEC(DataRecord) zeros;  // .init records of zeroed pad rows
   int64_t top;    // the next free SRAM vector
-  int64_t high;   // two-ended: what is kept for good lies in [high, sram_vectors)
+  int64_t high;   // the compact way: what is kept for good lies in [high, sram_vectors)
   VEC(Block) scratch;
 } DeviceCode;
 
@@ -101,7 +101,7 @@ typedef struct Codegen {
   bool failed;
   Relay relay;        // the forwarding buffer being placed, for a refusal
   bool no_room;       // failed for want of SRAM (alloc)
-  bool two_ended;     // the compact way: what is kept for good from the top of the SRAM down (keep), blocks fitted closely (scratch)
+  bool compact;     // the compact way: what is kept for good from the top of the SRAM down (keep), blocks fitted closely (scratch)
   int64_t **live;     // [tensor id][device]: [from, until) a compute value lives (NULL row: for good)
   Placed *sort_buffer; // sort_by_time's, for the longest unit list so far
   int sort_cap;
@@ -154,12 +154,12 @@ static int64_t alloc(Codegen *g, int device, int64_t vectors, const char *what) 
 }
 
 // Room for what device keeps for good (a tensor with no lifetime, a
-// collective's buffer, a constant): after the blocks, or, two-ended, from
+// collective's buffer, a constant): after the blocks, or, the compact way, from
 // the top of the SRAM down, so that what is kept never lies between
 // blocks that come and go (pass_codegen).
 static int64_t keep(Codegen *g, int device, int64_t vectors, const char *what) {
   DeviceCode *d = &g->dev[device];
-  if (!g->two_ended) return alloc(g, device, vectors, what);
+  if (!g->compact) return alloc(g, device, vectors, what);
   if (d->high - vectors < d->top) no_room(g, device, vectors, what);
   d->high -= vectors;
   return g->failed ? 0 : d->high;
@@ -194,7 +194,7 @@ static void insert_block(Codegen *g, DeviceCode *d, int at, Block b) {
 // rest split off free after it).
 static int64_t take_block(Codegen *g, DeviceCode *d, int i, int64_t vectors, int64_t until) {
   Block *b = &d->scratch.data[i];
-  if (g->two_ended && b->size > vectors) {
+  if (g->compact && b->size > vectors) {
     Block rest = {(uint32_t)(b->addr + vectors), b->size - vectors, b->free_at};
     b->size = vectors;
     insert_block(g, d, i + 1, rest);
@@ -211,7 +211,7 @@ static int fitting_block(const Codegen *g, const DeviceCode *d, int64_t vectors,
   for (int i = 0; i < d->scratch.len; i++) {
     const Block *b = &d->scratch.data[i];
     if (b->free_at > from || b->size < vectors) continue;
-    if (!g->two_ended) return i;
+    if (!g->compact) return i;
     if (found < 0 || b->size < d->scratch.data[found].size) found = i;
   }
   return found;
@@ -241,10 +241,10 @@ static int merge_run(DeviceCode *d, int64_t vectors, int64_t from) {
 static int64_t scratch(Codegen *g, int device, int64_t vectors, int64_t from, int64_t until, const char *what) {
   DeviceCode *d = &g->dev[device];
   int i = fitting_block(g, d, vectors, from);
-  if (i < 0 && g->two_ended) i = merge_run(d, vectors, from);
+  if (i < 0 && g->compact) i = merge_run(d, vectors, from);
   if (i >= 0) return take_block(g, d, i, vectors, until);
   Block *last = d->scratch.len ? &d->scratch.data[d->scratch.len - 1] : NULL;
-  if (g->two_ended && last && last->free_at <= from && last->addr + last->size == d->top) {  // grown in place
+  if (g->compact && last && last->free_at <= from && last->addr + last->size == d->top) {  // grown in place
     if (last->addr + vectors > d->high) {  // refused for the whole buffer, not the growth
       no_room(g, device, vectors, what);
       return 0;
@@ -910,10 +910,10 @@ static const char *node_note(Codegen *g, const DagNode *n) {
 }
 
 // One code generation of the whole program; false after an error
-// (*no_room: for want of SRAM).  two_ended: see pass_codegen.
-static bool generate(Compilation *c, bool two_ended, bool *no_room) {
+// (*no_room: for want of SRAM).  compact: see pass_codegen.
+static bool generate(Compilation *c, bool compact, bool *no_room) {
   const Topology *t = c->topo;
-  Codegen g = {.c = c, .t = t, .vb = t->link.vector_bytes, .two_ended = two_ended};
+  Codegen g = {.c = c, .t = t, .vb = t->link.vector_bytes, .compact = compact};
   int ntensors = c->graph->tensors.len, nops = c->graph->ops.len;
   g.home = ARENA_ARRAY(&c->arena, int64_t *, ntensors + 1);
   g.replica = ARENA_ARRAY(&c->arena, int64_t *, ntensors + 1);
@@ -961,7 +961,7 @@ static bool generate(Compilation *c, bool two_ended, bool *no_room) {
 // first use) takes the next vectors.  Kept things then lie between blocks
 // and split the free space: a BERT block on 5 MiB TSPs (a sweep's R6) was
 // refused 1.0 MiB for f1 with as much free in pieces.  So when that runs
-// out of room, code generation runs again two-ended, what is kept for
+// out of room, code generation runs again the compact way, what is kept for
 // good taken from the top of the SRAM down and the blocks from the bottom
 // up.  When that fails too, its refusal is the one said (the first run's
 // is dropped).  A program that fits the first way is made the first way:

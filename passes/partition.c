@@ -263,6 +263,19 @@ typedef struct Span {
   int from, to;
 } Span;
 
+// The op of device d with the most scratch (NULL: none has any), and its
+// bytes in *bytes.
+static const Op *largest_scratch(const Partitioner *p, int d, int64_t *bytes) {
+  const Op *most = NULL;
+  *bytes = 0;
+  for (int i = 0; i < p->g->ops.len; i++) {
+    const Op *op = p->g->ops.data[i];
+    int64_t b = placed_on(&op->result->place, d) ? part_scratch_bytes(p, op) : 0;
+    if (b > *bytes) *bytes = b, most = op;
+  }
+  return most;
+}
+
 // Bytes device d holds at its fullest, estimated in definition order, as
 // code generation allocates: params at home for the whole run, inputs and
 // outputs too, once per inference in flight; a value at home from its
@@ -281,11 +294,11 @@ static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) 
   // delta[0]: values only d's ops read; delta[1]: values that cross to or
   // from another device, which may wait there for any inference
   int64_t *delta[2] = {xcalloc((size_t)nops + 2, sizeof(int64_t)), xcalloc((size_t)nops + 2, sizeof(int64_t))};
-  int64_t base = 0, scratch = 0;
+  int64_t base = 0, scratch;
+  largest_scratch(p, d, &scratch);
   for (int i = 0; i < nops; i++) {
     const Op *op = g->ops.data[i];
     bool here = placed_on(&op->result->place, d);
-    if (here) scratch = MAX(scratch, part_scratch_bytes(p, op));
     for (int a = 0; a < op->nargs; a++) {
       Span *s = here ? &on_d[op->args[a]->id] : &anywhere[op->args[a]->id];
       if (s->from < 0) s->from = i;
@@ -559,19 +572,6 @@ static int pipeline_start(const Partitioner *p, Pipeline *pl) {
 }
 
 // ---- the pass ----------------------------------------------------------------------------
-
-// The op of device d with the most scratch (NULL: none has any), and its
-// bytes in *bytes.
-static const Op *largest_scratch(const Partitioner *p, int d, int64_t *bytes) {
-  const Op *most = NULL;
-  *bytes = 0;
-  for (int i = 0; i < p->g->ops.len; i++) {
-    const Op *op = p->g->ops.data[i];
-    int64_t b = placed_on(&op->result->place, d) ? part_scratch_bytes(p, op) : 0;
-    if (b > *bytes) *bytes = b, most = op;
-  }
-  return most;
-}
 
 // The refusal of a model that fits nowhere: a tensor bigger than a
 // device's SRAM by itself, or the device's estimate and its largest tensor

@@ -565,9 +565,10 @@ static int64_t upstream_bytes(const Partitioner *p, const Tensor *x, int home) {
 // its readers).  Otherwise, or when no grid fits without src, as before.
 static int *devices_for(const Partitioner *p, Op *op, Grid g, SplitCost best, int src, const bool *taken) {
   Tensor *x = op->args[0];
+  if (!x->def || !part_is_free(x)) return grid_devices(p, g, src, taken);
   int *devs = NULL, nd = p->t->ndevices;
   int64_t up = upstream_bytes(p, x, src), own = part_tensor_bytes(p, x) * p->batches;
-  if (x->def && part_is_free(x) && best.bytes + up > p->capacity && own + up <= p->capacity) {
+  if (best.bytes + up > p->capacity && own + up <= p->capacity) {
     bool *avoid = xcalloc((size_t)nd, sizeof(bool));
     if (taken) memcpy(avoid, taken, sizeof(bool) * (size_t)nd);
     avoid[src] = true;

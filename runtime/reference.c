@@ -210,8 +210,6 @@ static void find_dense(Reference *r) {
   }
 }
 
-static bool is_collective(OpKind k) { return k == OP_ALLREDUCE || k == OP_REDUCE_SCATTER || k == OP_ALL_GATHER; }
-
 // Marks the operands of collectives that are computed lazily, differ from
 // device to device, and come from an earlier collective's result through
 // lazy ops: a collective reads its operand on every device of its group,
@@ -226,11 +224,11 @@ static void find_collective_chains(Reference *r) {
     int t = op->result->id;
     for (int k = 0; k < op->nargs; k++) {
       const Tensor *x = op->args[k];
-      if (is_collective(op->kind) && x->def && !r->dense[x->id] && r->varies[x->id] && after[x->id])
+      if (ir_op_is_collective(op->kind) && x->def && !r->dense[x->id] && r->varies[x->id] && after[x->id])
         r->dense[x->id] = true;
       after[t] |= !r->dense[x->id] && after[x->id];
     }
-    after[t] = !r->dense[t] && (after[t] || is_collective(op->kind));
+    after[t] = !r->dense[t] && (after[t] || ir_op_is_collective(op->kind));
   }
   free(after);
 }
