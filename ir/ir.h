@@ -509,6 +509,10 @@ int ir_topo_diameter_ifub(const Topology *t);
 // working unless it has failed (Topology.device_failed); the diameter too
 // is over working devices only.
 bool ir_topo_connected(const Topology *t, int *unreached);
+// Hops from device src to every device over working links, by BFS, into
+// dist (-1: unreachable); queue: room for ndevices, left holding the
+// devices reached, nearest first.  Returns how many.
+int ir_topo_hops_from(const Topology *t, int src, int *dist, int *queue);
 // The lowest working device (the alignment tree's root), or -1.
 int ir_topo_first_working(const Topology *t);
 // --describe: YAML summary; with ports, every device's numbered ports.

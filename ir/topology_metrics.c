@@ -238,6 +238,30 @@ int ir_topo_diameter(const Topology *t, int *unreached) {
   }
 }
 
+// A working link from device v's port p to a working device, else -1.
+static int working_peer(const Topology *t, int v, int p) {
+  const Port *port = &t->devices[v].ports[p];
+  if (port->link < 0 || t->links.data[port->link].failed || ir_device_failed(t, port->peer)) return -1;
+  return port->peer;
+}
+
+int ir_topo_hops_from(const Topology *t, int src, int *dist, int *queue) {
+  for (int v = 0; v < t->ndevices; v++) dist[v] = -1;
+  int head = 0, tail = 0;
+  dist[src] = 0;
+  queue[tail++] = src;
+  while (head < tail) {
+    int v = queue[head++];
+    for (int p = 0; p < t->devices[v].nports; p++) {
+      int w = working_peer(t, v, p);
+      if (w < 0 || dist[w] >= 0) continue;
+      dist[w] = dist[v] + 1;
+      queue[tail++] = w;
+    }
+  }
+  return tail;
+}
+
 bool ir_topo_connected(const Topology *t, int *unreached) {
   Adjacency g = adjacency_build(t);
   int n = g.n;

@@ -13,7 +13,11 @@
 //     the operand's producers on every device of the group.
 // An operand that lives on another device (a parameter the partitioner put
 // with its first consumer, used by a second consumer elsewhere) is moved by
-// an implicit TRANSFER, made once per tensor and device and shared.
+// an implicit TRANSFER, made once per tensor and device and shared.  The
+// devices of one op that fetch an operand take it as a tree, not a star
+// (fetch_as_tree): from a neighbour that already holds it on a shortest
+// path from its home, when there is one, so no device relays a copy of
+// what it holds itself and no link carries the operand twice.
 // With several inferences in flight (--batches, batch.c), a device computes
 // them one at a time, in order: inference b's first compute node on a
 // device comes after inference b - 1's last there (a pipeline stage works
@@ -33,6 +37,9 @@ typedef struct Builder {
   int batch;          // the inference whose ops are being built
   int *last_compute;  // by device: its last compute node in this inference (-1: none)
   int *last_before;   // by device: its last compute node in an earlier one (-1: none)
+  int *hops, *queue;  // scratch for fetch_as_tree: hops from an operand's home, the BFS's queue
+  int *wanted;        // scratch: [device] == stamp when it is to fetch the operand
+  int stamp;
 } Builder;
 
 static int available_at(const Builder *b, const Tensor *t, int device) {
@@ -91,6 +98,62 @@ static int fetch(Builder *b, const Op *op, const Tensor *t, int device) {
   return n->id;
 }
 
+// Whether device h holds t's bytes to send on: t lives there (`lives`:
+// when that counts), or a node has made it available there.
+static bool holds(const Builder *b, const Tensor *t, int h, bool lives) {
+  return (lives && ir_place_has(&t->place, h)) || available_at(b, t, h) >= 0;
+}
+
+// The neighbour of device d, one hop nearer the home on a shortest path
+// (b->hops), that holds t (one it lives on before one it was sent to, then
+// the lowest id), else the home itself.
+static int nearest_holder(const Builder *b, const Tensor *t, bool lives, int home, int d) {
+  const Topology *topo = b->c->topo;
+  int best = home;
+  bool best_lives = true;
+  for (int p = 0; p < topo->devices[d].nports; p++) {
+    const Port *port = &topo->devices[d].ports[p];
+    int h = port->peer;
+    if (port->link < 0 || topo->links.data[port->link].failed || b->hops[h] != b->hops[d] - 1 ||
+        !holds(b, t, h, lives))
+      continue;
+    bool h_lives = lives && ir_place_has(&t->place, h);
+    if (best == home || (h_lives && !best_lives) || (h_lives == best_lives && h < best)) best = h, best_lives = h_lives;
+  }
+  return best;
+}
+
+// The devices marked wanted (b->stamp), nearest t's home first: the BFS's
+// order, into b->queue[0 .. returned); the home's hops in b->hops.
+static int wanted_by_hops(Builder *b, const Tensor *t, int *home) {
+  *home = home_of(b, t);
+  int reached = ir_topo_hops_from(b->c->topo, *home, b->hops, b->queue), m = 0;
+  for (int i = 0; i < reached; i++)
+    if (b->wanted[b->queue[i]] == b->stamp) b->queue[m++] = b->queue[i];
+  return m;
+}
+
+// t to each of the n devices that lack it, nearest its home first, each
+// from nearest_holder: a tree over the shortest paths from the home.  A
+// star from the home would send t over the home's first links once for
+// every device behind them, and a device on the way would relay each of
+// those copies through a forwarding buffer beside its own (seed 002 s4.1:
+// the compiler chooses every path).  An unreachable device gets fetch()'s
+// transfer, which routing refuses.
+static void fetch_as_tree(Builder *b, const Op *op, const Tensor *t, const int *devices, int n) {
+  int m = 0, home;
+  b->stamp++;
+  for (int i = 0; i < n; i++)
+    if (!holds(b, t, devices[i], true)) b->wanted[devices[i]] = b->stamp, m++;
+  if (!m) return;
+  m = wanted_by_hops(b, t, &home);
+  for (int i = 0; i < m; i++) {
+    int d = b->queue[i];
+    DagNode *node = new_transfer(b, op, t, nearest_holder(b, t, true, home, d), d);
+    record(b, t, d, node->id);
+  }
+}
+
 // Moves the builder on to op's inference: what was the last compute node
 // of each device is now an earlier inference's.
 static void enter_batch(Builder *b, const Op *op) {
@@ -111,14 +174,31 @@ static void build_compute(Builder *b, const Op *op, int device) {
   b->last_compute[device] = n->id;
 }
 
-static void build_copy(Builder *b, const Op *op, int device) {
-  const Tensor *x = op->args[0];
-  if (ir_place_has(&x->place, device) || available_at(b, x, device) >= 0) {  // here, or already sent here
-    build_compute(b, op, device);
-    return;
+// A copy to n devices: a local move where x is (or was sent) already, a
+// tree of transfers to the rest as fetch_as_tree's, each device taking its
+// copy from a neighbour's copy (the result) or from x's home.
+static void build_copy(Builder *b, const Op *op, const int *devices, int n) {
+  const Tensor *x = op->args[0], *c = op->result;
+  int m = 0, home;
+  b->stamp++;
+  for (int i = 0; i < n; i++) {
+    if (holds(b, x, devices[i], true))  // here, or already sent here
+      build_compute(b, op, devices[i]);
+    else
+      b->wanted[devices[i]] = b->stamp, m++;
   }
-  DagNode *n = new_transfer(b, op, x, home_of(b, x), device);
-  record(b, op->result, device, n->id);
+  if (!m) return;
+  int reached = wanted_by_hops(b, x, &home);
+  for (int i = 0; i < reached; i++) {
+    int d = b->queue[i], src = nearest_holder(b, c, false, home, d);
+    DagNode *node = new_transfer(b, op, src == home ? x : c, src, d);
+    record(b, c, d, node->id);
+  }
+  for (int i = 0; i < n; i++)  // unreachable from the home: routing refuses the transfer
+    if (b->wanted[devices[i]] == b->stamp && available_at(b, c, devices[i]) < 0) {
+      DagNode *node = new_transfer(b, op, x, home, devices[i]);
+      record(b, c, devices[i], node->id);
+    }
 }
 
 static void build_collective(Builder *b, const Op *op) {
@@ -140,12 +220,12 @@ static void build_op(Builder *b, const Op *op) {
     return;
   }
   int n = ir_place_devices(&op->result->place, b->ndevices, b->placed);
-  for (int i = 0; i < n; i++) {
-    if (op->kind == OP_COPY)
-      build_copy(b, op, b->placed[i]);
-    else
-      build_compute(b, op, b->placed[i]);
+  if (op->kind == OP_COPY) {
+    build_copy(b, op, b->placed, n);
+    return;
   }
+  for (int a = 0; a < op->nargs; a++) fetch_as_tree(b, op, op->args[a], b->placed, n);
+  for (int i = 0; i < n; i++) build_compute(b, op, b->placed[i]);
 }
 
 bool pass_dag(Compilation *c) {
@@ -158,6 +238,9 @@ bool pass_dag(Compilation *c) {
   b.placed = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.last_compute = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.last_before = ARENA_ARRAY(&c->arena, int, b.ndevices);
+  b.hops = ARENA_ARRAY(&c->arena, int, b.ndevices);
+  b.queue = ARENA_ARRAY(&c->arena, int, b.ndevices);
+  b.wanted = ARENA_ARRAY(&c->arena, int, b.ndevices);
   for (int d = 0; d < b.ndevices; d++) b.last_compute[d] = b.last_before[d] = -1;
   for (int i = 0; i < c->graph->ops.len; i++) build_op(&b, c->graph->ops.data[i]);
   c->dag = dag;

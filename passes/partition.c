@@ -90,22 +90,10 @@ static bool placed_on(const Placement *pl, int d) {
 
 // ---- the topology: distances for choosing devices ----------------------------------------
 
-// Hops from `from` to every device over working links (-1: unreachable).
+// Hops from `from` to every device over working links (-1: unreachable), malloc'd.
 static int *hops_from(const Topology *t, int from) {
   int *dist = xmalloc(sizeof(int) * (size_t)t->ndevices), *queue = xmalloc(sizeof(int) * (size_t)t->ndevices);
-  for (int d = 0; d < t->ndevices; d++) dist[d] = -1;
-  int head = 0, tail = 0;
-  dist[from] = 0;
-  queue[tail++] = from;
-  while (head < tail) {
-    int d = queue[head++];
-    for (int q = 0; q < t->devices[d].nports; q++) {
-      const Port *port = &t->devices[d].ports[q];
-      if (port->link < 0 || t->links.data[port->link].failed || dist[port->peer] >= 0) continue;
-      dist[port->peer] = dist[d] + 1;
-      queue[tail++] = port->peer;
-    }
-  }
+  ir_topo_hops_from(t, from, dist, queue);
   free(queue);
   return dist;
 }
