@@ -628,5 +628,9 @@ void ranks_init(int *argc, char ***argv);
 void ranks_end(void);
 int ranks_me(void);
 int ranks_count(void);
+// Whether ok holds on every rank (each rank passes its own; a collective:
+// every rank must call it).  What one rank alone checks before the run
+// (rank 0's --report) must end the run on every rank, or the others wait.
+bool ranks_all(bool ok);
 
 #endif

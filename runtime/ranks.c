@@ -111,3 +111,9 @@ uint8_t *ranks_alltoallv(const Buf *out, size_t *inlen) {
 uint8_t *ranks_gather(const Buf *mine, size_t *inlen) { return ranks_alltoallv(mine, inlen); }
 
 #endif
+
+bool ranks_all(bool ok) {
+  int64_t bad = !ok;
+  ranks_max(&bad, 1);
+  return !bad;
+}

@@ -709,7 +709,11 @@ static Emu *run_once(Arena *a, Args *args, EmuInput *in, EmuResult *r) {
 // --dump and --report out for the last run.
 static int run_loaded(Arena *a, Args *args, EmuInput *in) {
   FILE *report = NULL;
-  if (args->report && !(report = open_report(args->report))) return 1;
+  bool opened = !args->report || (report = open_report(args->report));  // (rank 0's alone)
+  if (!ranks_all(opened)) {
+    if (report) fclose(report), remove(args->report);
+    return 1;
+  }
   const Faults *faults = args->opt.faults;
   EmuResult r;
   Emu *e = run_once(a, args, in, &r);
