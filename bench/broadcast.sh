@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # broadcast.sh: a copy from one device to every device (`copy(w) @ each`),
 # the way a model hands a weight or an activation to all of them, on
-# systems of several shapes, at 32 KiB and 1 MiB.  The dag pass sends it as
-# a tree over the shortest paths from the source (docs/passes.md, dag): each
-# device takes its copy from a neighbour nearer the source that has one.
-# Prints the scheduled cycles (tspc --stats: makespan_cycles) and the
-# program's vector-hops (tsp-emu: vectors moved) of this tspc, and with
+# systems of several shapes, at 1, 4 and 32 KiB and 1 MiB.  The dag pass
+# sends it as a tree over the shortest paths from the source, in chunks
+# that go on down the tree as they land (docs/passes.md, dag).  Prints the
+# scheduled cycles (tspc --stats: makespan_cycles) and the program's
+# vector-hops (tsp-emu: vectors moved) of this tspc, and with
 # BASELINE_TSPC=PATH those of another build beside them, compiled in the
 # same run, and the speed-up; every program of this tspc is run on tsp-emu
 # with jitter, drift and skew, and must say `data: verified`.
@@ -27,7 +27,7 @@ once() {  # TSPC MODEL TOPOLOGY
 }
 
 printf '%-10s %8s %10s %10s %10s %10s %8s %s\n' system size cycles vec_hops base_cyc base_hops speedup data
-for kib in 32 1024; do
+for kib in 1 4 32 1024; do
   printf 'graph bcast {\n  input a : f32[%d] @ each;\n  input w : f32[%d] @ device(0);\n  wc = copy(w) @ each;\n  y = add(a, wc);\n  output y;\n}\n' \
     $((kib * 256)) $((kib * 256)) > "$work/bcast.tg"
   for topo in fc4 ring8 mesh4x4 torus4x4 mesh8x8 rack72 system264; do

@@ -438,12 +438,12 @@ static void gen_transfer(Codegen *g, const DagNode *n) {
   if (ir_op_is_collective(op->kind)) {
     from = work(g, op, n->src) + offset;
     to = work(g, op, n->dst) + offset;
-  } else if (op->kind == OP_COPY) {
-    from = read_at(g, n->tensor, n->src);
-    to = home(g, op->result, n->dst);
+  } else if (op->kind == OP_COPY) {  // (a chunk of a tree's edge: from offset on)
+    from = read_at(g, n->tensor, n->src) + offset;
+    to = home(g, op->result, n->dst) + offset;
   } else {  // an operand fetched for a compute op on dst
-    from = read_at(g, n->tensor, n->src);
-    to = read_at(g, n->tensor, n->dst);
+    from = read_at(g, n->tensor, n->src) + offset;
+    to = read_at(g, n->tensor, n->dst) + offset;
   }
   int64_t land = to;
   if (n->reduce) land = scratch(g, n->dst, n->vectors, n->start, n->finish, "a receive buffer");

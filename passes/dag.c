@@ -14,10 +14,11 @@
 // An operand that lives on another device (a parameter the partitioner put
 // with its first consumer, used by a second consumer elsewhere) is moved by
 // an implicit TRANSFER, made once per tensor and device and shared.  The
-// devices of one op that fetch an operand take it as a tree, not a star
-// (fetch_as_tree): from a neighbour that already holds it on a shortest
-// path from its home, when there is one, so no device relays a copy of
-// what it holds itself and no link carries the operand twice.
+// devices of one op that fetch an operand, or that a copy sends to, take
+// it as a tree, not a star (plan_tree): from a neighbour that holds it on
+// a shortest path from its home, when there is one, so no device relays a
+// copy of what it holds itself and no link carries the operand twice; a
+// tree of more than one level goes in chunks passed on as they land.
 // With several inferences in flight (--batches, batch.c), a device computes
 // them one at a time, in order: inference b's first compute node on a
 // device comes after inference b - 1's last there (a pipeline stage works
@@ -26,11 +27,18 @@
 
 #include <string.h>
 
+// A tree more than one level deep sends its tensor in chunks of whole
+// vectors, each passed on down the tree as soon as it has landed: at most
+// BROADCAST_MAX_CHUNKS (a transfer a chunk, so the DAG grows by as many).
+#define BROADCAST_MAX_CHUNKS 32
+
 typedef struct Builder {
   Compilation *c;
   Dag *dag;
   int ndevices;
   int **at;     // at[tensor][device]: the node making it available there; NULL row: none yet
+  int **first;  // first[tensor][device]: with at, the nodes first .. at that make it available
+                //   there together (the chunks of a tree's edge, made one after another)
   VEC(int) deps;  // scratch: the dependencies of the node being made
   int *group;   // scratch: room for every device
   int *placed;  // scratch: the devices an op's result lives on
@@ -40,18 +48,35 @@ typedef struct Builder {
   int *hops, *queue;  // scratch for fetch_as_tree: hops from an operand's home, the BFS's queue
   int *wanted;        // scratch: [device] == stamp when it is to fetch the operand
   int stamp;
+  int *src_of, *deepest;  // scratch for plan_tree: [device] where it takes the tensor from, and
+                          //   the most hops from the home of a device in its subtree
+  int *order, *counts;    // scratch: the edges' order, plan_tree's counting sort
 } Builder;
 
 static int available_at(const Builder *b, const Tensor *t, int device) {
   return b->at[t->id] ? b->at[t->id][device] : -1;
 }
 
-static void record(Builder *b, const Tensor *t, int device, int node) {
+// Nodes first .. last make t available on device (all of them together).
+static void record_span(Builder *b, const Tensor *t, int device, int first, int last) {
   if (!b->at[t->id]) {
     b->at[t->id] = ARENA_ARRAY(&b->c->arena, int, b->ndevices);
-    for (int d = 0; d < b->ndevices; d++) b->at[t->id][d] = -1;
+    b->first[t->id] = ARENA_ARRAY(&b->c->arena, int, b->ndevices);
+    for (int d = 0; d < b->ndevices; d++) b->at[t->id][d] = b->first[t->id][d] = -1;
   }
-  b->at[t->id][device] = node;
+  b->at[t->id][device] = last;
+  b->first[t->id][device] = first;
+}
+
+static void record(Builder *b, const Tensor *t, int device, int node) { record_span(b, t, device, node, node); }
+
+// The nodes making t available on device: how many (0: none, it lives
+// there or nothing has made it), the first in *first.
+static int available_span(const Builder *b, const Tensor *t, int device, int *first) {
+  int last = available_at(b, t, device);
+  if (last < 0) return 0;
+  *first = b->first[t->id][device];
+  return last - *first + 1;
 }
 
 // The device a tensor that does not live on `device` is sent from.
@@ -62,6 +87,12 @@ static int home_of(const Builder *b, const Tensor *t) {
 
 static void add_dep(Builder *b, int node) {
   if (node >= 0) VEC_PUSH(&b->c->arena, &b->deps, node);
+}
+
+// Every node that makes t available on device, as dependencies.
+static void add_available(Builder *b, const Tensor *t, int device) {
+  int first, n = available_span(b, t, device, &first);
+  for (int i = 0; i < n; i++) add_dep(b, first + i);
 }
 
 // A new node of `kind` for `op`, taking the scratch dependencies (sorted,
@@ -78,7 +109,7 @@ static DagNode *new_node(Builder *b, DagNodeKind kind, const Op *op) {
 }
 
 static DagNode *new_transfer(Builder *b, const Op *op, const Tensor *t, int src, int dst) {
-  add_dep(b, available_at(b, t, src));
+  add_available(b, t, src);
   DagNode *n = new_node(b, NODE_TRANSFER, op);
   n->tensor = t;
   n->src = src;
@@ -87,15 +118,12 @@ static DagNode *new_transfer(Builder *b, const Op *op, const Tensor *t, int src,
   return n;
 }
 
-// The node after which t is available on device (-1: from the start),
-// moving it there first if it lives elsewhere.  Only called with the
-// scratch dependencies empty.
-static int fetch(Builder *b, const Op *op, const Tensor *t, int device) {
-  int have = available_at(b, t, device);
-  if (have >= 0 || ir_place_has(&t->place, device)) return have;
+// Moves t to device from its home unless it lives there or was sent
+// there already.  Only called with the scratch dependencies empty.
+static void fetch(Builder *b, const Op *op, const Tensor *t, int device) {
+  if (available_at(b, t, device) >= 0 || ir_place_has(&t->place, device)) return;
   DagNode *n = new_transfer(b, op, t, home_of(b, t), device);
   record(b, t, device, n->id);
-  return n->id;
 }
 
 // Whether device h holds t's bytes to send on: t lives there (`lives`:
@@ -105,8 +133,8 @@ static bool holds(const Builder *b, const Tensor *t, int h, bool lives) {
 }
 
 // The neighbour of device d, one hop nearer the home on a shortest path
-// (b->hops), that holds t (one it lives on before one it was sent to, then
-// the lowest id), else the home itself.
+// (b->hops), that holds t or is sent it in the same tree (one it lives on
+// first, then the lowest id), else the home itself.
 static int nearest_holder(const Builder *b, const Tensor *t, bool lives, int home, int d) {
   const Topology *topo = b->c->topo;
   int best = home;
@@ -115,7 +143,7 @@ static int nearest_holder(const Builder *b, const Tensor *t, bool lives, int hom
     const Port *port = &topo->devices[d].ports[p];
     int h = port->peer;
     if (port->link < 0 || topo->links.data[port->link].failed || b->hops[h] != b->hops[d] - 1 ||
-        !holds(b, t, h, lives))
+        !(holds(b, t, h, lives) || b->wanted[h] == b->stamp))  // (a wanted one is sent t before d)
       continue;
     bool h_lives = lives && ir_place_has(&t->place, h);
     if (best == home || (h_lives && !best_lives) || (h_lives == best_lives && h < best)) best = h, best_lives = h_lives;
@@ -133,13 +161,77 @@ static int wanted_by_hops(Builder *b, const Tensor *t, int *home) {
   return m;
 }
 
+// The tree to the m wanted devices in b->queue (BFS order from home):
+// each one's source (nearest_holder, of t or of the copy's result: `held`)
+// in b->src_of, and into b->order the order to make their edges in: the
+// edges to the deepest subtrees first, so that the scheduler, which places
+// nodes in id order, gives the longest paths their links first; a parent's
+// subtree is at least as deep as its child's and comes earlier in BFS
+// order, so a parent's edge is always made first.  Returns whether some
+// device takes the tensor from another one of the tree (it is more than
+// one level deep).
+static bool plan_tree(Builder *b, const Tensor *held, bool lives, int home, int m) {
+  bool deep = false;
+  int most = 0;
+  for (int i = 0; i < m; i++) {
+    int d = b->queue[i];
+    b->src_of[d] = nearest_holder(b, held, lives, home, d);
+    b->deepest[d] = b->hops[d];
+    most = MAX(most, b->hops[d]);
+    deep |= b->wanted[b->src_of[d]] == b->stamp;
+  }
+  for (int i = m - 1; i >= 0; i--) {  // children before parents
+    int d = b->queue[i], s = b->src_of[d];
+    if (b->wanted[s] == b->stamp) b->deepest[s] = MAX(b->deepest[s], b->deepest[d]);
+  }
+  memset(b->counts, 0, sizeof(int) * (size_t)(most + 2));  // a stable counting sort, deepest first
+  for (int i = 0; i < m; i++) b->counts[most - b->deepest[b->queue[i]] + 1]++;
+  for (int k = 1; k <= most + 1; k++) b->counts[k] += b->counts[k - 1];
+  for (int i = 0; i < m; i++) b->order[b->counts[most - b->deepest[b->queue[i]]]++] = b->queue[i];
+  return deep;
+}
+
+// The chunks a tree's edges cut t into: BROADCAST_MAX_CHUNKS at most, of
+// whole vectors, *chunk_bytes each (the last the rest).
+static int tree_chunks(const Builder *b, const Tensor *t, int64_t *chunk_bytes) {
+  int64_t vb = b->c->topo->link.vector_bytes, bytes = layout_bytes(b->c, t), vectors = (bytes + vb - 1) / vb;
+  int64_t per = (vectors + BROADCAST_MAX_CHUNKS - 1) / BROADCAST_MAX_CHUNKS;
+  *chunk_bytes = per * vb;
+  return (int)((vectors + per - 1) / per);
+}
+
+// The edge src -> d of a tree carrying `carried` (t, or the result of the
+// copy sending it), made available on d as `lands`: m transfers of
+// chunk_bytes (the last the rest), one after another.  Chunk i leaves src
+// once src has chunk i, when src took `carried` in as many chunks, else
+// once it has all of it: a chunk is sent on as soon as it has landed, not
+// after the whole tensor.
+static void tree_edge(Builder *b, const Op *op, const Tensor *carried, const Tensor *lands, int src, int d, int m,
+                      int64_t chunk_bytes) {
+  int64_t total = layout_bytes(b->c, carried);
+  int first_src = 0, have = available_span(b, carried, src, &first_src), first = b->dag->nodes.len;
+  for (int i = 0; i < m; i++) {
+    if (have == m) add_dep(b, first_src + i);
+    else add_available(b, carried, src);
+    DagNode *n = new_node(b, NODE_TRANSFER, op);
+    n->tensor = carried;
+    n->src = src;
+    n->dst = d;
+    n->offset = i * chunk_bytes;
+    n->bytes = m == 1 ? total : MIN(chunk_bytes, total - n->offset);
+  }
+  record_span(b, lands, d, first, b->dag->nodes.len - 1);
+}
+
 // t to each of the n devices that lack it, nearest its home first, each
 // from nearest_holder: a tree over the shortest paths from the home.  A
 // star from the home would send t over the home's first links once for
 // every device behind them, and a device on the way would relay each of
 // those copies through a forwarding buffer beside its own (seed 002 s4.1:
-// the compiler chooses every path).  An unreachable device gets fetch()'s
-// transfer, which routing refuses.
+// the compiler chooses every path).  A tree more than one level deep is
+// cut into chunks (tree_chunks), which go on down it as they land, as a
+// star's relays would pass each vector on.  An unreachable device gets
+// fetch()'s transfer, which routing refuses.
 static void fetch_as_tree(Builder *b, const Op *op, const Tensor *t, const int *devices, int n) {
   int m = 0, home;
   b->stamp++;
@@ -147,11 +239,9 @@ static void fetch_as_tree(Builder *b, const Op *op, const Tensor *t, const int *
     if (!holds(b, t, devices[i], true)) b->wanted[devices[i]] = b->stamp, m++;
   if (!m) return;
   m = wanted_by_hops(b, t, &home);
-  for (int i = 0; i < m; i++) {
-    int d = b->queue[i];
-    DagNode *node = new_transfer(b, op, t, nearest_holder(b, t, true, home, d), d);
-    record(b, t, d, node->id);
-  }
+  int64_t chunk_bytes = 0;
+  int chunks = plan_tree(b, t, true, home, m) ? tree_chunks(b, t, &chunk_bytes) : 1;
+  for (int i = 0; i < m; i++) tree_edge(b, op, t, t, b->src_of[b->order[i]], b->order[i], chunks, chunk_bytes);
 }
 
 // Moves the builder on to op's inference: what was the last compute node
@@ -164,9 +254,8 @@ static void enter_batch(Builder *b, const Op *op) {
 }
 
 static void build_compute(Builder *b, const Op *op, int device) {
-  int ready[IR_MAX_OPERANDS];
-  for (int a = 0; a < op->nargs; a++) ready[a] = fetch(b, op, op->args[a], device);
-  for (int a = 0; a < op->nargs; a++) add_dep(b, ready[a]);
+  for (int a = 0; a < op->nargs; a++) fetch(b, op, op->args[a], device);
+  for (int a = 0; a < op->nargs; a++) add_available(b, op->args[a], device);
   if (b->last_compute[device] < 0) add_dep(b, b->last_before[device]);  // the earlier inference's work here first
   DagNode *n = new_node(b, NODE_COMPUTE, op);
   n->device = device;
@@ -189,10 +278,11 @@ static void build_copy(Builder *b, const Op *op, const int *devices, int n) {
   }
   if (!m) return;
   int reached = wanted_by_hops(b, x, &home);
+  int64_t chunk_bytes = 0;
+  int chunks = plan_tree(b, c, false, home, reached) ? tree_chunks(b, x, &chunk_bytes) : 1;
   for (int i = 0; i < reached; i++) {
-    int d = b->queue[i], src = nearest_holder(b, c, false, home, d);
-    DagNode *node = new_transfer(b, op, src == home ? x : c, src, d);
-    record(b, c, d, node->id);
+    int d = b->order[i], src = b->src_of[d];
+    tree_edge(b, op, src == home ? x : c, c, src, d, chunks, chunk_bytes);
   }
   for (int i = 0; i < n; i++)  // unreachable from the home: routing refuses the transfer
     if (b->wanted[devices[i]] == b->stamp && available_at(b, c, devices[i]) < 0) {
@@ -204,7 +294,7 @@ static void build_copy(Builder *b, const Op *op, const int *devices, int n) {
 static void build_collective(Builder *b, const Op *op) {
   const Tensor *x = op->args[0];
   int n = ir_place_devices(&x->place, b->ndevices, b->group);
-  for (int i = 0; i < n; i++) add_dep(b, available_at(b, x, b->group[i]));
+  for (int i = 0; i < n; i++) add_available(b, x, b->group[i]);
   DagNode *node = new_node(b, NODE_COLLECTIVE, op);
   node->bytes = layout_bytes(b->c, x);
   node->ngroup = n;
@@ -234,6 +324,7 @@ bool pass_dag(Compilation *c) {
   dag->graph = c->graph;
   Builder b = {.c = c, .dag = dag, .ndevices = c->topo->ndevices};
   b.at = ARENA_ARRAY(&c->arena, int *, c->graph->tensors.len);
+  b.first = ARENA_ARRAY(&c->arena, int *, c->graph->tensors.len);
   b.group = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.placed = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.last_compute = ARENA_ARRAY(&c->arena, int, b.ndevices);
@@ -241,6 +332,10 @@ bool pass_dag(Compilation *c) {
   b.hops = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.queue = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.wanted = ARENA_ARRAY(&c->arena, int, b.ndevices);
+  b.src_of = ARENA_ARRAY(&c->arena, int, b.ndevices);
+  b.deepest = ARENA_ARRAY(&c->arena, int, b.ndevices);
+  b.order = ARENA_ARRAY(&c->arena, int, b.ndevices);
+  b.counts = ARENA_ARRAY(&c->arena, int, b.ndevices + 2);
   for (int d = 0; d < b.ndevices; d++) b.last_compute[d] = b.last_before[d] = -1;
   for (int i = 0; i < c->graph->ops.len; i++) build_op(&b, c->graph->ops.data[i]);
   c->dag = dag;
