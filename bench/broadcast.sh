@@ -8,7 +8,9 @@
 # vector-hops (tsp-emu: vectors moved) of this tspc, and with
 # BASELINE_TSPC=PATH those of another build beside them, compiled in the
 # same run, and the speed-up; every program of this tspc is run on tsp-emu
-# with jitter, drift and skew, and must say `data: verified`.
+# with jitter, drift and skew, and must say `data: verified`.  A second
+# table does the same for a matmul split over 2.5 MiB copies of ring8,
+# mesh4x4 and torus4x4, whose activation every device of the split needs.
 #
 #   bench/broadcast.sh            (BASELINE_TSPC=PATH: a build to compare with)
 set -euo pipefail
@@ -39,4 +41,21 @@ for kib in 1 4 32 1024; do
     fi
     printf '%-10s %6sKiB %10s %10s %10s %10s %8s %s\n' "$topo" "$kib" "$c" "$v" "$bc" "$bv" "$speed" "$data"
   done
+done
+
+# A matmul whose weight does not fit one 2.5 MiB TSP, split over the ring
+# and the mesh: every device of the split needs the activation x (1.1 MiB,
+# from device 0), which goes to them as one tree when it is more than one
+# level deep (dag.c, fetch_for_split).
+echo
+printf '%-10s %-18s %10s %10s %10s %10s %8s %s\n' system model cycles vec_hops base_cyc base_hops speedup data
+for topo in ring8 mesh4x4 torus4x4; do
+  { grep -v '^sram_vectors' "examples/$topo.yaml"; echo "sram_vectors: 8192"; } > "$work/$topo-small.yaml"
+  read -r c v data <<< "$(once bin/tspc test/lit/Inputs/partition/matmul-relay.tg "$work/$topo-small.yaml")"
+  bc=- bv=- speed=-
+  if [ -n "${BASELINE_TSPC:-}" ]; then
+    read -r bc bv _ <<< "$(once "$BASELINE_TSPC" test/lit/Inputs/partition/matmul-relay.tg "$work/$topo-small.yaml")"
+    [ -n "$bc" ] && speed=$(echo "$bc / $c" | bc -l | xargs printf '%.2fx') || bc=refused
+  fi
+  printf '%-10s %-18s %10s %10s %10s %10s %8s %s\n' "$topo-2.5MiB" matmul-relay.tg "$c" "$v" "$bc" "${bv:--}" "$speed" "$data"
 done

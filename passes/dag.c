@@ -51,6 +51,7 @@ typedef struct Builder {
   int *src_of, *deepest;  // scratch for plan_tree: [device] where it takes the tensor from, and
                           //   the most hops from the home of a device in its subtree
   int *order, *counts;    // scratch: the edges' order, plan_tree's counting sort
+  const Op **reader;      // fetch_for_split: [device] the op a tree's edge there is for (NULL: the tree's)
 } Builder;
 
 static int available_at(const Builder *b, const Tensor *t, int device) {
@@ -213,7 +214,7 @@ static void tree_edge(Builder *b, const Op *op, const Tensor *carried, const Ten
   for (int i = 0; i < m; i++) {
     if (have == m) add_dep(b, first_src + i);
     else add_available(b, carried, src);
-    DagNode *n = new_node(b, NODE_TRANSFER, op);
+    DagNode *n = new_node(b, NODE_TRANSFER, b->reader && b->reader[d] ? b->reader[d] : op);
     n->tensor = carried;
     n->src = src;
     n->dst = d;
@@ -232,7 +233,7 @@ static void tree_edge(Builder *b, const Op *op, const Tensor *carried, const Ten
 // cut into chunks (tree_chunks), which go on down it as they land, as a
 // star's relays would pass each vector on.  An unreachable device gets
 // fetch()'s transfer, which routing refuses.
-static void fetch_as_tree(Builder *b, const Op *op, const Tensor *t, const int *devices, int n) {
+static void fetch_as_tree(Builder *b, const Op *op, const Tensor *t, const int *devices, int n, bool only_deep) {
   int m = 0, home;
   b->stamp++;
   for (int i = 0; i < n; i++)
@@ -240,7 +241,9 @@ static void fetch_as_tree(Builder *b, const Op *op, const Tensor *t, const int *
   if (!m) return;
   m = wanted_by_hops(b, t, &home);
   int64_t chunk_bytes = 0;
-  int chunks = plan_tree(b, t, true, home, m) ? tree_chunks(b, t, &chunk_bytes) : 1;
+  bool deep = plan_tree(b, t, true, home, m);
+  if (only_deep && !deep) return;  // (each device's own fetch, as its op is built)
+  int chunks = deep ? tree_chunks(b, t, &chunk_bytes) : 1;
   for (int i = 0; i < m; i++) tree_edge(b, op, t, t, b->src_of[b->order[i]], b->order[i], chunks, chunk_bytes);
 }
 
@@ -314,8 +317,41 @@ static void build_op(Builder *b, const Op *op) {
     build_copy(b, op, b->placed, n);
     return;
   }
-  for (int a = 0; a < op->nargs; a++) fetch_as_tree(b, op, op->args[a], b->placed, n);
+  for (int a = 0; a < op->nargs; a++) fetch_as_tree(b, op, op->args[a], b->placed, n, false);
   for (int i = 0; i < n; i++) build_compute(b, op, b->placed[i]);
+}
+
+// The ops a split made (partition.c: their results shards of one tensor,
+// one after another in the graph), at the first of them: each operand
+// they read goes to all their devices as one tree (fetch_as_tree) when it
+// is more than one level deep, so it goes on down in chunks as it lands
+// rather than whole from one op's device to the next's.  A tree of one
+// level is left to each op's own fetch, in the order the ops are built.
+static void fetch_for_split(Builder *b, const Graph *g, int first) {
+  const Op *op = g->ops.data[first];
+  const Tensor *of = op->result->shard_of;
+  if (!of || ir_op_is_collective(op->kind) || op->kind == OP_COPY ||
+      (first > 0 && g->ops.data[first - 1]->result->shard_of == of))
+    return;
+  int end = first;
+  while (end < g->ops.len && g->ops.data[end]->result->shard_of == of && g->ops.data[end]->kind == op->kind) end++;
+  if (end - first < 2) return;
+  for (int i = first; i < end; i++)
+    for (int a = 0; a < g->ops.data[i]->nargs; a++) {
+      const Tensor *t = g->ops.data[i]->args[a];
+      int n = 0;
+      for (int k = first; k < end; k++) {
+        const Op *sib = g->ops.data[k];
+        bool reads = false;
+        for (int x = 0; x < sib->nargs; x++) reads |= sib->args[x] == t;
+        if (reads && sib->result->place.kind == PLACE_DEVICE && n < b->ndevices) {
+          b->placed[n++] = sib->result->place.index;
+          b->reader[sib->result->place.index] = sib;
+        }
+      }
+      if (n > 1) fetch_as_tree(b, g->ops.data[i], t, b->placed, n, true);
+      for (int k = 0; k < n; k++) b->reader[b->placed[k]] = NULL;
+    }
 }
 
 bool pass_dag(Compilation *c) {
@@ -336,8 +372,12 @@ bool pass_dag(Compilation *c) {
   b.deepest = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.order = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.counts = ARENA_ARRAY(&c->arena, int, b.ndevices + 2);
+  b.reader = ARENA_ARRAY(&c->arena, const Op *, b.ndevices);
   for (int d = 0; d < b.ndevices; d++) b.last_compute[d] = b.last_before[d] = -1;
-  for (int i = 0; i < c->graph->ops.len; i++) build_op(&b, c->graph->ops.data[i]);
+  for (int i = 0; i < c->graph->ops.len; i++) {
+    fetch_for_split(&b, c->graph, i);
+    build_op(&b, c->graph->ops.data[i]);
+  }
   c->dag = dag;
   return true;
 }
