@@ -152,14 +152,16 @@ static int nearest_holder(const Builder *b, const Tensor *t, bool lives, int hom
   return best;
 }
 
-// The devices marked wanted (b->stamp), nearest t's home first: the BFS's
-// order, into b->queue[0 .. returned); the home's hops in b->hops.
-static int wanted_by_hops(Builder *b, const Tensor *t, int *home) {
+// The `wanted` devices marked (b->stamp), nearest t's home first: the
+// BFS's order, into b->queue[0 .. wanted); the home's hops in b->hops.
+// Every device in service reaches every other (the topology loader
+// refuses a network that is not connected).
+static void wanted_by_hops(Builder *b, const Tensor *t, int wanted, int *home) {
   *home = home_of(b, t);
   int reached = ir_topo_hops_from(b->c->topo, *home, b->hops, b->queue), m = 0;
   for (int i = 0; i < reached; i++)
     if (b->wanted[b->queue[i]] == b->stamp) b->queue[m++] = b->queue[i];
-  return m;
+  if (m != wanted) die("dag: %d of the devices %s is sent to cannot be reached from device %d", wanted - m, t->name, *home);
 }
 
 // The tree to the m wanted devices in b->queue (BFS order from home):
@@ -231,15 +233,14 @@ static void tree_edge(Builder *b, const Op *op, const Tensor *carried, const Ten
 // those copies through a forwarding buffer beside its own (seed 002 s4.1:
 // the compiler chooses every path).  A tree more than one level deep is
 // cut into chunks (tree_chunks), which go on down it as they land, as a
-// star's relays would pass each vector on.  An unreachable device gets
-// fetch()'s transfer, which routing refuses.
+// star's relays would pass each vector on.
 static void fetch_as_tree(Builder *b, const Op *op, const Tensor *t, const int *devices, int n, bool only_deep) {
   int m = 0, home;
   b->stamp++;
   for (int i = 0; i < n; i++)
     if (!holds(b, t, devices[i], true)) b->wanted[devices[i]] = b->stamp, m++;
   if (!m) return;
-  m = wanted_by_hops(b, t, &home);
+  wanted_by_hops(b, t, m, &home);
   int64_t chunk_bytes = 0;
   bool deep = plan_tree(b, t, true, home, m);
   if (only_deep && !deep) return;  // (each device's own fetch, as its op is built)
@@ -280,18 +281,13 @@ static void build_copy(Builder *b, const Op *op, const int *devices, int n) {
       b->wanted[devices[i]] = b->stamp, m++;
   }
   if (!m) return;
-  int reached = wanted_by_hops(b, x, &home);
+  wanted_by_hops(b, x, m, &home);
   int64_t chunk_bytes = 0;
-  int chunks = plan_tree(b, c, false, home, reached) ? tree_chunks(b, x, &chunk_bytes) : 1;
-  for (int i = 0; i < reached; i++) {
+  int chunks = plan_tree(b, c, false, home, m) ? tree_chunks(b, x, &chunk_bytes) : 1;
+  for (int i = 0; i < m; i++) {
     int d = b->order[i], src = b->src_of[d];
     tree_edge(b, op, src == home ? x : c, c, src, d, chunks, chunk_bytes);
   }
-  for (int i = 0; i < n; i++)  // unreachable from the home: routing refuses the transfer
-    if (b->wanted[devices[i]] == b->stamp && available_at(b, c, devices[i]) < 0) {
-      DagNode *node = new_transfer(b, op, x, home, devices[i]);
-      record(b, c, devices[i], node->id);
-    }
 }
 
 static void build_collective(Builder *b, const Op *op) {
@@ -321,6 +317,22 @@ static void build_op(Builder *b, const Op *op) {
   for (int i = 0; i < n; i++) build_compute(b, op, b->placed[i]);
 }
 
+static bool reads(const Op *op, const Tensor *t) {
+  for (int a = 0; a < op->nargs; a++)
+    if (op->args[a] == t) return true;
+  return false;
+}
+
+// Whether t was met before operand a of op i: an operand of an op of
+// [first, i), or of op i before a.
+static bool read_before(const Graph *g, int first, int i, int a, const Tensor *t) {
+  for (int k = first; k < i; k++)
+    if (reads(g->ops.data[k], t)) return true;
+  for (int x = 0; x < a; x++)
+    if (g->ops.data[i]->args[x] == t) return true;
+  return false;
+}
+
 // The ops a split made (partition.c: their results shards of one tensor,
 // one after another in the graph), at the first of them: each operand
 // they read goes to all their devices as one tree (fetch_as_tree) when it
@@ -339,12 +351,11 @@ static void fetch_for_split(Builder *b, const Graph *g, int first) {
   for (int i = first; i < end; i++)
     for (int a = 0; a < g->ops.data[i]->nargs; a++) {
       const Tensor *t = g->ops.data[i]->args[a];
+      if (read_before(g, first, i, a, t)) continue;  // its tree is made
       int n = 0;
-      for (int k = first; k < end; k++) {
+      for (int k = i; k < end; k++) {
         const Op *sib = g->ops.data[k];
-        bool reads = false;
-        for (int x = 0; x < sib->nargs; x++) reads |= sib->args[x] == t;
-        if (reads && sib->result->place.kind == PLACE_DEVICE && n < b->ndevices) {
+        if (reads(sib, t) && sib->result->place.kind == PLACE_DEVICE && n < b->ndevices) {
           b->placed[n++] = sib->result->place.index;
           b->reader[sib->result->place.index] = sib;
         }
