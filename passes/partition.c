@@ -190,10 +190,14 @@ void part_splice(Arena *a, PtrVec *v, const void *old, void *const *repl, int n)
   *v = out;
 }
 
-// Renumbers tensors and ops after surgery (ids are indices).
-void part_renumber(Graph *g) {
+// Renumbers tensors and ops after surgery (ids are indices); the reader
+// counts are made again when next asked for.
+void part_renumber(Partitioner *p) {
+  Graph *g = p->g;
   for (int i = 0; i < g->tensors.len; i++) g->tensors.data[i]->id = i;
   for (int i = 0; i < g->ops.len; i++) g->ops.data[i]->id = i;
+  free(p->readers->count);
+  p->readers->count = NULL;
 }
 
 // Whether devices a and b share a node (every device of a system that is
@@ -204,11 +208,18 @@ bool part_same_node(const Topology *t, int a, int b) {
 }
 
 // How many operands of ops name t (a copy counts: it moves t's bytes).
-int part_readers(const Graph *g, const Tensor *t) {
-  int n = 0;
-  for (int i = 0; i < g->ops.len; i++)
-    for (int a = 0; a < g->ops.data[i]->nargs; a++) n += g->ops.data[i]->args[a] == t;
-  return n;
+// Counted for every tensor at once and kept until the graph changes: the
+// splitter asks for each matmul, and a count each time was quadratic
+// (deep3k.tg's 3,000 matmuls: 0.7 s).
+int part_readers(const Partitioner *p, const Tensor *t) {
+  const Graph *g = p->g;
+  ReaderCounts *r = p->readers;
+  if (!r->count) {
+    r->count = xcalloc((size_t)g->tensors.len + 1, sizeof(int));
+    for (int i = 0; i < g->ops.len; i++)
+      for (int a = 0; a < g->ops.data[i]->nargs; a++) r->count[g->ops.data[i]->args[a]->id]++;
+  }
+  return r->count[t->id];
 }
 
 // ---- step 3: with the first consumer -----------------------------------------------------
@@ -319,6 +330,157 @@ static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) 
   return add_saturated(add_saturated(base, peak), scratch);
 }
 
+// ---- the same estimate, kept as a pipeline stage grows ---------------------------------------
+//
+// A stage takes ops one at a time, and the cut asks after each whether its
+// device still fits: device_peak there made deep3k.tg (3,000 layers) spend
+// 45 s in this pass, each question a sweep over the whole graph, asked for
+// every op of every cut the search for a limit tries.  StageSram keeps
+// device_peak's figure for one device as ops join it: each tensor's share
+// (a span of ops with its bytes times the inferences it counts for, or
+// bytes always held) is what device_peak would give it, refreshed when an
+// op that names it joins; the spans are range additions to a segment tree
+// over the op indices, whose root holds the largest sum.  Only the fit is
+// asked (at most the capacity, or not), so a share is capped one past the
+// capacity: a sum with a capped share is over it either way, and with
+// none, exact (and far from overflowing).
+
+// What a graph's readers are, for StageSram: by tensor id, the ops that
+// read it (an op naming it twice counts once) and the last of them.
+typedef struct ReaderOps {
+  int *count, *last;  // last: -1 when none
+} ReaderOps;
+
+static ReaderOps reader_ops_of(const Graph *g) {
+  ReaderOps r = {xcalloc((size_t)g->tensors.len + 1, sizeof(int)), xmalloc(sizeof(int) * ((size_t)g->tensors.len + 1))};
+  for (int i = 0; i < g->tensors.len; i++) r.last[i] = -1;
+  for (int i = 0; i < g->ops.len; i++) {
+    const Op *op = g->ops.data[i];
+    for (int a = 0; a < op->nargs; a++) {
+      int t = op->args[a]->id;
+      if (r.last[t] != i) r.count[t]++, r.last[t] = i;
+    }
+  }
+  return r;
+}
+
+static void reader_ops_free(ReaderOps *r) { free(r->count), free(r->last); }
+
+// A tensor's share of one device's estimate: held always (span.from < 0)
+// or over the ops in span; 0 bytes: none.
+typedef struct SramShare {
+  Span span;
+  int64_t bytes;
+} SramShare;
+
+typedef struct StageSram {
+  const Partitioner *p;
+  const ReaderOps *readers;
+  int d, nops;
+  int64_t cap;           // a share's most: one past the capacity
+  int64_t always;        // the shares held always
+  int64_t scratch;       // the largest scratch of an op on d
+  Span *here;            // by tensor: its first and last reader on d ({-1, -1}: none)
+  int *nhere;            // by tensor: its readers on d
+  SramShare *share;      // by tensor: as added
+  int64_t *top, *add;    // the segment tree, by node (root 1): largest sum below, and what was added to all below
+} StageSram;
+
+// Adds v to the sum of every op index in [l, r] under node k, which covers [lo, hi].
+static void tree_add(StageSram *s, int k, int lo, int hi, int l, int r, int64_t v) {
+  if (r < lo || hi < l) return;
+  if (l <= lo && hi <= r) {
+    s->top[k] += v, s->add[k] += v;
+    return;
+  }
+  int mid = lo + (hi - lo) / 2;
+  tree_add(s, 2 * k, lo, mid, l, r, v);
+  tree_add(s, 2 * k + 1, mid + 1, hi, l, r, v);
+  s->top[k] = MAX(s->top[2 * k], s->top[2 * k + 1]) + s->add[k];
+}
+
+static void share_apply(StageSram *s, SramShare sh, int sign) {
+  if (!sh.bytes) return;
+  if (sh.span.from < 0) s->always += sign * sh.bytes;
+  else tree_add(s, 1, 0, s->nops - 1, sh.span.from, sh.span.to, sign * sh.bytes);
+}
+
+// Tensor t's share as device_peak gives it, from what is placed now.
+static SramShare share_now(const StageSram *s, const Tensor *t) {
+  const Partitioner *p = s->p;
+  bool home = placed_on(&t->place, s->d);
+  Span on_d = s->here[t->id];
+  if (!home && on_d.from < 0) return (SramShare){{-1, -1}, 0};
+  int64_t bytes = MIN(part_tensor_bytes(p, t), p->sram + 1);
+  int64_t in_flight = MIN(p->batches, PARTITION_LIVE_BATCHES);
+  if (home && (t->kind != TENSOR_VALUE || t->is_output))
+    return (SramShare){{-1, -1}, MIN(t->kind == TENSOR_PARAM ? bytes : mul_saturated(bytes, p->batches), s->cap)};
+  Span span = on_d;
+  if (home) span = (Span){t->def->id, MAX(s->readers->last[t->id], t->def->id)};
+  bool crosses = !home || s->nhere[t->id] < s->readers->count[t->id];
+  return (SramShare){span, MIN(mul_saturated(bytes, crosses ? p->batches : in_flight), s->cap)};
+}
+
+static void share_refresh(StageSram *s, const Tensor *t) {
+  SramShare now = share_now(s, t), *was = &s->share[t->id];
+  if (now.bytes == was->bytes && now.span.from == was->span.from && now.span.to == was->span.to) return;
+  share_apply(s, *was, -1);
+  share_apply(s, now, +1);
+  *was = now;
+}
+
+// Whether op names its a-th operand before it too.
+static bool named_before(const Op *op, int a) {
+  for (int b = 0; b < a; b++)
+    if (op->args[b] == op->args[a]) return true;
+  return false;
+}
+
+// op, placed on s->d, reads every tensor it names there.
+static void note_reader(StageSram *s, const Op *op) {
+  for (int a = 0; a < op->nargs; a++) {
+    if (named_before(op, a)) continue;
+    Span *h = &s->here[op->args[a]->id];
+    h->from = h->from < 0 ? op->id : MIN(h->from, op->id);
+    h->to = MAX(h->to, op->id);
+    s->nhere[op->args[a]->id]++;
+  }
+}
+
+// Device d's estimate as placed now (device_peak's figure, shares capped).
+static StageSram stage_sram_begin(const Partitioner *p, const ReaderOps *readers, int d) {
+  const Graph *g = p->g;
+  int nt = g->tensors.len, nops = MAX(1, g->ops.len), nodes = 4 * nops;
+  StageSram s = {.p = p, .readers = readers, .d = d, .nops = nops, .cap = p->capacity + 1,
+                 .here = xmalloc(sizeof(Span) * ((size_t)nt + 1)), .nhere = xcalloc((size_t)nt + 1, sizeof(int)),
+                 .share = xcalloc((size_t)nt + 1, sizeof(SramShare)), .top = xcalloc((size_t)nodes, sizeof(int64_t)),
+                 .add = xcalloc((size_t)nodes, sizeof(int64_t))};
+  for (int i = 0; i < nt; i++) s.here[i] = (Span){-1, -1}, s.share[i].span = (Span){-1, -1};
+  for (int i = 0; i < g->ops.len; i++)
+    if (placed_on(&g->ops.data[i]->result->place, d)) note_reader(&s, g->ops.data[i]);
+  for (int i = 0; i < nt; i++) share_refresh(&s, g->tensors.data[i]);
+  largest_scratch(p, d, &s.scratch);
+  return s;
+}
+
+// op has just been placed on s->d (with the params and inputs it takes
+// along): its result and every tensor it names are looked at again.
+static void stage_sram_join(StageSram *s, const Op *op) {
+  note_reader(s, op);
+  share_refresh(s, op->result);
+  for (int a = 0; a < op->nargs; a++) share_refresh(s, op->args[a]);
+  s->scratch = MAX(s->scratch, part_scratch_bytes(s->p, op));
+}
+
+static bool stage_sram_fits(const StageSram *s) {
+  return s->always + MAX(0, s->top[1]) + MIN(s->scratch, s->cap) <= s->p->capacity;
+}
+
+static void stage_sram_end(StageSram *s) {
+  free(s->here), free(s->nhere), free(s->share), free(s->top), free(s->add);
+  *s = (StageSram){0};
+}
+
 // The first device whose estimate exceeds `limit` bytes, or -1; *peak and
 // *largest say why.
 static int overfull_device(const Partitioner *p, int64_t limit, int64_t *peak, const Tensor **largest) {
@@ -335,6 +497,7 @@ typedef struct Pipeline {
   int nfree;
   Op **ops;          // the ops whose result the model left unplaced, in order
   Op **first_use;    // by tensor id: its first reader other than a copy
+  ReaderOps readers;   // the graph's, for the cut's SRAM estimates (StageSram)
   int *path;         // the devices stages take, in order (grown as needed)
   int npath;
   bool *used;
@@ -391,25 +554,29 @@ static int cut_stages(const Partitioner *p, Pipeline *pl, int64_t limit, const O
   for (int i = 0; i < pl->nfree; i++) unassign(pl, pl->ops[i]);
   int k = 0, d = stage_device(p, pl, 0);
   int64_t cycles = 0;
-  const Tensor *largest;
+  StageSram sram = stage_sram_begin(p, &pl->readers, d);
   for (int i = 0; i < pl->nfree; i++) {
     Op *op = pl->ops[i];
     int64_t c = compute_estimate_cycles(op, p->vb);
     bool joined = false;
     if (!cycles || cycles + c <= limit) {
       assign(pl, op, d);
-      joined = device_peak(p, d, &largest) <= p->capacity;
+      stage_sram_join(&sram, op);
+      joined = stage_sram_fits(&sram);
       if (!joined) unassign(pl, op);
     }
     if (!joined) {
+      stage_sram_end(&sram);
       d = stage_device(p, pl, ++k);
       if (d < 0) return *stuck = op, -1;
       assign(pl, op, d);
       cycles = 0;
-      if (device_peak(p, d, &largest) > p->capacity) return *stuck = op, -1;
+      sram = stage_sram_begin(p, &pl->readers, d);
+      if (!stage_sram_fits(&sram)) return stage_sram_end(&sram), *stuck = op, -1;
     }
     cycles += c;
   }
+  stage_sram_end(&sram);
   return k + 1;
 }
 
@@ -593,7 +760,8 @@ static void refuse(Partitioner *p, int d, int64_t peak, const Tensor *largest, c
 }
 
 bool pass_partition(Compilation *c) {
-  Partitioner p = {.c = c, .g = c->graph, .t = c->topo, .vb = c->topo->link.vector_bytes};
+  ReaderCounts readers = {0};
+  Partitioner p = {.c = c, .g = c->graph, .t = c->topo, .vb = c->topo->link.vector_bytes, .readers = &readers};
   p.batches = MAX(c->batches, 1);
   p.sram = (int64_t)c->topo->sram_vectors * p.vb;
   p.capacity = p.sram / 100 * (100 - PARTITION_SRAM_HEADROOM_PERCENT);
@@ -617,6 +785,7 @@ bool pass_partition(Compilation *c) {
   if ((d >= 0 || p.batches > 1) && !c->partition_none && pl.nfree > 1) {
     for (int i = 0; i < nwas_free; i++) was_free[i]->place = (Placement){.kind = PLACE_AUTO};
     pl.first_use = first_uses(p.g);
+    pl.readers = reader_ops_of(p.g);
     pl.path = xmalloc(sizeof(int) * (size_t)c->topo->ndevices);
     pl.used = xcalloc((size_t)c->topo->ndevices, sizeof(bool));
     pl.path[0] = pipeline_start(&p, &pl), pl.used[pl.path[0]] = true, pl.npath = 1;
@@ -627,6 +796,7 @@ bool pass_partition(Compilation *c) {
       place_with_consumers(&p);
     }
     free(pl.first_use), free(pl.path), free(pl.used);
+    reader_ops_free(&pl.readers);
   }
   // The headroom is for planning: only an estimate past the whole SRAM is
   // refused here; code generation's allocator has the last word.
@@ -642,7 +812,7 @@ bool pass_partition(Compilation *c) {
     refuse(&p, d, peak, largest, why);
     ok = false;
   }
-  free(pl.ops), free(was_free);
+  free(pl.ops), free(was_free), free(readers.count);
   c->partition_log = p.log.data ? arena_strdup(&c->arena, p.log.data) : "";
   buf_free(&p.log);
   return ok;

@@ -19,6 +19,10 @@
 // and the one whose results are still being sent on.
 #define PARTITION_LIVE_BATCHES 2
 
+// part_readers' counts, by tensor id (count NULL: to be made again).
+typedef struct ReaderCounts {
+  int *count;
+} ReaderCounts;
 typedef struct Partitioner {
   Compilation *c;
   Graph *g;
@@ -28,6 +32,7 @@ typedef struct Partitioner {
   int64_t capacity;  // bytes of a device's SRAM the partitioner plans to fill
   int64_t sram;      // all of it: an estimate beyond it is refused
   Buf log;           // the decisions, for --dump-after=partition
+  ReaderCounts *readers;  // part_readers' counts, until part_renumber
 } Partitioner;
 
 typedef VEC(void *) PtrVec;
@@ -56,8 +61,8 @@ Tensor *part_new_shard(Partitioner *p, const Tensor *of, TensorKind kind, const 
                        int device);
 // v with element `old` replaced by the n of `repl`, in order.
 void part_splice(Arena *a, PtrVec *v, const void *old, void *const *repl, int n);
-void part_renumber(Graph *g);  // ids are indices again after surgery
-int part_readers(const Graph *g, const Tensor *t);  // operands naming t, over all ops
+void part_renumber(Partitioner *p);  // ids are indices again after surgery
+int part_readers(const Partitioner *p, const Tensor *t);  // operands naming t, over all ops
 // Whether devices a and b share a dragonfly node (any two do elsewhere).
 bool part_same_node(const Topology *t, int a, int b);
 

@@ -43,11 +43,11 @@ typedef struct CholSplit {
   PtrVec leaves, values, ops, outputs;
 } CholSplit;
 
-static bool chol_splittable(const Graph *g, const Op *op) {
+static bool chol_splittable(const Partitioner *p, const Op *op) {
   if (op->kind != OP_CHOLESKY || op->chol.role != CHOL_WHOLE) return false;
   const Tensor *a = op->args[0], *l = op->result;
-  return a->kind != TENSOR_VALUE && part_is_free(a) && part_readers(g, a) == 1 && part_movable(op) &&
-         l->is_output && part_readers(g, l) == 0;
+  return a->kind != TENSOR_VALUE && part_is_free(a) && part_readers(p, a) == 1 && part_movable(op) &&
+         l->is_output && part_readers(p, l) == 0;
 }
 
 // The devices the blocks go to: the first device and those nearest it, of
@@ -168,7 +168,7 @@ static void chol_splice(CholSplit *cs, Op *op) {
   part_splice(a, (PtrVec *)&g->tensors, op->result, cs->values.data, cs->values.len);
   part_splice(a, (PtrVec *)&g->ops, op, cs->ops.data, cs->ops.len);
   part_splice(a, (PtrVec *)&g->outputs, op->result, cs->outputs.data, cs->outputs.len);
-  part_renumber(g);
+  part_renumber(cs->p);
 }
 
 // ---- the estimate ----------------------------------------------------------------------------
@@ -239,7 +239,7 @@ static int chol_best_devices(CholSplit *cs, int n, int64_t *best, int64_t *whole
 void partition_split_cholesky(Partitioner *p) {
   for (int i = 0; i < p->g->ops.len; i++) {
     Op *op = p->g->ops.data[i];
-    if (!chol_splittable(p->g, op)) continue;
+    if (!chol_splittable(p, op)) continue;
     int64_t blocks = part_ceil_div(op->chol.order, CHOL_BLOCK_ROWS), best, whole;
     int n, *devs = chol_devices(p, (int)MIN(blocks, p->t->ndevices), &n);
     int64_t per = isa_elems_per_vector(op->result->dtype, p->vb);

@@ -57,16 +57,16 @@ typedef struct SplitCost {
 // The most operands of a concat (the DSL's arity, Op.args' room).
 #define CONCAT_MAX_PARTS IR_MAX_OPERANDS
 
-static bool splittable(const Graph *g, const Op *op) {
+static bool splittable(const Partitioner *p, const Op *op) {
   if (op->kind != OP_MATMUL) return false;
   const Tensor *x = op->args[0], *w = op->args[1], *y = op->result;
-  return w->kind == TENSOR_PARAM && part_is_free(w) && w->shape.rank == 2 && part_readers(g, w) == 1 && x != w &&
-         part_movable(op) && (y->is_output || part_readers(g, y) > 0) &&
+  return w->kind == TENSOR_PARAM && part_is_free(w) && w->shape.rank == 2 && part_readers(p, w) == 1 && x != w &&
+         part_movable(op) && (y->is_output || part_readers(p, y) > 0) &&
          (x->place.kind == PLACE_AUTO || x->place.kind == PLACE_DEVICE);
 }
 
 // Whether y is gathered whole after the split: other ops read it.
-static bool gathered(const Graph *g, const Op *op) { return part_readers(g, op->result) > 0; }
+static bool gathered(const Partitioner *p, const Op *op) { return part_readers(p, op->result) > 0; }
 
 // Levels of concats that join n pieces, CONCAT_MAX_PARTS at a time.
 static int concat_levels(int64_t n) {
@@ -75,8 +75,8 @@ static int concat_levels(int64_t n) {
   return levels;
 }
 
-static bool host_loaded(const Graph *g, const Tensor *x) {
-  return x->kind != TENSOR_VALUE && part_is_free(x) && part_readers(g, x) == 1;
+static bool host_loaded(const Partitioner *p, const Tensor *x) {
+  return x->kind != TENSOR_VALUE && part_is_free(x) && part_readers(p, x) == 1;
 }
 
 // [*first, *first + *count) of n cut into `parts` as evenly as it goes.
@@ -109,7 +109,7 @@ static SplitCost grid_cost(const Partitioner *p, const Op *op, Grid g, int src) 
   part.args[0] = &xr, part.args[1] = &wr, part.result = &yr;
   int devices = g.R * g.C;
   int64_t xdist = 0;
-  if (!host_loaded(p->g, x)) {
+  if (!host_loaded(p, x)) {
     xdist = part_send_cycles(p, src, part_tensor_bytes(p, &xr), devices - 1);
     if (g.R > 1) xdist += vectors_of(p, x->dtype, &x->shape);  // the slices, on the home's switch unit
   }
@@ -126,14 +126,14 @@ static SplitCost grid_cost(const Partitioner *p, const Op *op, Grid g, int src) 
   int64_t nb = p->batches;
   int64_t share = part_tensor_bytes(p, &wr) + nb * (part_tensor_bytes(p, &yr) + 2 * pieces) + part_scratch_bytes(p, &part);
   int64_t gather = 0, gathering = 0;
-  if (devices > 1 && gathered(p->g, op)) {  // the gathering device holds y and a level of concats more
+  if (devices > 1 && gathered(p, op)) {  // the gathering device holds y and a level of concats more
     gather = part_send_cycles(p, src, part_tensor_bytes(p, y) / devices, devices) +
              concat_levels(devices) * vectors_of(p, y->dtype, &y->shape);
     gathering = nb * 2 * part_tensor_bytes(p, y);
     if (devices >= p->t->nin_service) share += gathering, gathering = 0;  // device (0, 0) gathers
   }
   int64_t bytes = MAX(nb * part_tensor_bytes(p, &xr) + share, gathering);
-  if (!host_loaded(p->g, x))  // x's home, in the grid, holds all of x and, with R > 1, its R slices too
+  if (!host_loaded(p, x))  // x's home, in the grid, holds all of x and, with R > 1, its R slices too
     bytes = MAX(bytes, nb * part_tensor_bytes(p, x) * (g.R > 1 ? 2 : 1) + share);
   return (SplitCost){.cycles = xdist + compute_estimate_cycles(&part, p->vb) + reduce + gather, .bytes = bytes};
 }
@@ -310,7 +310,7 @@ static void gather_pieces(Rewrite *rw, int device) {
 static Tensor *activation_for(Rewrite *rw, Grid g, int64_t k0, int64_t k_r, int d, Tensor **slice) {
   Partitioner *p = rw->p;
   Tensor *x = rw->op->args[0];
-  if (host_loaded(p->g, x)) {
+  if (host_loaded(p, x)) {
     int64_t start[IR_MAX_RANK] = {0};
     start[x->shape.rank - 1] = k0;
     Shape s = with_last(&x->shape, k_r);
@@ -407,7 +407,7 @@ static void follow_gathered(Partitioner *p, const Tensor *y, Placement was, int 
 static void split_grid(Partitioner *p, Op *op, Grid g, const int *devs, int at) {
   Arena *a = &p->c->arena;
   Tensor *x = op->args[0], *w = op->args[1], *y = op->result;
-  Rewrite rw = {.p = p, .op = op, .gather = gathered(p->g, op)};
+  Rewrite rw = {.p = p, .op = op, .gather = gathered(p, op)};
   int64_t k = w->shape.dim[0], n = w->shape.dim[1];
   Tensor **slices = xcalloc((size_t)g.R, sizeof(Tensor *)), **partials = xmalloc(sizeof(Tensor *) * (size_t)g.R);
   for (int c = 0; c < g.C; c++) {
@@ -438,13 +438,13 @@ static void split_grid(Partitioner *p, Op *op, Grid g, const int *devs, int at) 
   Placement was = y->place;
   if (rw.gather) gather_pieces(&rw, at);
   Graph *gr = p->g;
-  if (host_loaded(gr, x)) part_splice(a, (PtrVec *)&gr->tensors, x, NULL, 0);
+  if (host_loaded(p, x)) part_splice(a, (PtrVec *)&gr->tensors, x, NULL, 0);
   part_splice(a, (PtrVec *)&gr->tensors, w, rw.leaves.data, rw.leaves.len);
   part_splice(a, (PtrVec *)&gr->tensors, y, rw.values.data, rw.values.len);
   part_splice(a, (PtrVec *)&gr->ops, op, rw.ops.data, rw.ops.len);
   if (!rw.gather) part_splice(a, (PtrVec *)&gr->outputs, y, rw.outputs.data, rw.outputs.len);  // else y stays whole
   if (w->is_output) part_splice(a, (PtrVec *)&gr->outputs, w, rw.wshards.data, rw.wshards.len);  // as its shards
-  part_renumber(gr);
+  part_renumber(p);
   if (rw.gather) follow_gathered(p, y, was, at);
 }
 
@@ -460,7 +460,7 @@ static void log_split(Partitioner *p, const Op *op, Grid g, const int *devs, int
   for (int j = 0; j < g.R * g.C; j++) buf_printf(&p->log, "%s%d", j ? ", " : "", devs[j]);
   buf_printf(&p->log, "): an estimated %lld cycles against %lld whole%s%s", (long long)best.cycles,
              (long long)whole.cycles, whole.bytes > p->capacity ? " (which does not fit)" : "",
-             host_loaded(p->g, op->args[0]) ? "; the host loads the activation's columns onto each" : "");
+             host_loaded(p, op->args[0]) ? "; the host loads the activation's columns onto each" : "");
   if (at >= 0) buf_printf(&p->log, "; %s is gathered on device %d for the ops that read it", op->result->name, at);
   buf_printf(&p->log, "\n");
 }
@@ -497,10 +497,10 @@ static Shares shares_of(const Partitioner *p) {
   int gathers = 0, devices = p->t->nin_service;
   for (int i = 0; i < p->g->ops.len; i++) {
     const Op *op = p->g->ops.data[i];
-    if (!splittable(p->g, op) || !must_split(p, op)) continue;
+    if (!splittable(p, op) || !must_split(p, op)) continue;
     sh.ops[sh.n++] = op;
     weights += part_tensor_bytes(p, op->args[1]);
-    gathers += gathered(p->g, op);
+    gathers += gathered(p, op);
   }
   if (sh.n > 1) devices -= gathers;  // a lone split may take every device, gathering on one of them
   sh.devices = xcalloc((size_t)sh.n + 1, sizeof(int));
@@ -584,7 +584,7 @@ void partition_split_matmuls(Partitioner *p) {
   bool *taken = xcalloc((size_t)p->t->ndevices, sizeof(bool));  // by device: an earlier split's
   for (int i = 0; i < p->g->ops.len; i++) {
     Op *op = p->g->ops.data[i];
-    if (!splittable(p->g, op)) continue;
+    if (!splittable(p, op)) continue;
     int src = activation_home(p, op->args[0]);
     SplitCost best = {0}, whole = grid_cost(p, op, (Grid){1, 1}, src);
     Grid g = best_grid(p, op, src, share_of(p, &sh, op), &best);
@@ -595,7 +595,7 @@ void partition_split_matmuls(Partitioner *p) {
       devs = devices_for(p, op, g, best, src, NULL);
     }
     if (!devs) continue;  // best_grid checked the nodes hold the groups; kept whole if not
-    int at = gathered(p->g, op) ? gather_device(p, g, devs, taken) : -1;
+    int at = gathered(p, op) ? gather_device(p, g, devs, taken) : -1;
     log_split(p, op, g, devs, at, best, whole);
     for (int j = 0; j < g.R * g.C; j++) taken[devs[j]] = true;
     if (at >= 0) taken[at] = true;
