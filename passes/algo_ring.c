@@ -96,12 +96,14 @@ static void ring_step(Ring *r, int shift, bool reduce) {
     if (!rp->bytes[label]) continue;
     send_deps(r, p, label);
     r->l->on_cycle = ring_link_between(r->l->c->topo, rp->order[p], rp->order[q], -1) >= 0;
+    r->l->edge_link = rp->links ? rp->links[p] : -1;
     r->next[q] = lower_send(r->l, rp->order[p], rp->order[q], rp->offset[label], rp->bytes[label], reduce,
                             r->deps.data, r->deps.len);
     if (rp->complete && !reduce) rp->complete[q * n + label] = r->next[q];
   }
   for (int p = 0; p < n; p++) r->arrived[p] = r->next[p];
   r->l->on_cycle = false;
+  r->l->edge_link = -1;
 }
 
 static void mark_done(Ring *r) {
@@ -137,7 +139,7 @@ void lower_ring_plan(Lowering *l, RingPlan *rp) {
   free(r.next);
 }
 
-void lower_ring(Lowering *l, const int *order, int part, int nparts) {
+void lower_ring(Lowering *l, const int *order, const int *links, int part, int nparts) {
   int n = l->ngroup;
   int *gi = group_index(l);
   int64_t *offset = xmalloc(sizeof(int64_t) * (size_t)n), *bytes = xmalloc(sizeof(int64_t) * (size_t)n);
@@ -146,7 +148,7 @@ void lower_ring(Lowering *l, const int *order, int part, int nparts) {
   int lag = l->op->kind == OP_ALL_GATHER ? 0 : 1;
   for (int c = 0; c < n; c++)
     lower_chunk(l, gi[order[wrap(c - lag, n)]] * nparts + part, n * nparts, &offset[c], &bytes[c]);
-  RingPlan rp = {.n = n, .order = order, .offset = offset, .bytes = bytes, .lag = lag,
+  RingPlan rp = {.n = n, .order = order, .links = links, .offset = offset, .bytes = bytes, .lag = lag,
                  .reduce_scatter = l->op->kind != OP_ALL_GATHER, .all_gather = l->op->kind != OP_REDUCE_SCATTER};
   lower_ring_plan(l, &rp);
   free(gi);
@@ -178,7 +180,7 @@ static void ring_order(Lowering *l, int *order) {
 static void ring_lower(Lowering *l) {
   int *order = xmalloc(sizeof(int) * (size_t)l->ngroup);
   ring_order(l, order);
-  lower_ring(l, order, 0, 1);
+  lower_ring(l, order, NULL, 0, 1);
   free(order);
 }
 

@@ -474,7 +474,7 @@ bool lower_ring_fits(const Lowering *l, int nrings, char *why, size_t whylen);
 // Emits one ring over order (the group, in ring order) moving chunk `part`
 // of `nparts` of every shard: ReduceScatter and/or AllGather as the
 // collective needs.
-void lower_ring(Lowering *l, const int *order, int part, int nparts);
+void lower_ring(Lowering *l, const int *order, const int *links, int part, int nparts);
 
 // One ring in general form, for algorithms that compose rings (ringbiodd,
 // ring2d): any n positions, any byte range per label.  ReduceScatter step s
@@ -487,6 +487,8 @@ typedef VEC(int) IntList;
 typedef struct RingPlan {
   int n;
   const int *order;                // position -> device
+  const int *links;                // optional, by position p: the link p's send to p + 1 goes over
+                                   //   (-1, or links NULL: the router's minimal path)
   const int64_t *offset, *bytes;   // by label: the bytes it carries (0: none)
   bool reduce_scatter, all_gather;
   int lag;
@@ -630,6 +632,12 @@ bool route_shortest_within(PathFinder *f, Arena *a, int src, int dst, const bool
 // The working link between devices a and b other than `except` (-1: any),
 // or -1 if there is none.
 int ring_link_between(const Topology *t, int a, int b, int except);
+// The links of the cycle through order[0 .. n), into links[0 .. n): hop i
+// from order[i] to the next (the last to the first) over the first working
+// link between them, and in a cycle of two the second hop over another
+// link when the pair has two (-1: no working link, or the pair's only one
+// again).
+void ring_cycle_links(const Topology *t, const int *order, int n, int *links);
 // Fills order[0..ndevices) with a Hamiltonian cycle over working links.
 // False, with the reason in why (an odd mesh: bipartite with an odd number
 // of devices; or nothing found within the budget).
