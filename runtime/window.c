@@ -607,9 +607,11 @@ void window_run(Emu *m, Tick limit) {
     }
   }
   stop_workers(&w, workers);
+  int64_t counts[2] = {(int64_t)events_run(m), (int64_t)bursts_run(m)};
+  ranks_sum(counts, 2);  // ranks: each ran its own devices' events (every rank sums, whatever its environment)
   if (getenv(EMU_WINDOWS_ENV) && emu_leads(m))
-    fprintf(stderr, "tsp-emu: %lld windows, %lld of them on one thread; %llu events, %llu of them elements run in bursts\n",
-            (long long)windows, (long long)serial, (unsigned long long)events_run(m), (unsigned long long)bursts_run(m));
+    fprintf(stderr, "tsp-emu: %lld windows, %lld of them on one thread; %lld events, %lld of them elements run in bursts\n",
+            (long long)windows, (long long)serial, (long long)counts[0], (long long)counts[1]);
   fold_parts(m);
   agree_on_end(m);
   m->buffered = m->nranks > 1;  // ranks: what the checks find waits for rank 0, in key order
