@@ -56,29 +56,53 @@ static bool biring_applies(const Lowering *l, char *why, size_t whylen) {
   return ok;
 }
 
-// The two rings go round one cycle in opposite directions, each hop of the
-// second over the link the first takes between the same two devices, the
-// other way: so a group of two with two cables between them (ring2) uses
-// all four link directions, where both rings' 0 -> 1 took the first cable
-// (1 MiB: 81,162 cycles, as ring; now half).
+static bool alike(const LinkParams *x, const LinkParams *y) {
+  return x->gbps == y->gbps && x->latency_min == y->latency_min && x->latency_max == y->latency_max &&
+         x->vector_bytes == y->vector_bytes && x->wire_bytes == y->wire_bytes;
+}
+
+// A working cable between a and b other than `first`, alike in every
+// parameter (a slower one would cost a short collective its latency); -1
+// if none.
+static int twin_cable(const Topology *t, int a, int b, int first) {
+  const Device *d = &t->devices[a];
+  for (int p = 0; p < d->nports; p++) {
+    const Port *port = &d->ports[p];
+    if (port->link >= 0 && port->peer == b && port->link != first && !t->links.data[port->link].failed &&
+        alike(&t->links.data[port->link].p, &t->links.data[first].p))
+      return port->link;
+  }
+  return -1;
+}
+
+// The two rings go round one cycle in opposite directions.  A group of two
+// devices joined by two alike cables pins them (lower_ring's links): the
+// first ring goes out over one and back over the other, the second the
+// opposite ways, so all four link directions work, where both rings' 0 -> 1
+// took the first cable (ring2 at 1 MiB: 81,162 cycles, as ring; now half).
+// Elsewhere the router chooses, as before: a longer cycle uses each pair
+// once either way, and whether a slower second cable pays depends on the
+// size (a 1,000-cycle one: 1 KiB 639 cycles unpinned against 1,397, 32,000 B
+// 3,073 against 2,421; found by a review), which this does not weigh.
 static void biring_lower(Lowering *l) {
   int n = l->ngroup;
   int *order = xmalloc(sizeof(int) * (size_t)n), *reversed = xmalloc(sizeof(int) * (size_t)n);
-  int *links = xmalloc(sizeof(int) * (size_t)n), *back = xmalloc(sizeof(int) * (size_t)n);
   char why[400];
   if (n <= 2)
     memcpy(order, l->group, sizeof(int) * (size_t)n);
   else if (!biring_order(l, order, why, sizeof why))
     die("biring: lowering a group biring_applies refused (%s)", why);
-  ring_cycle_links(l->c->topo, order, n, links);
-  for (int i = 0; i < n; i++) {
-    reversed[i] = order[n - 1 - i];
-    back[i] = links[(2 * n - 2 - i) % n];  // reversed[i] -> reversed[i + 1] is hop n - 2 - i backwards
-  }
-  lower_ring(l, order, links, 0, 2);
+  for (int i = 0; i < n; i++) reversed[i] = order[n - 1 - i];
+  int out = -1, back = -1;
+  if (n == 2 && (out = ring_link_between(l->c->topo, order[0], order[1], -1)) >= 0)
+    back = twin_cable(l->c->topo, order[0], order[1], out);
+  // The first ring: 0 -> 1 over out, 1 -> 0 over back; the second, from
+  // 1, the same links the other way: 1 -> 0 over out, 0 -> 1 over back.
+  int links[2] = {out, back};
+  lower_ring(l, order, back >= 0 ? links : NULL, 0, 2);
   l->lane = 1;
-  lower_ring(l, reversed, back, 1, 2);
-  free(order), free(reversed), free(links), free(back);
+  lower_ring(l, reversed, back >= 0 ? links : NULL, 1, 2);
+  free(order), free(reversed);
 }
 
 const CollectiveAlgo algo_biring = {ALGO_BIRING, biring_applies, biring_lower, NULL, lower_ring_chain};  // two rings
