@@ -190,14 +190,37 @@ void part_splice(Arena *a, PtrVec *v, const void *old, void *const *repl, int n)
   *v = out;
 }
 
+// The graph's readers, counted for every tensor at once and kept until the
+// graph changes: the splitter asks for each matmul, and a count each time
+// was quadratic (deep3k.tg's 3,000 matmuls: 0.7 s).
+static const ReaderCounts *reader_counts(const Partitioner *p) {
+  const Graph *g = p->g;
+  ReaderCounts *r = p->readers;
+  if (r->operands) return r;
+  size_t n = (size_t)g->tensors.len + 1;
+  *r = (ReaderCounts){xcalloc(n, sizeof(int)), xcalloc(n, sizeof(int)), xmalloc(sizeof(int) * n)};
+  for (int i = 0; i < g->tensors.len; i++) r->last[i] = -1;
+  for (int i = 0; i < g->ops.len; i++)
+    for (int a = 0; a < g->ops.data[i]->nargs; a++) {
+      int t = g->ops.data[i]->args[a]->id;
+      r->operands[t]++;
+      if (r->last[t] != i) r->ops[t]++, r->last[t] = i;
+    }
+  return r;
+}
+
+static void reader_counts_free(ReaderCounts *r) {
+  free(r->operands), free(r->ops), free(r->last);
+  *r = (ReaderCounts){0};
+}
+
 // Renumbers tensors and ops after surgery (ids are indices); the reader
 // counts are made again when next asked for.
 void part_renumber(Partitioner *p) {
   Graph *g = p->g;
   for (int i = 0; i < g->tensors.len; i++) g->tensors.data[i]->id = i;
   for (int i = 0; i < g->ops.len; i++) g->ops.data[i]->id = i;
-  free(p->readers->count);
-  p->readers->count = NULL;
+  reader_counts_free(p->readers);
 }
 
 // Whether devices a and b share a node (every device of a system that is
@@ -208,19 +231,7 @@ bool part_same_node(const Topology *t, int a, int b) {
 }
 
 // How many operands of ops name t (a copy counts: it moves t's bytes).
-// Counted for every tensor at once and kept until the graph changes: the
-// splitter asks for each matmul, and a count each time was quadratic
-// (deep3k.tg's 3,000 matmuls: 0.7 s).
-int part_readers(const Partitioner *p, const Tensor *t) {
-  const Graph *g = p->g;
-  ReaderCounts *r = p->readers;
-  if (!r->count) {
-    r->count = xcalloc((size_t)g->tensors.len + 1, sizeof(int));
-    for (int i = 0; i < g->ops.len; i++)
-      for (int a = 0; a < g->ops.data[i]->nargs; a++) r->count[g->ops.data[i]->args[a]->id]++;
-  }
-  return r->count[t->id];
-}
+int part_readers(const Partitioner *p, const Tensor *t) { return reader_counts(p)->operands[t->id]; }
 
 // ---- step 3: with the first consumer -----------------------------------------------------
 
@@ -351,27 +362,6 @@ static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) 
 // 64 bits between them (34,500 params of 256 TiB), every question asks
 // device_peak, which saturates.
 
-// What a graph's readers are, for StageSram: by tensor id, the ops that
-// read it (an op naming it twice counts once) and the last of them.
-typedef struct ReaderOps {
-  int *count, *last;  // last: -1 when none
-} ReaderOps;
-
-static ReaderOps reader_ops_of(const Graph *g) {
-  ReaderOps r = {xcalloc((size_t)g->tensors.len + 1, sizeof(int)), xmalloc(sizeof(int) * ((size_t)g->tensors.len + 1))};
-  for (int i = 0; i < g->tensors.len; i++) r.last[i] = -1;
-  for (int i = 0; i < g->ops.len; i++) {
-    const Op *op = g->ops.data[i];
-    for (int a = 0; a < op->nargs; a++) {
-      int t = op->args[a]->id;
-      if (r.last[t] != i) r.count[t]++, r.last[t] = i;
-    }
-  }
-  return r;
-}
-
-static void reader_ops_free(ReaderOps *r) { free(r->count), free(r->last); }
-
 // A tensor's share of one device's estimate: held always (span.from < 0)
 // or over the ops in span; 0 bytes: none.
 typedef struct SramShare {
@@ -390,7 +380,7 @@ typedef struct Fixed {
 
 typedef struct StageSram {
   const Partitioner *p;
-  const ReaderOps *readers;
+  const ReaderCounts *readers;  // the graph's (it does not change while stages are cut)
   Fixed fixed;           // made at the first stage, when every free op is unplaced
   bool fixed_made;
   bool sweep;            // the shares' sums could pass 64 bits: every question asks device_peak
@@ -437,7 +427,7 @@ static SramShare share_now(const StageSram *s, const Tensor *t) {
     return (SramShare){{-1, -1}, MIN(t->kind == TENSOR_PARAM ? bytes : mul_saturated(bytes, p->batches), s->cap)};
   Span span = on_d;
   if (home) span = (Span){t->def->id, MAX(s->readers->last[t->id], t->def->id)};
-  bool crosses = !home || s->nhere[t->id] < s->readers->count[t->id];
+  bool crosses = !home || s->nhere[t->id] < s->readers->ops[t->id];
   return (SramShare){span, MIN(mul_saturated(bytes, crosses ? p->batches : in_flight), s->cap)};
 }
 
@@ -517,10 +507,10 @@ static void start_with_fixed(StageSram *s, int d) {
 }
 
 // For the stages of a pipeline's cuts: its memory, made once.
-static StageSram stage_sram_new(const Partitioner *p, const ReaderOps *readers) {
+static StageSram stage_sram_new(const Partitioner *p) {
   const Graph *g = p->g;
   int nt = g->tensors.len, nops = MAX(1, g->ops.len), nodes = 4 * nops;
-  StageSram s = {.p = p, .readers = readers, .nops = nops, .cap = p->capacity + 1,
+  StageSram s = {.p = p, .readers = reader_counts(p), .nops = nops, .cap = p->capacity + 1,
                  .here = xmalloc(sizeof(Span) * ((size_t)nt + 1)), .nhere = xcalloc((size_t)nt + 1, sizeof(int)),
                  .share = xmalloc(sizeof(SramShare) * ((size_t)nt + 1)), .touched = xcalloc((size_t)nt + 1, sizeof(bool)),
                  .top = xcalloc((size_t)nodes, sizeof(int64_t)), .add = xcalloc((size_t)nodes, sizeof(int64_t))};
@@ -598,7 +588,6 @@ typedef struct Pipeline {
   int nfree;
   Op **ops;          // the ops whose result the model left unplaced, in order
   Op **first_use;    // by tensor id: its first reader other than a copy
-  ReaderOps readers;   // the graph's, for the cut's SRAM estimates (StageSram)
   StageSram sram;    // the cut's SRAM estimate for the stage being made
   int *path;         // the devices stages take, in order (grown as needed)
   int npath;
@@ -889,8 +878,7 @@ bool pass_partition(Compilation *c) {
   if ((d >= 0 || p.batches > 1) && !c->partition_none && pl.nfree > 1) {
     for (int i = 0; i < nwas_free; i++) was_free[i]->place = (Placement){.kind = PLACE_AUTO};
     pl.first_use = first_uses(p.g);
-    pl.readers = reader_ops_of(p.g);
-    pl.sram = stage_sram_new(&p, &pl.readers);
+    pl.sram = stage_sram_new(&p);
     pl.path = xmalloc(sizeof(int) * (size_t)c->topo->ndevices);
     pl.used = xcalloc((size_t)c->topo->ndevices, sizeof(bool));
     pl.path[0] = pipeline_start(&p, &pl), pl.used[pl.path[0]] = true, pl.npath = 1;
@@ -901,7 +889,6 @@ bool pass_partition(Compilation *c) {
       place_with_consumers(&p);
     }
     free(pl.first_use), free(pl.path), free(pl.used);
-    reader_ops_free(&pl.readers);
     stage_sram_free(&pl.sram);
   }
   // The headroom is for planning: only an estimate past the whole SRAM is
@@ -918,7 +905,8 @@ bool pass_partition(Compilation *c) {
     refuse(&p, d, peak, largest, why);
     ok = false;
   }
-  free(pl.ops), free(was_free), free(readers.count);
+  free(pl.ops), free(was_free);
+  reader_counts_free(&readers);
   c->partition_log = p.log.data ? arena_strdup(&c->arena, p.log.data) : "";
   buf_free(&p.log);
   return ok;

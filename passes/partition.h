@@ -19,9 +19,12 @@
 // and the one whose results are still being sent on.
 #define PARTITION_LIVE_BATCHES 2
 
-// part_readers' counts, by tensor id (count NULL: to be made again).
+// Who reads each tensor, by tensor id (made when first asked for, dropped
+// by part_renumber; operands NULL: to be made again).
 typedef struct ReaderCounts {
-  int *count;
+  int *operands;  // operands naming it (part_readers)
+  int *ops;       // ops naming it, an op naming it twice once
+  int *last;      // the last of them (-1: none)
 } ReaderCounts;
 typedef struct Partitioner {
   Compilation *c;

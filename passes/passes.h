@@ -632,12 +632,6 @@ bool route_shortest_within(PathFinder *f, Arena *a, int src, int dst, const bool
 // The working link between devices a and b other than `except` (-1: any),
 // or -1 if there is none.
 int ring_link_between(const Topology *t, int a, int b, int except);
-// The links of the cycle through order[0 .. n), into links[0 .. n): hop i
-// from order[i] to the next (the last to the first) over the first working
-// link between them, and in a cycle of two the second hop over another
-// link when the pair has two (-1: no working link, or the pair's only one
-// again).
-void ring_cycle_links(const Topology *t, const int *order, int n, int *links);
 // Fills order[0..ndevices) with a Hamiltonian cycle over working links.
 // False, with the reason in why (an odd mesh: bipartite with an odd number
 // of devices; or nothing found within the budget).

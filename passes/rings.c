@@ -49,17 +49,13 @@ bool ring_is_hamiltonian(const Topology *t, const int *order) {
     if (ok) seen[order[i]] = true;
   }
   free(seen);
-  if (!ok) return false;
-  int *links = xmalloc(sizeof(int) * (size_t)n);
-  ring_cycle_links(t, order, n, links);  // a cycle of two needs two distinct links
-  for (int i = 0; i < n && ok; i++) ok = links[i] >= 0;
-  free(links);
+  int first = -1;  // a cycle of two needs two distinct links
+  for (int i = 0; i < n && ok; i++) {
+    int l = ring_link_between(t, order[i], order[(i + 1) % n], n == 2 && i == 1 ? first : -1);
+    ok = l >= 0;
+    if (i == 0) first = l;
+  }
   return ok;
-}
-
-void ring_cycle_links(const Topology *t, const int *order, int n, int *links) {
-  for (int i = 0; i < n; i++)
-    links[i] = ring_link_between(t, order[i], order[(i + 1) % n], n == 2 && i == 1 ? links[0] : -1);
 }
 
 // ---- the comb, on a grid with an even dimension -------------------------------------
