@@ -81,30 +81,69 @@ static bool *group_mask(const Lowering *l) {
   return in;
 }
 
-// carries[d] for tree t: d's subtree holds a group member, so its edge up
-// carries data.  Deepest steps first, each device marking its parent.
-static void mark_carriers(const TreeSet *ts, int t, const bool *in_group, bool *carries) {
+// One tree's devices in step order, for walks from the leaves up or the
+// root down (scratch for any tree of the set, refilled by by_step).
+typedef struct TreeOrder {
+  int *members;  // the tree's devices, in id order
+  int *order;    // ... sorted by step, the root first, in id order within a step
+  int *count;    // by step + 1 (the counting sort's)
+  int n;         // how many
+} TreeOrder;
+
+static TreeOrder tree_order_new(int nd) {
+  return (TreeOrder){.members = xmalloc(sizeof(int) * (size_t)nd), .order = xmalloc(sizeof(int) * (size_t)nd),
+                     .count = xmalloc(sizeof(int) * (size_t)(nd + 1))};
+}
+
+static void tree_order_free(TreeOrder *o) {
+  free(o->members);
+  free(o->order);
+  free(o->count);
+}
+
+// Tree t's devices into o, by step: one scan of the tree's row for its
+// members, then a counting sort of them, which keeps id order within a
+// step.  O(devices + depth), where walking the tree step by step over all
+// devices was O(devices x depth).
+static void by_step(const TreeSet *ts, int t, TreeOrder *o) {
+  const int *step = ts->step + (size_t)t * ts->ndevices;
+  int n = 0, deepest = -1;
+  for (int d = 0; d < ts->ndevices; d++)
+    if (step[d] >= 0) o->members[n++] = d, deepest = MAX(deepest, step[d]);
+  memset(o->count, 0, sizeof(int) * (size_t)(deepest + 2));
+  for (int k = 0; k < n; k++) o->count[step[o->members[k]] + 1]++;
+  for (int s = 0; s <= deepest; s++) o->count[s + 1] += o->count[s];
+  for (int k = 0; k < n; k++) o->order[o->count[step[o->members[k]]]++] = o->members[k];
+  o->n = n;
+}
+
+// carries[d] for tree t, in step order o (by_step): d's subtree holds a
+// group member, so its edge up carries data.  Deepest first, each device
+// marking its parent.
+static void mark_carriers(const TreeSet *ts, int t, const TreeOrder *o, const bool *in_group, bool *carries) {
   const int *parent = ts->parent + (size_t)t * ts->ndevices, *step = ts->step + (size_t)t * ts->ndevices;
-  int deepest = 0;
-  for (int d = 0; d < ts->ndevices; d++) {
-    carries[d] = step[d] >= 0 && in_group[d];
-    deepest = MAX(deepest, step[d]);
+  memset(carries, 0, sizeof(bool) * (size_t)ts->ndevices);
+  for (int k = 0; k < o->n; k++) carries[o->order[k]] = in_group[o->order[k]];
+  for (int k = o->n - 1; k >= 0; k--) {
+    int d = o->order[k];
+    if (step[d] >= 1 && carries[d]) carries[parent[d]] = true;
   }
-  for (int s = deepest; s >= 1; s--)
-    for (int d = 0; d < ts->ndevices; d++)
-      if (step[d] == s && carries[d]) carries[parent[d]] = true;
 }
 
 // Edges that carry data, over every tree.
 static int64_t carrying_edges(const Lowering *l, const TreeSet *ts) {
-  bool *in_group = group_mask(l), *carries = xmalloc(sizeof(bool) * (size_t)ts->ndevices);
+  int nd = ts->ndevices;
+  bool *in_group = group_mask(l), *carries = xmalloc(sizeof(bool) * (size_t)nd);
+  TreeOrder o = tree_order_new(nd);
   int64_t edges = 0;
   for (int t = 0; t < ts->ntrees; t++) {
-    mark_carriers(ts, t, in_group, carries);
-    for (int d = 0; d < ts->ndevices; d++) edges += carries[d] && ts->parent[(size_t)t * ts->ndevices + d] >= 0;
+    by_step(ts, t, &o);
+    mark_carriers(ts, t, &o, in_group, carries);
+    for (int k = 0; k < o.n; k++) edges += carries[o.order[k]] && ts->parent[(size_t)t * nd + o.order[k]] >= 0;
   }
   free(in_group);
   free(carries);
+  tree_order_free(&o);
   return edges;
 }
 
@@ -184,6 +223,9 @@ typedef struct TreeWalk {
   int nd, chunks, steps;
   bool *in_group;       // by device
   bool *carries;        // by tree and device (mark_carriers)
+  int *step_start;      // by tree: CSR of the carrying devices below the root by step, steps + 2 each
+  int *at_step;         //   ... nd each, in id order within a step
+  int *pick;            // scratch, nd: one key's devices of a tree (emit_phase)
   int *kid_start;       // by tree: CSR of the carrying children, nd + 1 each
   int *kids;            //   ... nd each
   int64_t *offset, *bytes;  // by tree and chunk: the chunk's byte range
@@ -254,18 +296,47 @@ static void send_down(TreeWalk *w, int t, int c, int d) {
   if (w->in_group[d]) lower_done(w->l, d, id);
 }
 
+// Tree t's carriers (mark_carriers) and its carrying devices below the
+// root by step (at_step, step_start), from its step order o.
+static void walk_tree(TreeWalk *w, int t, const TreeOrder *o) {
+  int nd = w->nd, *start = w->step_start + (size_t)t * (w->steps + 2), *list = w->at_step + (size_t)t * nd, n = 0;
+  bool *carries = w->carries + (size_t)t * nd;
+  mark_carriers(w->ts, t, o, w->in_group, carries);
+  memset(start, 0, sizeof(int) * (size_t)(w->steps + 2));
+  for (int k = 0; k < o->n; k++) {
+    int d = o->order[k], s = step_of(w, t, d);
+    if (s >= 1 && carries[d]) list[n++] = d, start[s + 1]++;
+  }
+  for (int s = 0; s <= w->steps; s++) start[s + 1] += start[s];
+}
+
+static int by_id(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+
 // Every carrying edge of every tree, chunk by chunk, in wavefront order:
-// key = c + (steps - step) going up, c + step - 1 going down.
+// key = c + (steps - step) going up, c + step - 1 going down; within a key
+// tree by tree, and in a tree in device id order.  A key's chunks lie at
+// the steps [lo, hi] whose chunk is in range, so only those devices are
+// visited (a tree of N devices N deep, multitree's on a mesh, would
+// otherwise visit N x N a key).
 static void emit_phase(TreeWalk *w, bool up) {
   for (int key = 0; key < w->chunks + w->steps - 1; key++)
     for (int t = 0; t < w->ts->ntrees; t++) {
       w->l->lane = t;
-      const bool *carries = w->carries + (size_t)t * w->nd;
-      for (int d = 0; d < w->nd; d++) {
-        int s = step_of(w, t, d);
-        if (s <= 0 || !carries[d]) continue;
+      int lo = up ? w->steps - key : key - w->chunks + 2, hi = lo + w->chunks - 1;
+      lo = MAX(lo, 1), hi = MIN(hi, w->steps);
+      if (lo > hi) continue;
+      const int *start = w->step_start + (size_t)t * (w->steps + 2);
+      const int *devs = w->at_step + (size_t)t * w->nd + start[lo];
+      int n = start[hi + 1] - start[lo];
+      if (hi > lo && n > 1) {  // several steps: back to id order
+        memcpy(w->pick, devs, sizeof(int) * (size_t)n);
+        qsort(w->pick, (size_t)n, sizeof(int), by_id);
+        devs = w->pick;
+      }
+      for (int k = 0; k < n; k++) {
+        int d = devs[k], s = step_of(w, t, d);
         int c = up ? key - (w->steps - s) : key - (s - 1);
-        if (c < 0 || c >= w->chunks || !w->bytes[t * w->chunks + c]) continue;
+        if (!w->bytes[t * w->chunks + c]) continue;
         if (up)
           send_up(w, t, c, d);
         else
@@ -279,7 +350,15 @@ void lower_trees(Lowering *l, const TreeSet *ts) {
   TreeWalk w = {.l = l, .ts = ts, .nd = nd, .chunks = chunks, .steps = deepest_step(ts)};
   w.in_group = group_mask(l);
   w.carries = xmalloc(sizeof(bool) * (size_t)nt * nd);
-  for (int t = 0; t < nt; t++) mark_carriers(ts, t, w.in_group, w.carries + (size_t)t * nd);
+  w.step_start = xmalloc(sizeof(int) * (size_t)nt * (w.steps + 2));
+  w.at_step = xmalloc(sizeof(int) * (size_t)nt * nd);
+  w.pick = xmalloc(sizeof(int) * (size_t)nd);
+  TreeOrder o = tree_order_new(nd);
+  for (int t = 0; t < nt; t++) {
+    by_step(ts, t, &o);
+    walk_tree(&w, t, &o);
+  }
+  tree_order_free(&o);
   w.kid_start = xmalloc(sizeof(int) * (size_t)nt * (nd + 1));
   w.kids = xmalloc(sizeof(int) * (size_t)nt * nd);
   build_kids(&w);
@@ -298,6 +377,9 @@ void lower_trees(Lowering *l, const TreeSet *ts) {
   l->edge_link = -1;
   free(w.in_group);
   free(w.carries);
+  free(w.step_start);
+  free(w.at_step);
+  free(w.pick);
   free(w.kid_start);
   free(w.kids);
   free(w.offset);
