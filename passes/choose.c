@@ -443,6 +443,33 @@ static int64_t chain_bound_of_all(Compilation *c, const DagNode *const *colls, i
   return most;
 }
 
+// Whether tree algorithm algo, given to the one auto collective coll,
+// loses to `best` whatever chunk divisor its search (tree_divisor) would
+// pick: the model scheduled whole as compiled at each of
+// TREE_CHUNK_DIVISORS runs past best (a divisor giving a count already
+// tried is skipped).  The search picks one of them, so its trial would too,
+// and the search is not run: it schedules the collective alone several
+// times, minimally and as compiled, unbounded (examples/train.tg on rack72:
+// dbtree's and ctree's searches were half the compile, for two
+// alternatives that lose).  False when any trial ties, wins or is refused:
+// then the search runs and decides as before.
+static bool loses_at_every_divisor(Chooser *ch, const DagNode *coll, AlgoKind algo, int64_t best) {
+  static const int divisors[] = TREE_CHUNK_DIVISORS;
+  Compilation *c = ch->c;
+  int op = coll->op->id, before = c->tree_chunk_divisor[op], counts[ARRAY_LEN(divisors)];
+  AlgoKind was = c->algos[op];
+  bool loses = true;
+  c->algos[op] = algo;
+  for (size_t i = 0; i < ARRAY_LEN(divisors) && loses; i++) {
+    c->tree_chunk_divisor[op] = divisors[i];
+    counts[i] = lower_tree_chunks(c, coll, algo);
+    if (!tried_count(counts, i)) loses = trial(c, c->dag, best, NULL, true, NULL, NULL) == ABANDONED;
+  }
+  c->algos[op] = was;
+  c->tree_chunk_divisor[op] = before;
+  return loses;
+}
+
 // Every single algorithm that is an alternative to `winners` for colls,
 // scheduled whole as compiled under branch and bound from *best, in
 // registry order (a tie keeps what came first); one that beats *best takes
@@ -455,6 +482,11 @@ static void try_alternatives(Chooser *ch, const DagNode *const *colls, const Alg
     int64_t lb = chain_bound_of_all(ch->c, colls, n, (AlgoKind)a);
     if (lb >= *best) {
       fprintf(ch->log, " %s >=%lld (its chain bound: not tried)", ir_algo_names[a], (long long)lb);
+      continue;
+    }
+    if (n == 1 && lower_uses_tree_chunks((AlgoKind)a) && !ch->c->tree_chunks &&
+        loses_at_every_divisor(ch, colls[0], (AlgoKind)a, *best)) {
+      log_cost(ch->log, (AlgoKind)a, ABANDONED, *best);
       continue;
     }
     Dag *won = NULL;
