@@ -86,13 +86,12 @@ static bool *group_mask(const Lowering *l) {
 typedef struct TreeOrder {
   int *members;  // the tree's devices, in id order
   int *order;    // ... sorted by step, the root first, in id order within a step
-  int *count;    // by step + 1 (the counting sort's)
-  int n;         // how many
+  int *count;    // by step + 1 (the counting sort's), ncount of them
+  int n, ncount; // how many devices; count's size
 } TreeOrder;
 
 static TreeOrder tree_order_new(int nd) {
-  return (TreeOrder){.members = xmalloc(sizeof(int) * (size_t)nd), .order = xmalloc(sizeof(int) * (size_t)nd),
-                     .count = xmalloc(sizeof(int) * (size_t)(nd + 1))};
+  return (TreeOrder){.members = xmalloc(sizeof(int) * (size_t)nd), .order = xmalloc(sizeof(int) * (size_t)nd)};
 }
 
 static void tree_order_free(TreeOrder *o) {
@@ -110,6 +109,10 @@ static void by_step(const TreeSet *ts, int t, TreeOrder *o) {
   int n = 0, deepest = -1;
   for (int d = 0; d < ts->ndevices; d++)
     if (step[d] >= 0) o->members[n++] = d, deepest = MAX(deepest, step[d]);
+  if (deepest + 2 > o->ncount) {  // a step is when a device joined (multitree), not bounded by the devices
+    o->ncount = deepest + 2;
+    o->count = xrealloc(o->count, sizeof(int) * (size_t)o->ncount);
+  }
   memset(o->count, 0, sizeof(int) * (size_t)(deepest + 2));
   for (int k = 0; k < n; k++) o->count[step[o->members[k]] + 1]++;
   for (int s = 0; s <= deepest; s++) o->count[s + 1] += o->count[s];
@@ -225,6 +228,8 @@ typedef struct TreeWalk {
   bool *carries;        // by tree and device (mark_carriers)
   int *step_start;      // by tree: CSR of the carrying devices below the root by step, steps + 2 each
   int *at_step;         //   ... nd each, in id order within a step
+  int *by_id;           // by tree: its carrying devices below the root in id order, nd each
+  int *ncarry;          //   ... how many
   int *pick;            // scratch, nd: one key's devices of a tree (emit_phase)
   int *kid_start;       // by tree: CSR of the carrying children, nd + 1 each
   int *kids;            //   ... nd each
@@ -308,9 +313,35 @@ static void walk_tree(TreeWalk *w, int t, const TreeOrder *o) {
     if (s >= 1 && carries[d]) list[n++] = d, start[s + 1]++;
   }
   for (int s = 0; s <= w->steps; s++) start[s + 1] += start[s];
+  int *ids = w->by_id + (size_t)t * nd;
+  w->ncarry[t] = 0;
+  for (int k = 0; k < o->n; k++)  // members are in id order
+    if (step_of(w, t, o->members[k]) >= 1 && carries[o->members[k]]) ids[w->ncarry[t]++] = o->members[k];
 }
 
-static int by_id(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+static int compare_ids(const void *a, const void *b) {
+  return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+// Tree t's carrying devices at steps [lo, hi] in id order, into w->pick;
+// n of them.  Where they are much of the tree, its id-ordered list is
+// filtered (a shallow tree cut into many chunks: most keys span every
+// step); else they are gathered from their steps and sorted.
+static const int *in_id_order(TreeWalk *w, int t, int lo, int hi, const int *devs, int n) {
+  const int *ids = w->by_id + (size_t)t * w->nd;
+  int all = w->ncarry[t];
+  if ((int64_t)n * 8 >= all) {  // a scan of all costs at most 8 a device, less than a sort's log
+    int m = 0;
+    for (int k = 0; k < all; k++) {
+      int s = step_of(w, t, ids[k]);
+      if (s >= lo && s <= hi) w->pick[m++] = ids[k];
+    }
+  } else {
+    memcpy(w->pick, devs, sizeof(int) * (size_t)n);
+    qsort(w->pick, (size_t)n, sizeof(int), compare_ids);
+  }
+  return w->pick;
+}
 
 // Every carrying edge of every tree, chunk by chunk, in wavefront order:
 // key = c + (steps - step) going up, c + step - 1 going down; within a key
@@ -328,11 +359,7 @@ static void emit_phase(TreeWalk *w, bool up) {
       const int *start = w->step_start + (size_t)t * (w->steps + 2);
       const int *devs = w->at_step + (size_t)t * w->nd + start[lo];
       int n = start[hi + 1] - start[lo];
-      if (hi > lo && n > 1) {  // several steps: back to id order
-        memcpy(w->pick, devs, sizeof(int) * (size_t)n);
-        qsort(w->pick, (size_t)n, sizeof(int), by_id);
-        devs = w->pick;
-      }
+      if (hi > lo && n > 1) devs = in_id_order(w, t, lo, hi, devs, n);  // several steps: back to id order
       for (int k = 0; k < n; k++) {
         int d = devs[k], s = step_of(w, t, d);
         int c = up ? key - (w->steps - s) : key - (s - 1);
@@ -352,6 +379,8 @@ void lower_trees(Lowering *l, const TreeSet *ts) {
   w.carries = xmalloc(sizeof(bool) * (size_t)nt * nd);
   w.step_start = xmalloc(sizeof(int) * (size_t)nt * (w.steps + 2));
   w.at_step = xmalloc(sizeof(int) * (size_t)nt * nd);
+  w.by_id = xmalloc(sizeof(int) * (size_t)nt * nd);
+  w.ncarry = xmalloc(sizeof(int) * (size_t)(nt ? nt : 1));
   w.pick = xmalloc(sizeof(int) * (size_t)nd);
   TreeOrder o = tree_order_new(nd);
   for (int t = 0; t < nt; t++) {
@@ -379,6 +408,8 @@ void lower_trees(Lowering *l, const TreeSet *ts) {
   free(w.carries);
   free(w.step_start);
   free(w.at_step);
+  free(w.by_id);
+  free(w.ncarry);
   free(w.pick);
   free(w.kid_start);
   free(w.kids);

@@ -248,9 +248,10 @@ static bool better_than(int64_t cycles, int64_t vectors, int rank, int64_t best_
 }
 
 // The applicable algorithm that runs collective n fastest alone (ALGO_AUTO
-// when none applies: lower then says why).  A candidate whose chain bound
-// is above the best so far is not tried.
-static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
+// when none applies: lower then says why), and *cycles its makespan alone
+// (-1 when none was tried).  A candidate whose chain bound is above the
+// best so far is not tried.
+static AlgoKind best_alone(Chooser *ch, const DagNode *n, int64_t *cycles) {
   AlgoKind cand[ALGO_COUNT];
   Candidate order[ALGO_COUNT];
   int best_rank = 0;
@@ -258,6 +259,7 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
   AlgoKind best = ALGO_AUTO;
   int64_t best_cycles = -1, best_vectors = 0, tied_vectors = -1;  // tied: the fewest vector-hops of a loser as fast
   bool cached = k > 0;
+  *cycles = -1;
   fprintf(ch->log, "choose %s (line %d): alone,", n->op->result->name, n->op->loc.line);
   if (k == 1) {  // nothing to compare: no trial (the final compile schedules it anyway)
     fprintf(ch->log, " %s -> %s, the only algorithm that applies (not tried)\n", ir_algo_names[cand[0]],
@@ -294,6 +296,7 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n) {
     if (tie) tied_vectors = tied_vectors < 0 ? loser : MIN(tied_vectors, loser);
   }
   if (kept && best == order[0].algo) ch->c->trial_dag = kept;
+  *cycles = best_cycles;
   if (best == ALGO_AUTO) fprintf(ch->log, " -> none applies");
   else if (tied_vectors == best_vectors)
     fprintf(ch->log, " -> %s, fewest cycles (a tie in cycles and vector-hops: the first in registry order)",
@@ -443,40 +446,55 @@ static int64_t chain_bound_of_all(Compilation *c, const DagNode *const *colls, i
   return most;
 }
 
-// Whether tree algorithm algo, given to the one auto collective coll,
-// loses to `best` whatever chunk divisor its search (tree_divisor) would
-// pick: the model scheduled whole as compiled at each of
-// TREE_CHUNK_DIVISORS runs past best (a divisor giving a count already
-// tried is skipped).  The search picks one of them, so its trial would too,
-// and the search is not run: it schedules the collective alone several
-// times, minimally and as compiled, unbounded (examples/train.tg on rack72:
-// dbtree's and ctree's searches were half the compile, for two
-// alternatives that lose).  False when any trial ties, wins or is refused:
-// then the search runs and decides as before.
-static bool loses_at_every_divisor(Chooser *ch, const DagNode *coll, AlgoKind algo, int64_t best) {
+#define UNDECIDED (-3)  // whole_at_every_divisor: the chunk search must decide
+
+// Tree algorithm algo given to the one auto collective coll, scheduled
+// whole as compiled under `best` without its chunk search (tree_divisor),
+// which schedules the collective alone several times, minimally and as
+// compiled, unbounded (examples/train.tg on rack72: dbtree's and ctree's
+// searches were half the compile, for two alternatives that lose).  The
+// search picks one of TREE_CHUNK_DIVISORS, so the model is scheduled at
+// each (a divisor giving a count already tried is skipped): when every
+// trial passes best, so would the search's pick's, and the result is
+// ABANDONED; when all divisors give one count, its trial is whole()'s own,
+// and its result (its DAG in *keep if kept) is returned; otherwise, when a
+// trial ties, wins or is refused, UNDECIDED, and whole() decides as before.
+// The choice is the same either way.  These trials schedule the whole
+// model, so they are cheaper than the search only where the collective is
+// most of it (CHOOSE_SKIP_SEARCH_SHARE_PERCENT, checked by the caller).
+static int64_t whole_at_every_divisor(Chooser *ch, const DagNode *coll, AlgoKind algo, int64_t best, Dag **keep) {
   static const int divisors[] = TREE_CHUNK_DIVISORS;
   Compilation *c = ch->c;
   int op = coll->op->id, before = c->tree_chunk_divisor[op], counts[ARRAY_LEN(divisors)];
   AlgoKind was = c->algos[op];
-  bool loses = true;
   c->algos[op] = algo;
-  for (size_t i = 0; i < ARRAY_LEN(divisors) && loses; i++) {
+  bool one = true;
+  for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
     c->tree_chunk_divisor[op] = divisors[i];
     counts[i] = lower_tree_chunks(c, coll, algo);
-    if (!tried_count(counts, i)) loses = trial(c, c->dag, best, NULL, true, NULL, NULL) == ABANDONED;
+    one &= counts[i] == counts[0];
+  }
+  int64_t result = ABANDONED;
+  for (size_t i = 0; i < ARRAY_LEN(divisors) && result == ABANDONED; i++) {
+    if (tried_count(counts, i)) continue;
+    c->tree_chunk_divisor[op] = divisors[i];
+    int64_t m = trial(c, c->dag, best, NULL, true, one ? keep : NULL, NULL);
+    if (m != ABANDONED) result = one ? m : UNDECIDED;
   }
   c->algos[op] = was;
   c->tree_chunk_divisor[op] = before;
-  return loses;
+  return result;
 }
 
 // Every single algorithm that is an alternative to `winners` for colls,
 // scheduled whole as compiled under branch and bound from *best, in
 // registry order (a tie keeps what came first); one that beats *best takes
 // it, *pick and, when keep, *kept (its trial).  One whose chain bound is
-// not below *best cannot beat it and is not tried.
+// not below *best cannot beat it and is not tried.  alone: the one
+// collective's makespan alone under its own winner (-1: several, or not
+// known), for CHOOSE_SKIP_SEARCH_SHARE_PERCENT.
 static void try_alternatives(Chooser *ch, const DagNode *const *colls, const AlgoKind *winners, int n, bool keep,
-                             int64_t *best, AlgoKind *pick, Dag **kept) {
+                             int64_t alone, int64_t *best, AlgoKind *pick, Dag **kept) {
   for (int a = 1; a < ALGO_COUNT && *best >= 0; a++) {
     if (!is_alternative(ch->c, colls, winners, n, (AlgoKind)a)) continue;
     int64_t lb = chain_bound_of_all(ch->c, colls, n, (AlgoKind)a);
@@ -484,19 +502,18 @@ static void try_alternatives(Chooser *ch, const DagNode *const *colls, const Alg
       fprintf(ch->log, " %s >=%lld (its chain bound: not tried)", ir_algo_names[a], (long long)lb);
       continue;
     }
-    if (n == 1 && lower_uses_tree_chunks((AlgoKind)a) && !ch->c->tree_chunks &&
-        loses_at_every_divisor(ch, colls[0], (AlgoKind)a, *best)) {
-      log_cost(ch->log, (AlgoKind)a, ABANDONED, *best);
-      continue;
-    }
+    bool skim = n == 1 && alone >= 0 && alone * 100 >= *best * CHOOSE_SKIP_SEARCH_SHARE_PERCENT;
     Dag *won = NULL;
-    int64_t m = whole(ch, colls, n, NULL, (AlgoKind)a, *best, keep ? &won : NULL, NULL);
+    int64_t m = UNDECIDED;
+    if (skim && lower_uses_tree_chunks((AlgoKind)a) && !ch->c->tree_chunks)
+      m = whole_at_every_divisor(ch, colls[0], (AlgoKind)a, *best, keep ? &won : NULL);
+    if (m == UNDECIDED) m = whole(ch, colls, n, NULL, (AlgoKind)a, *best, keep ? &won : NULL, NULL);
     log_cost(ch->log, (AlgoKind)a, m, *best);
     if (m >= 0 && m < *best) *best = m, *pick = (AlgoKind)a, *kept = won;
   }
 }
 
-static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoKind *winners, int n) {
+static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoKind *winners, int n, int64_t alone) {
   Compilation *c = ch->c;
   if (!has_alternative(c, colls, winners, n)) {  // nothing to compare the own winners with
     fprintf(ch->log, "choose jointly (%d collectives): own winners, no other assignment applies to all\n", n);
@@ -509,7 +526,7 @@ static void choose_jointly(Chooser *ch, const DagNode *const *colls, const AlgoK
   int64_t best = whole(ch, colls, n, winners, ALGO_AUTO, -1, keeping ? &kept : NULL, NULL);
   fprintf(ch->log, "choose jointly (%d collectives): own winners %lld", n, (long long)best);
   AlgoKind pick = ALGO_AUTO;  // ALGO_AUTO: the own winners
-  try_alternatives(ch, colls, winners, n, keeping, &best, &pick, &kept);
+  try_alternatives(ch, colls, winners, n, keeping, n == 1 ? alone : -1, &best, &pick, &kept);
   fprintf(ch->log, " -> %s%s\n", pick == ALGO_AUTO ? "own winners" : ir_algo_names[pick],
           kept ? " (its trial is the compile's: lower, route and schedule keep it)" : "");
   assign(c, colls, n, pick == ALGO_AUTO ? winners : NULL, pick);
@@ -553,7 +570,7 @@ static void recheck_alone(Chooser *ch, const DagNode *coll, AlgoKind winner) {
     fprintf(ch->log, ": its schedule tried %lld routes, more than CHOOSE_ALONE_RECHECK_TRIES (%d), so the others are "
             "not tried as compiled", (long long)tries, CHOOSE_ALONE_RECHECK_TRIES);
   } else {
-    try_alternatives(ch, &coll, &winner, 1, c->keep_trials, &best, &pick, &kept);
+    try_alternatives(ch, &coll, &winner, 1, c->keep_trials, best, &best, &pick, &kept);  // the model is the collective
   }
   fprintf(ch->log, " -> %s%s\n", ir_algo_names[pick], kept ? " (its trial is the compile's: lower, route and schedule keep it)" : "");
   c->algos[coll->op->id] = pick;
@@ -592,12 +609,13 @@ bool pass_choose(Compilation *c) {
   FILE *quiet = fopen("/dev/null", "w");
   if (quiet) diag_init(&c->diag, quiet);  // trials' diagnostics are not the user's
   bool all = true;
+  int64_t alone = -1;  // the last collective's makespan alone (one is all choose_jointly reads)
   for (int i = 0; i < n; i++) {
-    winners[i] = best_alone(&ch, colls[i]);
+    winners[i] = best_alone(&ch, colls[i], &alone);
     all &= winners[i] != ALGO_AUTO;
   }
   assign(c, colls, n, winners, ALGO_AUTO);
-  if (all && n && shares_the_network(d, n)) choose_jointly(&ch, colls, winners, n);
+  if (all && n && shares_the_network(d, n)) choose_jointly(&ch, colls, winners, n, alone);
   else if (all && n == 1) recheck_alone(&ch, colls[0], winners[0]);
   for (int i = 0; i < d->nodes.len; i++)
     if (d->nodes.data[i]->kind == NODE_COLLECTIVE) choose_tree_chunks(&ch, d->nodes.data[i]);
