@@ -502,7 +502,7 @@ static void try_alternatives(Chooser *ch, const DagNode *const *colls, const Alg
       fprintf(ch->log, " %s >=%lld (its chain bound: not tried)", ir_algo_names[a], (long long)lb);
       continue;
     }
-    bool skim = n == 1 && alone >= 0 && alone * 100 >= *best * CHOOSE_SKIP_SEARCH_SHARE_PERCENT;
+    bool skim = n == 1 && alone >= 0 && alone >= *best / 100 * CHOOSE_SKIP_SEARCH_SHARE_PERCENT;  // no overflow
     Dag *won = NULL;
     int64_t m = UNDECIDED;
     if (skim && lower_uses_tree_chunks((AlgoKind)a) && !ch->c->tree_chunks)
