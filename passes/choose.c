@@ -63,6 +63,10 @@ typedef struct Chooser {
   FILE *log;         // what was tried, for --stats
 } Chooser;
 
+// The tree engine's chunk divisors the search tries (chunk_round, one_count,
+// whole_at_every_divisor).
+static const int divisors[] = TREE_CHUNK_DIVISORS;
+
 static RouteMode trial_route(const Compilation *c) { return c->route_mode == ROUTE_AUTO ? ROUTE_MINIMAL : c->route_mode; }
 
 // Vectors times hops over every transfer of a routed DAG.
@@ -185,7 +189,6 @@ static bool tried_count(const int *counts, size_t i) {
 // none finishes; c->tree_chunk_divisor is left 0).  log: each divisor's
 // figure (NULL: none).
 static Cost chunk_round(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound, FILE *log, int *divisor) {
-  static const int divisors[] = TREE_CHUNK_DIVISORS;
   Compilation *c = ch->c;
   int op = n->op->id, counts[ARRAY_LEN(divisors)];
   Cost best = {0};
@@ -311,20 +314,18 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n, int64_t *cycles) {
 }
 
 // Whether every one of TREE_CHUNK_DIVISORS gives collective n under tree
-// algorithm algo the same chunk count (*count): a small share is one chunk
-// whatever the divisor, and a search would schedule it once for nothing
-// (--algo=multitree on 1,440 TSPs at 1 MiB: 14.7 s of a 32 s compile).
-static bool one_count(Compilation *c, const DagNode *n, AlgoKind algo, int *count) {
-  static const int divisors[] = TREE_CHUNK_DIVISORS;
-  int op = n->op->id, first = 0;
+// algorithm algo the same chunk count (counts[i]: divisor i's): a small
+// share is one chunk whatever the divisor, and a search would schedule it
+// once for nothing (--algo=multitree on 1,440 TSPs at 1 MiB: 14.7 s of a
+// 32 s compile).
+static bool one_count(Compilation *c, const DagNode *n, AlgoKind algo, int *counts) {
+  int op = n->op->id;
   bool same = true;
-  for (size_t i = 0; i < ARRAY_LEN(divisors) && same; i++) {
+  for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
     c->tree_chunk_divisor[op] = divisors[i];
-    int k = lower_tree_chunks(c, n, algo);
-    if (i == 0) first = k;
-    same = k == first;
+    counts[i] = lower_tree_chunks(c, n, algo);
+    same &= counts[i] == counts[0];
   }
-  *count = first;
   return same;
 }
 
@@ -345,14 +346,14 @@ static bool one_count(Compilation *c, const DagNode *n, AlgoKind algo, int *coun
 // 64 MiB, where the formula's count wins: 1.2 s -> 0.7 s).
 static int tree_divisor(Chooser *ch, const DagNode *n, AlgoKind algo, FILE *log, Dag **keep) {
   Compilation *c = ch->c;
-  int op = n->op->id, pick, before = c->tree_chunk_divisor[op], count;
+  int op = n->op->id, pick, before = c->tree_chunk_divisor[op], counts[ARRAY_LEN(divisors)];
   if (c->tree_chunks || !lower_uses_tree_chunks(algo)) return 1;
   AlgoKind was = c->algos[op];
   c->algos[op] = algo;
-  if (one_count(c, n, algo, &count)) {  // nothing to choose: no trial
+  if (one_count(c, n, algo, counts)) {  // nothing to choose: no trial
     if (log)
       fprintf(log, "choose %s (line %d): %s's chunks, %d whatever the divisor: not tried -> 1\n", n->op->result->name,
-              n->op->loc.line, ir_algo_names[algo], count);
+              n->op->loc.line, ir_algo_names[algo], counts[0]);
     c->algos[op] = was;
     c->tree_chunk_divisor[op] = before;
     return 1;
@@ -463,17 +464,11 @@ static int64_t chain_bound_of_all(Compilation *c, const DagNode *const *colls, i
 // model, so they are cheaper than the search only where the collective is
 // most of it (CHOOSE_SKIP_SEARCH_SHARE_PERCENT, checked by the caller).
 static int64_t whole_at_every_divisor(Chooser *ch, const DagNode *coll, AlgoKind algo, int64_t best, Dag **keep) {
-  static const int divisors[] = TREE_CHUNK_DIVISORS;
   Compilation *c = ch->c;
   int op = coll->op->id, before = c->tree_chunk_divisor[op], counts[ARRAY_LEN(divisors)];
   AlgoKind was = c->algos[op];
   c->algos[op] = algo;
-  bool one = true;
-  for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
-    c->tree_chunk_divisor[op] = divisors[i];
-    counts[i] = lower_tree_chunks(c, coll, algo);
-    one &= counts[i] == counts[0];
-  }
+  bool one = one_count(c, coll, algo, counts);
   int64_t result = ABANDONED;
   for (size_t i = 0; i < ARRAY_LEN(divisors) && result == ABANDONED; i++) {
     if (tried_count(counts, i)) continue;
