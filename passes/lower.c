@@ -175,9 +175,17 @@ static void rename_deps(Lowerer *w, const DagNode *n, int *devices) {
 // the result of an all_gather, whose operand is one shard).
 static const Tensor *buffer_of(const Op *op) { return op->kind == OP_ALL_GATHER ? op->result : op->args[0]; }
 
+// A copy's result is, on a device that already holds the copy's operand,
+// the operand's own bytes (codegen: a local copy moves nothing), which the
+// copy's transfers may still be reading and the operand's other readers
+// read after: a collective reducing into it there would change the
+// operand under them (`ye = copy(y) @ each` of a y on device 0, then an
+// allreduce of ye: the other devices received partial sums).  So such an
+// operand is staged, as one with other readers is.
 bool lower_in_place(const Graph *g, const Op *op) {
   const Tensor *x = op->args[0];
   if (op->kind == OP_ALL_GATHER || x->is_output || op->pad_rows) return false;
+  if (x->def && x->def->kind == OP_COPY) return false;
   for (int i = 0; i < g->ops.len; i++)
     for (int a = 0; a < g->ops.data[i]->nargs; a++)
       if (g->ops.data[i]->args[a] == x && g->ops.data[i] != op) return false;

@@ -439,9 +439,10 @@ void lower_done(Lowering *l, int device, int node);
 // others' into it); nothing that depends on `node` may come before them.
 void lower_after_reads(Lowering *l, int node, const int *reads, int nreads);
 // Whether a collective works in its operand's own memory: an allreduce or
-// reduce_scatter whose operand nothing else reads and the graph does not
-// output, and whose first dimension needs no pad rows.  Otherwise lowering
-// stages the operand into a buffer first.
+// reduce_scatter whose operand nothing else reads, the graph does not
+// output and no copy made (a local copy is its operand's bytes), and whose
+// first dimension needs no pad rows.  Otherwise lowering stages the
+// operand into a buffer first.
 bool lower_in_place(const Graph *g, const Op *op);
 // For the choose pass: the algorithms that can lower collective n, in
 // registry order (returns how many), and old lowered by c->algos into *out
