@@ -821,6 +821,15 @@ static int pipeline_start(const Partitioner *p, Pipeline *pl) {
 
 // ---- the pass ----------------------------------------------------------------------------
 
+// Two sizes str_human_bytes wrote into x and y, rewritten in bytes when
+// they print alike but differ (a tensor of 220.01 MiB in a 220.0 MiB SRAM:
+// both are then near the SRAM's size, far from saturating).
+static void two_sizes(char *x, char *y, size_t n, int64_t x_bytes, int64_t y_bytes) {
+  if (strcmp(x, y) || x_bytes == y_bytes) return;
+  snprintf(x, n, "%lld bytes", (long long)x_bytes);
+  snprintf(y, n, "%lld bytes", (long long)y_bytes);
+}
+
 // The refusal of a model that fits nowhere: a tensor bigger than a
 // device's SRAM by itself, or the device's estimate and its largest tensor
 // (and the op whose working space is larger still, when one is: the
@@ -842,14 +851,17 @@ static void refuse(Partitioner *p, int d, int64_t peak, const Tensor *largest, c
   char copy[64] = "";  // a tensor placed elsewhere, fetched to d for an op there
   if (largest->place.kind == PLACE_DEVICE && largest->place.index != d)
     snprintf(copy, sizeof copy, ", a copy of device %d's", largest->place.index);
-  if (part_tensor_bytes(p, largest) > p->sram)
+  if (part_tensor_bytes(p, largest) > p->sram) {
+    two_sizes(big, sram, sizeof big, part_tensor_bytes(p, largest), p->sram);
     diag_error(&p->c->diag, largest->loc, "tensor '%s' (%s, %s%s) does not fit in device %d's %s of SRAM%s",
                largest->name, type, big, copy, d, sram, why);
-  else
+  } else {
+    two_sizes(need, sram, sizeof need, peak, p->sram);
     diag_error(&p->c->diag, largest->loc,
                "the model does not fit: device %d would hold an estimated %s at its fullest (its largest tensor "
                "'%s', %s, %s%s%s), more than its %s of SRAM%s",
                d, need, largest->name, type, big, copy, work, sram, why);
+  }
 }
 
 bool pass_partition(Compilation *c) {
