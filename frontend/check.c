@@ -1037,15 +1037,29 @@ static bool fits_mxm_tiles(Checker *c, const Call *call) {
   return false;
 }
 
+// Whether the topology's vectors hold the op's elements: some (a vector
+// op works on whole vectors), and whole ones (an instruction's dtype and a
+// tensor's data records must fill a vector exactly: isa_check, so a
+// 330-byte vector serves no f32 tensor, whose binaries tsp-emu would
+// refuse).  A computing op also needs f32 (its working precision).
 static bool fits_vectors(Checker *c, const Call *call, const Tensor *r) {
   int vb = c->topo->link.vector_bytes;
   bool moves = ir_op_is_collective(call->kind) || call->kind == OP_COPY;
-  DType need[2] = {r->dtype, DT_F32};
-  for (int i = 0; i < (moves ? 1 : 2); i++) {
+  DType need[2 + IR_MAX_OPERANDS] = {r->dtype, DT_F32};
+  int nneed = moves ? 1 : 2;
+  for (int a = 0; a < call->nargs; a++) need[nneed++] = call->args[a]->dtype;
+  for (int i = 0; i < nneed; i++) {
     int per = isa_elems_per_vector(need[i], vb);
     if (per < 1) {
       diag_error(c->d, call->s->op_loc, "%s needs %s elements, and the topology's %d-byte vectors (vector_bytes) hold none",
                  call->info->name, ir_dtype_names[need[i]], vb);
+      return false;
+    }
+    if (vb % ir_dtype_bytes[need[i]]) {
+      diag_error(c->d, call->s->op_loc,
+                 "%s needs whole %s elements in a vector, and the topology's %d-byte vectors (vector_bytes) hold %d "
+                 "and %d bytes over",
+                 call->info->name, ir_dtype_names[need[i]], vb, per, vb % ir_dtype_bytes[need[i]]);
       return false;
     }
     if (call->kind == OP_CHOLESKY && CHOL_BLOCK_ROWS % per) {

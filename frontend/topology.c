@@ -17,6 +17,9 @@ typedef struct Loader {
   yaml_document_t *doc;
   Topology *t;
   yaml_node_t *df_nodes, *df_racks;  // the values a port-budget error is about
+  yaml_node_t *root;
+  const struct Entry *settings;  // the file's top-level keys (read_settings)
+  bool default_link_checked;  // default_link_fits has passed
 } Loader;
 
 // ---- locations and errors ---------------------------------------------------
@@ -570,6 +573,25 @@ static bool read_pair(Loader *L, yaml_node_t *n, const char *what, int *a, int *
          read_device_id(L, node_of(L, n->data.sequence.items.start[1]), "device", b);
 }
 
+// The default link under this file's clock and receive buffers, when no
+// `link:` overrides it: the checks read_link_entries makes of one that
+// does, said at clock_mhz (else rx_buffer_vectors, else the file's start),
+// the settings that made the defaults unfit (clock_mhz: 1 makes a vector
+// one cycle, too few for the default latency range to land in 4 of them).
+static bool default_link_fits(Loader *L) {
+  if (L->default_link_checked) return true;
+  const LinkParams *p = &L->t->link;
+  const Entry *top = L->settings;
+  yaml_node_t *where = top[K_CLOCK_MHZ].key ? top[K_CLOCK_MHZ].value : top[K_RX_BUFFER].key ? top[K_RX_BUFFER].value : L->root;
+  if (ir_cycles_per_vector(p, L->t->clock_mhz) < 0) {
+    error_at(L, where, "one vector would hold the default link for more than %d cycles (%d wire bytes at %g Gb/s and %g MHz)",
+             IR_MAX_CYCLES_PER_VECTOR, p->wire_bytes, p->gbps, L->t->clock_mhz);
+    return false;
+  }
+  Entry none[LK_COUNT] = {{0}};
+  return L->default_link_checked = buffer_absorbs_latency(L, where, none, p);
+}
+
 static bool read_explicit_link(Loader *L, yaml_node_t *n) {
   LinkParams p = L->t->link;
   int a, b;
@@ -586,7 +608,7 @@ static bool read_explicit_link(Loader *L, yaml_node_t *n) {
     if (!read_device_id(L, e[0].value, "device", &a) || !read_device_id(L, e[1].value, "device", &b) ||
         !read_link_entries(L, n, e + 2, &p))
       return false;
-  } else if (!read_pair(L, n, "a link", &a, &b)) {
+  } else if (!read_pair(L, n, "a link", &a, &b) || !default_link_fits(L)) {
     return false;
   }
   if (a == b) {
@@ -819,7 +841,9 @@ static bool read_settings(Loader *L, yaml_node_t *root, Entry *e) {
   if (e[K_CLOCK_MHZ].key) ok &= read_number(L, e[K_CLOCK_MHZ].value, "clock_mhz", 0, true, 1e6, &t->clock_mhz);
   if (e[K_DRIFT_PPM].key && e[K_DRIFT_PPM].value->type != YAML_SEQUENCE_NODE)
     ok &= read_number(L, e[K_DRIFT_PPM].value, "drift_ppm", 0, false, FE_MAX_DRIFT_PPM, &t->drift_ppm);
-  if (e[K_LINK].key) ok &= read_link_params(L, e[K_LINK].value, &t->link);
+  L->root = root, L->settings = e;
+  if (e[K_LINK].key) ok &= read_link_params(L, e[K_LINK].value, &t->link), L->default_link_checked = ok;
+  else if (ok && t->family != FAMILY_EXPLICIT) ok &= default_link_fits(L);  // an explicit link may give its own
   if (e[K_BYPASS].key) ok &= read_bool(L, e[K_BYPASS].value, "bypass", &t->bypass);
   if (!ok) return false;
   switch (t->family) {
