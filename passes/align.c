@@ -21,7 +21,14 @@
 // On links of one latency range every child lands in epoch k, is sent in
 // port order one a cycle, and every device NOTIFYs at B + h k E.  Only a
 // link whose own range is E - 1 cycles or more is refused: no send time
-// brings it inside one epoch.  Units other than ctl park in SYNC until the
+// brings it inside one epoch.  A device times its TRANSMITs on its own
+// clock, which drifts by up to the planned drift from its release (a
+// boundary) to the send: so the landing window is widened by that much,
+// floor(send time x ppm / 10^6) cycles each way (a notification planned a
+// cycle after a boundary absorbs the fraction; a 20,000-cycle cable next
+// to a 200-cycle one delays the short one's TRANSMIT 19,800 cycles, 1.98
+// cycles at 100 ppm, which used to land it in the epoch before and align
+// its device an epoch early).  Units other than ctl park in SYNC until the
 // NOTIFY.  The tree spans every working device (spares standing by run the
 // preamble too: they may carry other devices' vectors); a failed device
 // is left out and runs nothing.
@@ -59,14 +66,38 @@ static int children_of(const AlignPlan *plan, const Topology *t, int v, Child *o
   return n;
 }
 
+// Cycles a clock off by ppm gains or loses over `cycles` of its own, in
+// whole cycles (the fraction: see the file comment).
+static int64_t drift_over(int64_t cycles, double ppm) { return (int64_t)((double)cycles * ppm * 1e-6); }
+
+// The earliest cycle >= t, counted from a boundary on a clock off by up to
+// ppm, that is surely after the boundary before it and before the one
+// after it in global time: a DESKEW issued then goes to the boundary its
+// plan counts on (a device's last TRANSMIT 20,412 cycles after its
+// release, on a boundary, was 2 cycles early on a fast clock, and its
+// DESKEW went to that boundary, an epoch early).  t itself when the clock
+// cannot drift a whole cycle by then.
+static int64_t clear_of_boundary(int64_t t, int64_t E, double ppm) {
+  int64_t m = drift_over(t, ppm), r = t % E;
+  if (m == 0 || (r > m && r < E - m - 1)) return t;
+  return r <= m ? t - r + m + 1 : t - r + E + m + 1;
+}
+
 // The earliest send time >= t at which a notification with latency in
-// [min, max] lands strictly inside one epoch; *epochs: the boundary (after
-// the send's reference boundary) at which the child's POLL then returns.
-static int64_t fit_in_epoch(int64_t t, int64_t min, int64_t max, int64_t E, int *epochs) {
-  int64_t first = t + min, last = t + max;
-  if (first % E == 0 || first / E != last / E) t = (first / E + 1) * E + 1 - min;  // just after the next boundary
-  *epochs = (int)((t + max) / E + 1);
-  return t;
+// [min, max], sent by a clock off by up to ppm since its release, lands
+// strictly inside one epoch; *epochs: the boundary (after the send's
+// reference boundary) at which the child's POLL then returns.  -1 when no
+// send time does (the range and the drift over the wait span an epoch).
+static int64_t fit_in_epoch(int64_t t, int64_t min, int64_t max, int64_t E, double ppm, int *epochs) {
+  for (;;) {
+    int64_t m = drift_over(t, ppm), first = t + min - m, last = t + max + m;
+    if (last - first >= E - 1) return -1;
+    if (first % E != 0 && first / E == last / E) {
+      *epochs = (int)(last / E + 1);
+      return t;
+    }
+    t = (first / E + 1) * E + 1 - min + m;  // just after the next boundary (the drift then grows: look again)
+  }
 }
 
 // Times device v's TRANSMITs and its children's releases; returns the
@@ -74,20 +105,30 @@ static int64_t fit_in_epoch(int64_t t, int64_t min, int64_t max, int64_t E, int 
 // again (0: a leaf): a notification holds its link for the link's cycles
 // a vector, as any vector does, and the program's first SEND on that port
 // comes after the NOTIFY.
-static int64_t plan_sends(AlignPlan *plan, const Topology *t, int v, Child *kids) {
+static int64_t plan_sends(AlignPlan *plan, const Topology *t, int v, Child *kids, double ppm, char *err, size_t errlen) {
   int64_t E = t->epoch_cycles, k = plan->epochs_per_level, next = 0, held = 0;
   int n = children_of(plan, t, v, kids);
   for (int i = 0; i < n; i++) kids[i].at = MAX(0, (k - 1) * E + 1 - kids[i].min);
   qsort(kids, (size_t)n, sizeof *kids, by_send_time);
   for (int i = 0; i < n; i++) {
     int epochs;
-    int64_t at = fit_in_epoch(MAX(next, kids[i].at), kids[i].min, kids[i].max, E, &epochs);
+    int64_t at = fit_in_epoch(MAX(next, kids[i].at), kids[i].min, kids[i].max, E, ppm, &epochs);
+    if (at < 0) {
+      snprintf(err, errlen,
+               "device %d's notification to device %d, sent %lld cycles after its release, may drift %lld cycles at "
+               "%g ppm, which with the cable's %lld to %lld cycles spans the %lld-cycle epoch: give a longer "
+               "epoch_cycles, or plan less drift with --drift-ppm",
+               v, kids[i].device, (long long)MAX(next, kids[i].at), (long long)drift_over(MAX(next, kids[i].at), ppm),
+               ppm, (long long)kids[i].min, (long long)kids[i].max, (long long)E);
+      return -1;
+    }
     plan->send_at[kids[i].device] = at;
     plan->release[kids[i].device] = plan->release[v] + epochs;
     next = at + 1;  // a TRANSMIT issues in one cycle
     held = MAX(held, at + kids[i].every);
   }
-  return MAX(next, held);
+  plan->deskew_at[v] = n ? clear_of_boundary(next, E, ppm) : 0;
+  return n ? MAX(plan->deskew_at[v], held) : 0;
 }
 
 // A tree link whose own latency range is E - 1 cycles or more: no send time
@@ -108,8 +149,8 @@ static bool ranges_fit(const AlignPlan *plan, const Topology *t, char *err, size
   return true;
 }
 
-bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, AlignPlan *plan, char *err,
-                size_t errlen) {
+bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, double drift_ppm, AlignPlan *plan,
+                char *err, size_t errlen) {
   int n = t->ndevices;
   *plan = (AlignPlan){.root = root, .launch_window = launch_window};
   plan->parent = ARENA_ARRAY(a, int, n);
@@ -117,6 +158,7 @@ bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, Al
   plan->parent_port = ARENA_ARRAY(a, int, n);
   plan->release = ARENA_ARRAY(a, int, n);
   plan->send_at = ARENA_ARRAY(a, int64_t, n);
+  plan->deskew_at = ARENA_ARRAY(a, int64_t, n);
   int *queue = xmalloc(sizeof(int) * (size_t)n);
   for (int v = 0; v < n; v++) plan->level[v] = -1, plan->parent[v] = -1, plan->parent_port[v] = -1;
   int head = 0, tail = 0, latency = 0, fanout = 0;
@@ -150,7 +192,11 @@ bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, Al
   Child *kids = xmalloc(sizeof *kids * (size_t)(fanout + 1));
   for (int i = 0; i < tail && ok; i++) {  // parents before children: BFS order
     int v = queue[i];
-    int64_t sends = plan_sends(plan, t, v, kids);
+    int64_t sends = plan_sends(plan, t, v, kids, drift_ppm, err, errlen);
+    if (sends < 0) {
+      ok = false;
+      break;
+    }
     // Its first DESKEW after the sends goes to the boundary after them.
     plan->notify_epochs = MAX(plan->notify_epochs, plan->release[v] + (sends ? (int)(sends / t->epoch_cycles) + 1 : 0));
   }
@@ -216,6 +262,8 @@ int64_t align_emit(Arena *arena, const AlignPlan *plan, const Topology *t, Progr
       emit(out, ctl, OPC_POLL, plan->parent_port[v], 0);
     }
     int64_t sends = emit_transmits(out, plan, t, v, ctl, kids);
+    if (plan->deskew_at[v] > sends) emit(out, ctl, OPC_WAIT, 0, (uint32_t)(plan->deskew_at[v] - sends));
+    sends = MAX(sends, plan->deskew_at[v]);
     // A DESKEW goes to the next boundary strictly after it issues.
     int deskews = plan->notify_epochs - plan->release[v] - (int)(sends / t->epoch_cycles);
     for (int i = 0; i < deskews; i++) emit(out, ctl, OPC_DESKEW, 0, 0);

@@ -82,6 +82,8 @@ typedef struct AlignPlan {
   int *parent_port;       // the port of each device that faces its parent
   int *release;           // by device: the epoch, after the root's B, its POLL returns (the root: 0)
   int64_t *send_at;       // by device: cycles after its parent's release that the parent TRANSMITs to it
+  int64_t *deskew_at;     // by device: cycles after its release that its first DESKEW issues (after its
+                          //   TRANSMITs, clear of a boundary by the drift since its release)
   int notify_epochs;      // N: every device NOTIFYs at B + N E
   int64_t launch_window;  // cycles the root waits first: every device must be running
 } AlignPlan;
@@ -675,10 +677,12 @@ bool ring_cycle_of(Compilation *c, const int *group, int ngroup, int *order, cha
 void ring_cycles_forget(Compilation *c);
 
 // ---- align.c (continued) ----
-// Plans the tree (BFS from root over working links: minimal height).
-// False, with err, if some device cannot be reached.
-bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, AlignPlan *plan, char *err,
-                size_t errlen);
+// Plans the tree (BFS from root over working links: minimal height), its
+// TRANSMITs timed for clocks off by up to drift_ppm.  False, with err, if
+// some device cannot be reached or no send time fits a notification in
+// one epoch.
+bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, double drift_ppm, AlignPlan *plan,
+                char *err, size_t errlen);
 // Writes the preamble into each device's ctl unit (created if missing) and
 // a SYNC at the start of every other unit, which the NOTIFY then wakes.
 // Units' own code is appended after this; annotate: with their notes

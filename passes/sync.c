@@ -80,7 +80,7 @@ bool pass_sync(Compilation *c) {
   if (s->tolerance < 0)  // frontend/topology.c refuses such a link at its latency_cycles
     die("sync: a link's latency range is wider than its receive buffer absorbs");
   char err[256];
-  if (!align_plan(&c->arena, t, ir_topo_first_working(t), s->launch_window, &s->align, err, sizeof err)) {
+  if (!align_plan(&c->arena, t, ir_topo_first_working(t), s->launch_window, s->drift_ppm, &s->align, err, sizeof err)) {
     diag_tool_error(&c->diag, "tspc", "cannot align the devices: %s", err);
     return false;
   }

@@ -465,7 +465,7 @@ static int64_t aligned_exchange(const char *yaml, int root, int64_t skew, bool j
   Topology *t = topo_ok(&a, yaml);
   AlignPlan plan;
   char err[256];
-  if (!align_plan(&a, t, root, skew + 500, &plan, err, sizeof err)) fail_msg("%s", err);
+  if (!align_plan(&a, t, root, skew + 500, 0, &plan, err, sizeof err)) fail_msg("%s", err);
   Program *p = ARENA_NEW(&a, Program);
   p->ndevices = t->ndevices;
   p->devices = ARENA_ARRAY(&a, DeviceProgram, t->ndevices);
@@ -535,7 +535,7 @@ static void alignment_brings_every_device_to_one_cycle(void **state) {
     Arena a = {0};
     AlignPlan plan;
     char err[128];
-    assert_true(align_plan(&a, topo_ok(&a, systems[i].yaml), systems[i].root, 0, &plan, err, sizeof err));
+    assert_true(align_plan(&a, topo_ok(&a, systems[i].yaml), systems[i].root, 0, 0, &plan, err, sizeof err));
     assert_int_equal(plan.height, systems[i].height);
     assert_int_equal(plan.epochs_per_level, 1);
     arena_free(&a);
@@ -561,7 +561,7 @@ static void alignment_times_transmits_for_uneven_latencies(void **state) {
   Arena a = {0};
   AlignPlan plan;
   char err[256];
-  assert_true(align_plan(&a, topo_ok(&a, yaml), 0, 0, &plan, err, sizeof err));
+  assert_true(align_plan(&a, topo_ok(&a, yaml), 0, 0, 0, &plan, err, sizeof err));
   assert_int_equal(plan.epochs_per_level, 2);
   assert_int_equal(MIN(plan.send_at[1], plan.send_at[3]), 53);  // one a cycle, in port order
   assert_int_equal(MAX(plan.send_at[1], plan.send_at[3]), 54);
@@ -572,7 +572,7 @@ static void alignment_times_transmits_for_uneven_latencies(void **state) {
   assert_int_equal(cycles, 504 + 252 * 4 + 1 + 300 + 1);  // the window, B, N epochs, the exchange
   assert_int_equal(aligned_exchange(yaml, 0, 5000, true, &cycles), 0);
   Topology *t = topo_ok(&a, "topology: ring\ndevices: 4\nrx_buffer_vectors: 16\nlink: {latency_cycles: {min: 10, max: 300}}\n");
-  assert_false(align_plan(&a, t, 0, 0, &plan, err, sizeof err));
+  assert_false(align_plan(&a, t, 0, 0, 0, &plan, err, sizeof err));
   assert_string_equal(err, "the cable between devices 0 and 1 varies from 10 to 300 cycles, 251 or more (the 252-cycle "
                            "epoch less 1): no TRANSMIT time lands its notification inside one epoch, so the alignment "
                            "tree cannot use it");
