@@ -59,9 +59,18 @@ typedef struct Cost {
 
 typedef struct Chooser {
   Compilation *c;
-  VEC(Cost) cache;
+  Cost *cache;       // malloc'd, not in the arena: best_alone may roll the arena back past its growth
+  int ncache, cache_cap;
   FILE *log;         // what was tried, for --stats
 } Chooser;
+
+static void cache_put(Chooser *ch, Cost k) {
+  if (ch->ncache == ch->cache_cap) {
+    ch->cache_cap = ch->cache_cap ? 2 * ch->cache_cap : 16;
+    ch->cache = xrealloc(ch->cache, sizeof *ch->cache * (size_t)ch->cache_cap);
+  }
+  ch->cache[ch->ncache++] = k;
+}
 
 // The tree engine's chunk divisors the search tries (chunk_round, one_count,
 // whole_at_every_divisor).
@@ -80,29 +89,38 @@ static int64_t link_vectors(const Dag *d) {
   return sum;
 }
 
-// Whether a trial's DAG, routed and scheduled minimally, is what the
-// compile's route and schedule passes would make of it: under
-// --route=minimal, or when every transfer fills gaps (such a transfer is
-// routed minimally under any mode, and with nothing to spread the
-// load-aware schedule is the minimal one).
-static bool kept_as_final(const Compilation *c, const Dag *d) {
+// How a trial routes and schedules its DAG.
+typedef enum TrialMode {
+  TRIAL_MINIMAL,       // routed and scheduled minimally: the costs the candidates are ranked by
+  TRIAL_FINAL_ROUTES,  // routed as the compile routes, scheduled minimally: the same makespan (the
+                       //   minimal routes are the same), for a trial that may be the compile's own
+  TRIAL_AS_COMPILED,   // routed and scheduled as the compile will
+} TrialMode;
+
+// Whether a trial's DAG, scheduled minimally, is what the compile's route
+// and schedule passes would make of it: under --route=minimal; or when
+// every transfer fills gaps (such a transfer is routed minimally under any
+// mode, and with nothing to spread the load-aware schedule is the minimal
+// one); or, under --route=auto, when it was routed as the compile routes
+// and no transfer may spread (schedule_may_spread: the compile's schedule
+// is then the minimal one).
+static bool kept_as_final(const Compilation *c, const Dag *d, TrialMode how) {
   if (c->route_mode == ROUTE_MINIMAL) return true;
   if (c->route_mode != ROUTE_AUTO) return false;
+  if (how == TRIAL_FINAL_ROUTES && !schedule_may_spread(d)) return true;
   for (int i = 0; i < d->nodes.len; i++)
     if (d->nodes.data[i]->kind != NODE_TRANSFER || !d->nodes.data[i]->fill_gaps) return false;
   return true;
 }
 
-// The makespan of `old` lowered with c->algos, routed and scheduled, -1
-// when a pass refuses it, or ABANDONED past bound (>= 0).  Everything the
-// trial builds is released and its diagnostics are discarded.
-// as_compiled: routed and scheduled as the compile will (--route=auto's
-// load-aware schedule against the all-minimal one), not minimally.
-// keep (optional): a trial that is what lower, route and schedule would
-// make (routed minimally: kept_as_final; as compiled: always) is kept in
+// The makespan of `old` lowered with c->algos, routed and scheduled as
+// `how` says, -1 when a pass refuses it, or ABANDONED past bound (>= 0).
+// Everything the trial builds is released and its diagnostics are
+// discarded.  keep (optional): a trial that is what lower, route and
+// schedule would make (as compiled: always; else kept_as_final) is kept in
 // *keep instead (its memory stays in the arena), scheduled.  tries
 // (optional): the route placements its schedule tried (Dag.tries).
-static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vectors, bool as_compiled, Dag **keep,
+static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vectors, TrialMode how, Dag **keep,
                      int64_t *tries) {
   ArenaMark mark = arena_mark(&c->arena);
   Dag *dag, *model = c->dag;
@@ -110,14 +128,15 @@ static int64_t trial(Compilation *c, const Dag *old, int64_t bound, int64_t *vec
   if (lower_dag(c, old, &dag)) {
     c->dag = dag;
     RouteMode mode = c->route_mode;
-    if (!as_compiled) c->route_mode = trial_route(c);  // the router then looks for no spread (beyond a tree edge's cables)
+    if (how == TRIAL_MINIMAL) c->route_mode = trial_route(c);  // the router then looks for no spread (beyond a tree edge's cables)
+    c->route_until_spread = how == TRIAL_FINAL_ROUTES;
     bool routed = pass_route(c);
-    c->route_mode = mode;
-    if (routed && as_compiled) makespan = schedule_as_compiled(c, bound);
+    c->route_mode = mode, c->route_until_spread = false;
+    if (routed && how == TRIAL_AS_COMPILED) makespan = schedule_as_compiled(c, bound);
     else if (routed) makespan = schedule_makespan(c, trial_route(c), bound);
     if (vectors && makespan >= 0) *vectors = link_vectors(dag);
     if (tries && routed) *tries = dag->tries;
-    if (keep && makespan >= 0 && (as_compiled || kept_as_final(c, dag))) {
+    if (keep && makespan >= 0 && (how == TRIAL_AS_COMPILED || kept_as_final(c, dag, how))) {
       dag->makespan = makespan, dag->scheduled = true, *keep = dag;
       c->dag = model;
       return makespan;
@@ -138,14 +157,16 @@ static bool same_signature(const Cost *k, const DagNode *n, bool in_place, int64
          !memcmp(k->group, n->group, sizeof(int) * (size_t)n->ngroup);
 }
 
-// Collective n alone under algo, from the cache when it was tried there
-// under a bound no tighter than this one.
-static Cost isolated(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound, bool as_compiled, Dag **keep) {
+// Collective n alone under algo, tried as `how` says, from the cache when
+// it was tried there under a bound no tighter than this one (a
+// TRIAL_FINAL_ROUTES trial costs what a TRIAL_MINIMAL one does).
+static Cost isolated(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound, TrialMode how, Dag **keep) {
   Compilation *c = ch->c;
+  bool as_compiled = how == TRIAL_AS_COMPILED;
   bool in_place = lower_in_place(c->graph, n->op);
   int64_t bytes = layout_bytes(c, n->op->args[0]) + layout_bytes(c, n->op->result);
-  for (int i = 0; i < ch->cache.len; i++) {
-    Cost *k = &ch->cache.data[i];
+  for (int i = 0; i < ch->ncache; i++) {
+    Cost *k = &ch->cache[i];
     if (!same_signature(k, n, in_place, bytes, algo, divisor_of(c, n->op), as_compiled)) continue;
     bool final = k->cycles != ABANDONED || (bound >= 0 && bound <= k->bound);  // it passes this bound too
     if (!final) continue;
@@ -163,9 +184,9 @@ static Cost isolated(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound
   c->algos[n->op->id] = algo;
   Cost k = {.like = n->op, .ngroup = n->ngroup, .group = n->group, .in_place = in_place, .bytes = bytes,
             .algo = algo, .divisor = divisor_of(c, n->op), .as_compiled = as_compiled, .bound = bound};
-  k.cycles = trial(c, &mini, bound, &k.link_vectors, as_compiled, keep, NULL);
+  k.cycles = trial(c, &mini, bound, &k.link_vectors, how, keep, NULL);
   c->algos[n->op->id] = before;
-  VEC_PUSH(&c->arena, &ch->cache, k);
+  cache_put(ch, k);
   return k;
 }
 
@@ -187,20 +208,31 @@ static bool tried_count(const int *counts, size_t i) {
 // and the best so far (a divisor that gives a count already tried is
 // skipped).  Returns the fastest's cost and *divisor (the first's when
 // none finishes; c->tree_chunk_divisor is left 0).  log: each divisor's
-// figure (NULL: none).
-static Cost chunk_round(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound, FILE *log, int *divisor) {
+// figure (NULL: none).  keep (NULL: none): when every divisor gives one
+// count, its one trial is routed as the compile routes (the count is then
+// the compile's whatever the divisor: tree_divisor), and kept in *keep
+// when it is the compile's own (kept_as_final).
+static Cost chunk_round(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound, FILE *log, int *divisor,
+                        Dag **keep) {
   Compilation *c = ch->c;
   int op = n->op->id, counts[ARRAY_LEN(divisors)];
   Cost best = {0};
   *divisor = 1;
+  bool one = true;
   for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
     c->tree_chunk_divisor[op] = divisors[i];
     counts[i] = lower_tree_chunks(c, n, algo);
+    one &= counts[i] == counts[0];
+  }
+  for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
+    c->tree_chunk_divisor[op] = divisors[i];
     if (tried_count(counts, i)) {  // the count an earlier divisor gave: the same schedule
       if (log) fprintf(log, " %d: the same %d chunks", divisors[i], counts[i]);
       continue;
     }
-    Cost k = isolated(ch, n, algo, bound, false, NULL);  // under branch and bound: it finishes within bound
+    // Under branch and bound: it finishes within bound.
+    Cost k = one && keep ? isolated(ch, n, algo, bound, TRIAL_FINAL_ROUTES, keep)
+                         : isolated(ch, n, algo, bound, TRIAL_MINIMAL, NULL);
     if (log && k.cycles >= 0) fprintf(log, " %d: %lld", divisors[i], (long long)k.cycles);
     else if (log) fprintf(log, " %d: %s", divisors[i], k.cycles == ABANDONED ? ">best" : "refused");
     if (i == 0 || (k.cycles >= 0 && (best.cycles < 0 || k.cycles < best.cycles))) best = k, *divisor = divisors[i];
@@ -219,8 +251,8 @@ static Cost chunk_round(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bo
 // *divisor: the divisor of the cost returned.
 static Cost candidate_cost(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bound, Dag **keep, int *divisor) {
   *divisor = 1;
-  if (ch->c->tree_chunks || !lower_uses_tree_chunks(algo)) return isolated(ch, n, algo, bound, false, keep);
-  return chunk_round(ch, n, algo, bound, NULL, divisor);
+  if (ch->c->tree_chunks || !lower_uses_tree_chunks(algo)) return isolated(ch, n, algo, bound, TRIAL_MINIMAL, keep);
+  return chunk_round(ch, n, algo, bound, NULL, divisor, keep);
 }
 
 // A candidate of best_alone: its chain bound (lower_chain_bound) and its
@@ -271,12 +303,17 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n, int64_t *cycles) {
   }
   for (int i = 0; i < k; i++) order[i] = (Candidate){cand[i], lower_chain_bound(ch->c, n, cand[i]), i};
   qsort(order, (size_t)k, sizeof *order, by_bound);
-  // The first candidate's trial is kept when the model is this collective
-  // alone and the trial would be the compile's own (kept_as_final); lower
-  // then takes it if it wins.  A tree algorithm's chunk count is chosen
-  // after, so its trial is not the compile's.
-  bool alone = ch->c->keep_trials && ch->c->dag->nodes.len == 1 && !lower_uses_tree_chunks(order[0].algo);
-  Dag *kept = NULL;
+  // When the model is this collective alone, a trial that would be the
+  // compile's own (kept_as_final) is kept, and lower takes the winner's:
+  // the first candidate's, and a tree algorithm's whose chunk count is the
+  // same whatever the divisor (chunk_round; otherwise its count is chosen
+  // after, and its trial is not the compile's).  A kept trial that loses
+  // to one not kept is released (the arena rolled back to before it: what
+  // came after is the later candidates' released trials); one that loses
+  // to another kept stays in the arena unused.
+  bool alone = ch->c->keep_trials && ch->c->dag->nodes.len == 1;
+  Dag *kept = NULL;  // the best's trial, when kept
+  ArenaMark kept_from = {0};  // the arena before the candidate whose trial is kept
   for (int i = 0; i < k; i++) {
     const Candidate *cd = &order[i];
     if (best_cycles >= 0 && cd->bound > best_cycles) {
@@ -284,7 +321,10 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n, int64_t *cycles) {
       continue;
     }
     int divisor;
-    Cost cost = candidate_cost(ch, n, cd->algo, best_cycles, alone && i == 0 ? &kept : NULL, &divisor);
+    Dag *mine = NULL;
+    ArenaMark from = arena_mark(&ch->c->arena);
+    bool may_keep = alone && (lower_uses_tree_chunks(cd->algo) ? !ch->c->tree_chunks : i == 0);
+    Cost cost = candidate_cost(ch, n, cd->algo, best_cycles, may_keep ? &mine : NULL, &divisor);
     cached &= cost.cached;
     log_cost(ch->log, cd->algo, cost.cycles, best_cycles);
     if (cost.cycles >= 0 && divisor > 1) fprintf(ch->log, " (chunks /%d)", divisor);
@@ -295,10 +335,13 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n, int64_t *cycles) {
       loser = best_vectors;
       if (!tie) tied_vectors = -1;
       best = cd->algo, best_rank = cd->rank, best_cycles = cost.cycles, best_vectors = cost.link_vectors;
+      if (kept && !mine) arena_release(&ch->c->arena, kept_from);
+      if (mine) kept_from = from;
+      kept = mine;
     }
     if (tie) tied_vectors = tied_vectors < 0 ? loser : MIN(tied_vectors, loser);
   }
-  if (kept && best == order[0].algo) ch->c->trial_dag = kept;
+  if (kept) ch->c->trial_dag = kept;
   *cycles = best_cycles;
   if (best == ALGO_AUTO) fprintf(ch->log, " -> none applies");
   else if (tied_vectors == best_vectors)
@@ -361,13 +404,13 @@ static int tree_divisor(Chooser *ch, const DagNode *n, AlgoKind algo, FILE *log,
   if (log)
     fprintf(log, "choose %s (line %d): %s's chunks, the formula's count divided by", n->op->result->name,
             n->op->loc.line, ir_algo_names[algo]);
-  chunk_round(ch, n, algo, -1, log, &pick);
+  chunk_round(ch, n, algo, -1, log, &pick, NULL);
   Dag *kept = NULL, *kept_formula = NULL;
   if (pick != 1 && c->route_mode == ROUTE_AUTO) {
     c->tree_chunk_divisor[op] = 1;
-    Cost formula = isolated(ch, n, algo, -1, true, keep ? &kept_formula : NULL);
+    Cost formula = isolated(ch, n, algo, -1, TRIAL_AS_COMPILED, keep ? &kept_formula : NULL);
     c->tree_chunk_divisor[op] = pick;
-    Cost other = isolated(ch, n, algo, formula.cycles, true, keep ? &kept : NULL);
+    Cost other = isolated(ch, n, algo, formula.cycles, TRIAL_AS_COMPILED, keep ? &kept : NULL);
     if (log) {
       fprintf(log, "; as compiled 1: %lld %d: ", (long long)formula.cycles, pick);
       if (other.cycles >= 0) fprintf(log, "%lld", (long long)other.cycles);
@@ -407,7 +450,7 @@ static int64_t whole(Chooser *ch, const DagNode *const *colls, int n, const Algo
     int op = colls[i]->op->id;
     c->tree_chunk_divisor[op] = tree_divisor(ch, colls[i], c->algos[op], NULL, NULL);
   }
-  return trial(c, c->dag, bound, NULL, true, keep, tries);
+  return trial(c, c->dag, bound, NULL, TRIAL_AS_COMPILED, keep, tries);
 }
 
 static bool applies_to_all(Compilation *c, const DagNode *const *colls, int n, AlgoKind algo) {
@@ -473,7 +516,7 @@ static int64_t whole_at_every_divisor(Chooser *ch, const DagNode *coll, AlgoKind
   for (size_t i = 0; i < ARRAY_LEN(divisors) && result == ABANDONED; i++) {
     if (tried_count(counts, i)) continue;
     c->tree_chunk_divisor[op] = divisors[i];
-    int64_t m = trial(c, c->dag, best, NULL, true, one ? keep : NULL, NULL);
+    int64_t m = trial(c, c->dag, best, NULL, TRIAL_AS_COMPILED, one ? keep : NULL, NULL);
     if (m != ABANDONED) result = one ? m : UNDECIDED;
   }
   c->algos[op] = was;
@@ -617,6 +660,7 @@ bool pass_choose(Compilation *c) {
   c->diag = saved;
   if (quiet) fclose(quiet);
   fclose(ch.log);
+  free(ch.cache);
   c->choice_log = arena_strdup(&c->arena, text);
   arena_drop_spares(&c->arena);  // the trials are over: what they left is not held on
   free(text);

@@ -138,6 +138,8 @@ typedef struct Compilation {
   int *tree_chunk_divisor;        // after choose: by op id, what the tree engine divides its
                                   //   chunk count by (algo_tree.c; 0 or 1: the formula's)
   const char *choice_log;         // after choose: what algo=auto tried (--stats)
+  bool route_until_spread;        // choose's trials: pass_route routes as --route=auto does until a
+                                  //   transfer may spread, minimally after (route_may_spread)
   bool keep_trials;               // choose may hand its winning trial to lower (no pass's dump or
                                   //   stop was asked for: each pass then shows its own work)
   Dag *trial_dag;                 // after choose: the winner's trial, lowered, routed and scheduled
@@ -604,6 +606,9 @@ int64_t route_finish(const Route *routes, int nroutes);
 // Points n's routes at its minimal or spread ones as mode says (auto: the
 // one that finishes first on an empty network).
 void route_choose(DagNode *n, RouteMode mode);
+// Whether routed transfer n is one --route=auto's scheduler may spread
+// over its paths (not on a ring's cycle, two paths or more).
+bool route_may_spread(const DagNode *n);
 
 
 // ---- paths.c: routes between devices (for the router) ----

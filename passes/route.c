@@ -58,6 +58,7 @@ typedef struct Router {
   int cap, len;
   int *every;        // by link: the cycles a vector holds it (ir_cycles_per_vector, once)
   int *kind, nkinds; // by link: its pace and vector size as a number (link_kinds; NULL: not yet)
+  RouteMode mode;    // c->route_mode, or minimal once a transfer may spread (Compilation.route_until_spread)
 } Router;
 
 // The latency, pacing and vector size of a path; false if its links differ.
@@ -169,7 +170,7 @@ static PairPaths *candidates(Router *r, int src, int dst, int64_t bytes, bool mi
   PairPaths *pp = pair_entry(r, src, dst);
   if (!pp->npaths && !pp->exhausted) extend(r, pp, INT_MAX, 1);  // the minimal path
   if (!pp->npaths || !minimal_is_uniform(r, pp)) return pp;      // refused by the caller
-  if (pp->exhausted || minimal || r->c->route_mode == ROUTE_MINIMAL) return pp;  // no spreading
+  if (pp->exhausted || minimal || r->mode == ROUTE_MINIMAL) return pp;  // no spreading
   int64_t latency;
   int every, vb;
   path_params(r, &pp->paths[0], r->c->sync.rx_slack, &latency, &every, &vb);
@@ -326,9 +327,11 @@ static bool route_transfer(Router *r, DagNode *n) {
   n->minimal->count = n->vectors;
   n->spread = cand;
   n->nspread = split(cand, k, n->vectors);
-  route_choose(n, r->c->route_mode);
+  route_choose(n, r->mode);
   return true;
 }
+
+bool route_may_spread(const DagNode *n) { return n->kind == NODE_TRANSFER && !n->on_cycle && n->nspread >= 2; }
 
 void route_choose(DagNode *n, RouteMode mode) {
   bool spread = !n->fill_gaps && (mode == ROUTE_NONMINIMAL || (mode == ROUTE_AUTO && route_finish(n->spread, n->nspread) <
@@ -340,13 +343,18 @@ void route_choose(DagNode *n, RouteMode mode) {
 
 bool pass_route(Compilation *c) {
   if (c->dag->scheduled) return true;  // choose's trial, kept (c->trial_dag)
-  Router r = {.c = c, .finder = route_finder_new(c->topo), .min_hop = route_least_hop(c),
+  Router r = {.c = c, .mode = c->route_mode, .finder = route_finder_new(c->topo), .min_hop = route_least_hop(c),
               .every = ARENA_ARRAY(&c->arena, int, c->topo->links.len + 1)};
   for (int i = 0; i < c->topo->links.len; i++) r.every[i] = ir_cycles_per_vector(&c->topo->links.data[i].p, c->topo->clock_mhz);
   bool ok = true;
   for (int i = 0; i < c->dag->nodes.len && ok; i++) {
     DagNode *n = c->dag->nodes.data[i];
     if (n->kind == NODE_TRANSFER) ok = route_transfer(&r, n);
+    // A choose trial that may be the compile's own only while nothing may
+    // spread: past the first transfer that may, it cannot be, and its
+    // minimal schedule needs no detours (their search is most of auto's
+    // routing on a dragonfly).
+    if (ok && c->route_until_spread && r.mode == ROUTE_AUTO && route_may_spread(n)) r.mode = ROUTE_MINIMAL;
   }
   free(r.table);
   route_finder_free(r.finder);

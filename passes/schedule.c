@@ -718,10 +718,8 @@ int64_t schedule_makespan(Compilation *c, RouteMode mode, int64_t bound) { retur
 // little time, and it cut winners (dbtree on mesh4x4 at 16 MiB, 50,441
 // tries whole: 3,814,933 cycles cut, 2,935,626 whole).
 bool schedule_may_spread(const Dag *d) {
-  for (int i = 0; i < d->nodes.len; i++) {
-    const DagNode *n = d->nodes.data[i];
-    if (n->kind == NODE_TRANSFER && !n->on_cycle && n->nspread >= 2) return true;
-  }
+  for (int i = 0; i < d->nodes.len; i++)
+    if (route_may_spread(d->nodes.data[i])) return true;
   return false;
 }
 
