@@ -673,6 +673,24 @@ static bool read_failed_links(Loader *L, yaml_node_t *n) {
   return ok;
 }
 
+// A failed link whose device has failed too (failed_devices or
+// failed_nodes: ir_device_failed, once the service table is made) names
+// no working cable: the device's cables are down with it.  Refused at the
+// link, as a cable listed twice is.
+static bool failed_links_on_working_devices(Loader *L, yaml_node_t *n) {
+  for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++) {
+    yaml_node_t *item = node_of(L, *i);
+    int a, b;
+    if (!read_pair(L, item, "a failed link", &a, &b)) return false;
+    int dead = ir_device_failed(L->t, a) ? a : ir_device_failed(L->t, b) ? b : -1;
+    if (dead >= 0) {
+      error_at(L, item, "device %d has failed, and its links with it: list the link or the device, not both", dead);
+      return false;
+    }
+  }
+  return true;
+}
+
 static bool read_spares(Loader *L, yaml_node_t *n) {
   Topology *t = L->t;
   int limit = t->family == FAMILY_DRAGONFLY ? t->df.racks * t->df.nodes_per_rack : t->ndevices;
@@ -937,7 +955,7 @@ static bool wire(Loader *L, yaml_node_t *root, Entry *e) {
     error_at(L, at, "the network is not connected: device %d cannot reach device 0", unreached);
     return false;
   }
-  return assign_service(L, root, e);
+  return assign_service(L, root, e) && (!e[K_FAILED_LINKS].key || failed_links_on_working_devices(L, e[K_FAILED_LINKS].value));
 }
 
 static Topology *load_document(Loader *L) {
