@@ -373,6 +373,20 @@ static bool buffer_absorbs_latency(Loader *L, yaml_node_t *where, const Entry *e
   return false;
 }
 
+// A link's timing under the file's clock: a vector holds it for a bounded
+// number of cycles, and the receive buffers absorb its latency range.
+// False after saying so at its gbps (else `where`), or its latency_cycles
+// (buffer_absorbs_latency); `what` names the link in the message.
+static bool link_fits_clock(Loader *L, yaml_node_t *where, const Entry *e, const LinkParams *p, const char *what) {
+  if (ir_cycles_per_vector(p, L->t->clock_mhz) < 0) {
+    error_at(L, e[LK_GBPS].key ? e[LK_GBPS].value : where,
+             "one vector would hold %s for more than %d cycles (%d wire bytes at %g Gb/s and %g MHz)", what,
+             IR_MAX_CYCLES_PER_VECTOR, p->wire_bytes, p->gbps, L->t->clock_mhz);
+    return false;
+  }
+  return buffer_absorbs_latency(L, where, e, p);
+}
+
 // Reads the link-parameter entries e[] over *p (which holds the inherited values).
 static bool read_link_entries(Loader *L, yaml_node_t *where, Entry *e, LinkParams *p) {
   bool ok = true;
@@ -389,14 +403,7 @@ static bool read_link_entries(Loader *L, yaml_node_t *where, Entry *e, LinkParam
              "wire_bytes (%d) must be at least vector_bytes (%d)", p->wire_bytes, p->vector_bytes);
     ok = false;
   }
-  if (ok && ir_cycles_per_vector(p, L->t->clock_mhz) < 0) {
-    error_at(L, e[LK_GBPS].key ? e[LK_GBPS].value : where,
-             "one vector would hold this link for more than %d cycles (%d wire bytes at %g "
-             "Gb/s and %g MHz)",
-             IR_MAX_CYCLES_PER_VECTOR, p->wire_bytes, p->gbps, L->t->clock_mhz);
-    ok = false;
-  }
-  return ok && buffer_absorbs_latency(L, where, e, p);
+  return ok && link_fits_clock(L, where, e, p, "this link");
 }
 
 static bool read_link_params(Loader *L, yaml_node_t *n, LinkParams *p) {
@@ -583,13 +590,8 @@ static bool default_link_fits(Loader *L) {
   const LinkParams *p = &L->t->link;
   const Entry *top = L->settings;
   yaml_node_t *where = top[K_CLOCK_MHZ].key ? top[K_CLOCK_MHZ].value : top[K_RX_BUFFER].key ? top[K_RX_BUFFER].value : L->root;
-  if (ir_cycles_per_vector(p, L->t->clock_mhz) < 0) {
-    error_at(L, where, "one vector would hold the default link for more than %d cycles (%d wire bytes at %g Gb/s and %g MHz)",
-             IR_MAX_CYCLES_PER_VECTOR, p->wire_bytes, p->gbps, L->t->clock_mhz);
-    return false;
-  }
   Entry none[LK_COUNT] = {{0}};
-  return L->default_link_checked = buffer_absorbs_latency(L, where, none, p);
+  return L->default_link_checked = link_fits_clock(L, where, none, p, "the default link");
 }
 
 static bool read_explicit_link(Loader *L, yaml_node_t *n) {

@@ -112,14 +112,14 @@ static int64_t plan_sends(AlignPlan *plan, const Topology *t, int v, Child *kids
   qsort(kids, (size_t)n, sizeof *kids, by_send_time);
   for (int i = 0; i < n; i++) {
     int epochs;
-    int64_t at = fit_in_epoch(MAX(next, kids[i].at), kids[i].min, kids[i].max, E, ppm, &epochs);
+    int64_t from = MAX(next, kids[i].at), at = fit_in_epoch(from, kids[i].min, kids[i].max, E, ppm, &epochs);
     if (at < 0) {
       snprintf(err, errlen,
                "device %d's notification to device %d, sent %lld cycles after its release, may drift %lld cycles at "
                "%g ppm, which with the cable's %lld to %lld cycles spans the %lld-cycle epoch: give a longer "
                "epoch_cycles, or plan less drift with --drift-ppm",
-               v, kids[i].device, (long long)MAX(next, kids[i].at), (long long)drift_over(MAX(next, kids[i].at), ppm),
-               ppm, (long long)kids[i].min, (long long)kids[i].max, (long long)E);
+               v, kids[i].device, (long long)from, (long long)drift_over(from, ppm), ppm, (long long)kids[i].min,
+               (long long)kids[i].max, (long long)E);
       return -1;
     }
     plan->send_at[kids[i].device] = at;

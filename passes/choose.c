@@ -202,6 +202,22 @@ static bool tried_count(const int *counts, size_t i) {
   return false;
 }
 
+// Whether every one of TREE_CHUNK_DIVISORS gives collective n under tree
+// algorithm algo the same chunk count (counts[i]: divisor i's): a small
+// share is one chunk whatever the divisor, and a search would schedule it
+// once for nothing (--algo=multitree on 1,440 TSPs at 1 MiB: 14.7 s of a
+// 32 s compile).
+static bool one_count(Compilation *c, const DagNode *n, AlgoKind algo, int *counts) {
+  int op = n->op->id;
+  bool same = true;
+  for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
+    c->tree_chunk_divisor[op] = divisors[i];
+    counts[i] = lower_tree_chunks(c, n, algo);
+    same &= counts[i] == counts[0];
+  }
+  return same;
+}
+
 // The chunk search's first round (seed 003 s VIII-C): collective n alone
 // under tree algorithm algo, routed minimally, at the formula's chunk count
 // (algo_tree.c) divided by each of TREE_CHUNK_DIVISORS, each under `bound`
@@ -218,12 +234,7 @@ static Cost chunk_round(Chooser *ch, const DagNode *n, AlgoKind algo, int64_t bo
   int op = n->op->id, counts[ARRAY_LEN(divisors)];
   Cost best = {0};
   *divisor = 1;
-  bool one = true;
-  for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
-    c->tree_chunk_divisor[op] = divisors[i];
-    counts[i] = lower_tree_chunks(c, n, algo);
-    one &= counts[i] == counts[0];
-  }
+  bool one = one_count(c, n, algo, counts);
   for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
     c->tree_chunk_divisor[op] = divisors[i];
     if (tried_count(counts, i)) {  // the count an earlier divisor gave: the same schedule
@@ -354,22 +365,6 @@ static AlgoKind best_alone(Chooser *ch, const DagNode *n, int64_t *cycles) {
   fprintf(ch->log, "%s%s\n", cached ? " (cached: a collective like it was costed before)" : "",
           ch->c->trial_dag ? " (its trial is the compile's: lower, route and schedule keep it)" : "");
   return best;
-}
-
-// Whether every one of TREE_CHUNK_DIVISORS gives collective n under tree
-// algorithm algo the same chunk count (counts[i]: divisor i's): a small
-// share is one chunk whatever the divisor, and a search would schedule it
-// once for nothing (--algo=multitree on 1,440 TSPs at 1 MiB: 14.7 s of a
-// 32 s compile).
-static bool one_count(Compilation *c, const DagNode *n, AlgoKind algo, int *counts) {
-  int op = n->op->id;
-  bool same = true;
-  for (size_t i = 0; i < ARRAY_LEN(divisors); i++) {
-    c->tree_chunk_divisor[op] = divisors[i];
-    counts[i] = lower_tree_chunks(c, n, algo);
-    same &= counts[i] == counts[0];
-  }
-  return same;
 }
 
 // A tree algorithm's chunk count (seed 003 s VIII-C): the formula's
