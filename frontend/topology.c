@@ -324,6 +324,7 @@ static const char *const link_keys[LK_COUNT] = {"gbps", "latency_cycles", "vecto
 
 static bool read_latency(Loader *L, const Entry *entry, LinkParams *p) {
   yaml_node_t *n = entry->value;
+  p->latency_loc = node_loc(L, n);
   if (n->type != YAML_MAPPING_NODE) {
     if (!read_int32(L, n, "latency_cycles", 1, IR_MAX_LATENCY_CYCLES, &p->latency_min)) return false;
     p->latency_max = p->latency_min;

@@ -342,6 +342,7 @@ typedef struct LinkParams {
   int latency_max;
   int vector_bytes;   // payload of one vector (flit)
   int wire_bytes;     // what one vector occupies on the wire
+  SrcLoc latency_loc; // where the topology file gives latency_cycles (file NULL: the built-in default)
 } LinkParams;
 
 typedef struct Link {

@@ -114,6 +114,7 @@ static int64_t plan_sends(AlignPlan *plan, const Topology *t, int v, Child *kids
     int epochs;
     int64_t from = MAX(next, kids[i].at), at = fit_in_epoch(from, kids[i].min, kids[i].max, E, ppm, &epochs);
     if (at < 0) {
+      plan->refused_link = t->devices[kids[i].device].ports[plan->parent_port[kids[i].device]].link;
       snprintf(err, errlen,
                "device %d's notification to device %d, sent %lld cycles after its release, may drift %lld cycles at "
                "%g ppm, which with the cable's %lld to %lld cycles spans the %lld-cycle epoch: give a longer "
@@ -133,18 +134,18 @@ static int64_t plan_sends(AlignPlan *plan, const Topology *t, int v, Child *kids
 
 // A tree link whose own latency range is E - 1 cycles or more: no send time
 // lands its notification strictly inside one epoch.
-static bool ranges_fit(const AlignPlan *plan, const Topology *t, char *err, size_t errlen) {
+static bool ranges_fit(AlignPlan *plan, const Topology *t, char *err, size_t errlen) {
   for (int v = 0; v < t->ndevices; v++) {
     if (plan->parent[v] < 0) continue;
     const Port *port = &t->devices[v].ports[plan->parent_port[v]];
     const LinkParams *lp = &t->links.data[port->link].p;
-    if (lp->latency_max - lp->latency_min >= t->epoch_cycles - 1)
-      return snprintf(err, errlen,
-                      "the cable between devices %d and %d varies from %d to %d cycles, %d or more (the %d-cycle "
-                      "epoch less 1): no TRANSMIT time lands its notification inside one epoch, so the alignment "
-                      "tree cannot use it",
-                      plan->parent[v], v, lp->latency_min, lp->latency_max, t->epoch_cycles - 1, t->epoch_cycles),
-             false;
+    if (lp->latency_max - lp->latency_min < t->epoch_cycles - 1) continue;
+    plan->refused_link = port->link;
+    snprintf(err, errlen,
+             "the cable between devices %d and %d varies from %d to %d cycles, %d or more (the %d-cycle epoch less "
+             "1): no TRANSMIT time lands its notification inside one epoch, so the alignment tree cannot use it",
+             plan->parent[v], v, lp->latency_min, lp->latency_max, t->epoch_cycles - 1, t->epoch_cycles);
+    return false;
   }
   return true;
 }
@@ -152,7 +153,7 @@ static bool ranges_fit(const AlignPlan *plan, const Topology *t, char *err, size
 bool align_plan(Arena *a, const Topology *t, int root, int64_t launch_window, double drift_ppm, AlignPlan *plan,
                 char *err, size_t errlen) {
   int n = t->ndevices;
-  *plan = (AlignPlan){.root = root, .launch_window = launch_window};
+  *plan = (AlignPlan){.root = root, .launch_window = launch_window, .refused_link = -1};
   plan->parent = ARENA_ARRAY(a, int, n);
   plan->level = ARENA_ARRAY(a, int, n);
   plan->parent_port = ARENA_ARRAY(a, int, n);

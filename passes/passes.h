@@ -86,6 +86,7 @@ typedef struct AlignPlan {
                           //   TRANSMITs, clear of a boundary by the drift since its release)
   int notify_epochs;      // N: every device NOTIFYs at B + N E
   int64_t launch_window;  // cycles the root waits first: every device must be running
+  int refused_link;       // when align_plan refuses: the tree link it cannot use (-1: none)
 } AlignPlan;
 
 // ---- sync.c: the synchronisation budget (planned before routing) ----

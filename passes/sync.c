@@ -48,15 +48,35 @@ static void link_budget(const Topology *t, int64_t *tolerance, int *every) {
   }
 }
 
+// The alignment tree's slowest cable (-1: no tree link): its latency sets
+// the epochs a level, and so the preamble's length (align.c).
+static int slowest_tree_link(const Topology *t, const AlignPlan *a) {
+  int slowest = -1;
+  for (int v = 0; v < t->ndevices; v++) {
+    if (a->parent[v] < 0) continue;
+    int l = t->devices[v].ports[a->parent_port[v]].link;
+    if (slowest < 0 || t->links.data[l].p.latency_max > t->links.data[slowest].p.latency_max) slowest = l;
+  }
+  return slowest;
+}
+
+// The cycles of a resync's residual error that the preamble's drift is.
+static int64_t preamble_drift(const SyncPlan *s) { return s->residual - SYNC_RESIDUAL_CYCLES - 1; }
+
 // What a drift plan that cannot be met is refused at: the topology's
 // epoch_cycles when half an epoch is what bounds the error, else its own
-// drift_ppm when the plan is that figure (above the default); none (a
+// drift_ppm when the plan is that figure (above the default), else the
+// latency_cycles of the tree's slowest cable when it is longer than an
+// epoch (it makes the preamble's levels more than an epoch each) and the
+// preamble's drift is most of a resync's residual error; none (a
 // message of tspc's) when the drift is --drift-ppm's or the default and the
 // buffers bound the error.
 static SrcLoc drift_culprit(const Compilation *c, const SyncPlan *s) {
   const Topology *t = c->topo;
   if (t->epoch_loc.file && s->drift_cycles == t->epoch_cycles / 2 - 1) return t->epoch_loc;
   if (c->drift_ppm < 0 && t->drift_loc.file && t->drift_ppm > SYNC_DEFAULT_DRIFT_PPM) return t->drift_loc;
+  int slowest = slowest_tree_link(t, &s->align);
+  if (slowest >= 0 && s->align.epochs_per_level > 1 && 2 * preamble_drift(s) > s->residual) return t->links.data[slowest].p.latency_loc;
   return (SrcLoc){0};
 }
 
@@ -66,6 +86,16 @@ static void refuse_drift(Compilation *c, const SyncPlan *s, const char *message)
     diag_error(&c->diag, at, "%s", message);
   else
     diag_tool_error(&c->diag, "tspc", "%s", message);
+}
+
+// An alignment the tree cannot time, said at the latency_cycles of the
+// cable it concerns when the topology file gives them.
+static void refuse_alignment(Compilation *c, const AlignPlan *a, const char *why) {
+  SrcLoc at = a->refused_link >= 0 ? c->topo->links.data[a->refused_link].p.latency_loc : (SrcLoc){0};
+  if (at.file)
+    diag_error(&c->diag, at, "cannot align the devices: %s", why);
+  else
+    diag_tool_error(&c->diag, "tspc", "cannot align the devices: %s", why);
 }
 
 bool pass_sync(Compilation *c) {
@@ -81,7 +111,7 @@ bool pass_sync(Compilation *c) {
     die("sync: a link's latency range is wider than its receive buffer absorbs");
   char err[256];
   if (!align_plan(&c->arena, t, ir_topo_first_working(t), s->launch_window, s->drift_ppm, &s->align, err, sizeof err)) {
-    diag_tool_error(&c->diag, "tspc", "cannot align the devices: %s", err);
+    refuse_alignment(c, &s->align, err);
     return false;
   }
   s->preamble_cycles = align_notify_cycle(&s->align, t) + 1;
@@ -104,10 +134,12 @@ bool pass_sync(Compilation *c) {
                  arena_printf(&c->arena,
                               "a clock drift of %g ppm cannot be resynced: the receive buffers absorb %lld cycles of "
                               "error (half the least of a link's rx_buffer_vectors budget and half an epoch of %d "
-                              "cycles), and resyncing needs more than twice the %lld a resync itself leaves; plan for "
-                              "less with --drift-ppm (0: none), or give the topology larger receive buffers "
-                              "(rx_buffer_vectors) or a longer epoch (epoch_cycles)",
-                              s->drift_ppm, (long long)s->drift_cycles, t->epoch_cycles, (long long)s->residual));
+                              "cycles), and resyncing needs more than twice the %lld a resync itself leaves (%d, %lld "
+                              "the %lld-cycle alignment preamble drifts, 1 of rounding); plan for less with "
+                              "--drift-ppm (0: none), or give the topology larger receive buffers (rx_buffer_vectors), "
+                              "a longer epoch (epoch_cycles) or shorter cables",
+                              s->drift_ppm, (long long)s->drift_cycles, t->epoch_cycles, (long long)s->residual,
+                              SYNC_RESIDUAL_CYCLES, (long long)preamble_drift(s), (long long)s->preamble_cycles));
     return false;
   }
   if (s->stream_vectors < 1 || s->interval < 4 * s->window) {
