@@ -155,6 +155,12 @@ void fe_warn_dropped_roles(Diag *d, const Topology *t);
 // tools read (topology, manifest).
 struct yaml_document_s;
 bool fe_yaml_refuse_nul(Diag *d, const SrcFile *src, struct yaml_document_s *doc);
+// Whether some mapping of the document gives a key twice (YAML leaves
+// which one counts to the reader; a hand edit appended below an entry
+// would be read or ignored by chance); if so, reports the second, with a
+// note at the first, and returns true.  For the manifest (the topology
+// loader says it per mapping, among its other key checks).
+bool fe_yaml_refuse_duplicate_keys(Diag *d, const SrcFile *src, struct yaml_document_s *doc);
 // Whether the text's flow collections ([ and {) nest at most
 // FE_MAX_YAML_DEPTH deep, checked before libyaml parses it (its tokenizer
 // takes time quadratic in the nesting); if not, reports where.

@@ -1068,6 +1068,30 @@ bool fe_yaml_refuse_nul(Diag *d, const SrcFile *src, yaml_document_t *doc) {
   return false;
 }
 
+// A scalar key of a mapping, or NULL.
+static const char *scalar_key(yaml_document_t *doc, const yaml_node_pair_t *p) {
+  yaml_node_t *k = yaml_document_get_node(doc, p->key);
+  return k && k->type == YAML_SCALAR_NODE ? (const char *)k->data.scalar.value : NULL;
+}
+
+bool fe_yaml_refuse_duplicate_keys(Diag *d, const SrcFile *src, yaml_document_t *doc) {
+  for (yaml_node_t *n = doc->nodes.start; n < doc->nodes.top; n++) {
+    if (n->type != YAML_MAPPING_NODE) continue;
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++)
+      for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p; q++) {
+        const char *kp = scalar_key(doc, p), *kq = scalar_key(doc, q);
+        if (!kp || !kq || strcmp(kp, kq)) continue;
+        yaml_node_t *second = yaml_document_get_node(doc, p->key), *first = yaml_document_get_node(doc, q->key);
+        diag_error(d, (SrcLoc){src, (int)second->start_mark.line + 1, (int)second->start_mark.column + 1, 1},
+                   "duplicate key '%s'", kp);
+        diag_note(d, (SrcLoc){src, (int)first->start_mark.line + 1, (int)first->start_mark.column + 1, 1},
+                  "'%s' was first given here", kq);
+        return true;
+      }
+  }
+  return false;
+}
+
 bool fe_yaml_flow_depth_ok(Diag *d, const SrcFile *src) {
   const char *t = src->text;
   int depth = 0, line = 1;

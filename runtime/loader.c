@@ -617,7 +617,11 @@ static bool homes_unique(ManifestReader *m, const Program *p, yaml_node_t *const
 
 static bool read_tensors(ManifestReader *m, yaml_node_t *root, EmuInput *in) {
   yaml_node_t *tensors = map_get(m, root, "tensors");
-  if (!tensors || tensors->type != YAML_SEQUENCE_NODE) return true;
+  if (!tensors) return true;
+  if (tensors->type != YAML_SEQUENCE_NODE) {
+    diag_error(m->d, mloc(m, tensors), "tensors must be a list of homes");
+    return false;
+  }
   yaml_node_item_t *first = tensors->data.sequence.items.start, *end = tensors->data.sequence.items.top;
   if (in->graph) in->home_tensor = ARENA_ARRAY(m->a, const Tensor *, (size_t)(end - first) + 1);
   yaml_node_t **nodes = ARENA_ARRAY(m->a, yaml_node_t *, (size_t)(end - first) + 1);
@@ -674,6 +678,25 @@ static bool read_roles(ManifestReader *m, yaml_node_t *root, const Topology *t) 
   return false;
 }
 
+// The topology's digest (`topology: {..., digest: ...}`, which tspc and
+// tsp-as write) is topology.yaml's: the binaries were compiled for exactly
+// that network, and an edited copy (a slower cable, another device count)
+// would run them on one the schedule never saw.  A manifest without one
+// (written by hand) is read on: the checks that follow compare what they
+// can.  A topology made in memory (no file) has nothing to compare.
+static bool topology_as_compiled(ManifestReader *m, yaml_node_t *root, const Topology *t) {
+  yaml_node_t *digest = map_get(m, map_get(m, root, "topology"), "digest");
+  if (!digest || !t->src) return true;
+  char want[32];
+  snprintf(want, sizeof want, "fnv1a64:%016llx", (unsigned long long)digest_fnv1a64(t->src->text, t->src->len));
+  if (digest->type == YAML_SCALAR_NODE && !strcmp((const char *)digest->data.scalar.value, want)) return true;
+  diag_error(m->d, mloc(m, digest),
+             "topology.yaml is not the topology these binaries were compiled for (its digest is \"%s\"): it was "
+             "edited or replaced after the compile; compile again for it",
+             want);
+  return false;
+}
+
 static bool read_manifest_fields(ManifestReader *m, yaml_node_t *root, EmuInput *in) {
   int64_t v;
   if (!root || root->type != YAML_MAPPING_NODE) {
@@ -681,7 +704,7 @@ static bool read_manifest_fields(ManifestReader *m, yaml_node_t *root, EmuInput 
     return false;
   }
   if (!scalar_int(m, required(m, root, "format_version"), "format_version", 1, 1, &v)) return false;
-  if (!read_roles(m, root, in->topo)) return false;
+  if (!topology_as_compiled(m, root, in->topo) || !read_roles(m, root, in->topo)) return false;
   yaml_node_t *binaries = map_get(m, root, "binaries");
   if (!binaries) {
     diag_tool_error(m->d, in->tool, "%s holds no device binaries: its manifest lists none (tspc "
@@ -768,7 +791,8 @@ bool emu_read_manifest(Arena *a, Diag *d, const SrcFile *src, EmuInput *in) {
     fe_yaml_report_error(d, &parser, src);
   } else {
     ManifestReader m = {.a = a, .d = d, .src = src, .doc = &doc};
-    ok = !fe_yaml_refuse_nul(d, src, &doc) && read_manifest_fields(&m, yaml_document_get_root_node(&doc), in);
+    ok = !fe_yaml_refuse_nul(d, src, &doc) && !fe_yaml_refuse_duplicate_keys(d, src, &doc) &&
+         read_manifest_fields(&m, yaml_document_get_root_node(&doc), in);
     yaml_document_delete(&doc);
     ok = ok && fe_yaml_no_second_document(d, &parser, src, "manifest");
   }
