@@ -193,6 +193,37 @@ static uint64_t draw_gap(uint64_t *rng, double ber) {
   return gap >= 0x1.0p62 ? (uint64_t)1 << 62 : (uint64_t)gap;
 }
 
+// Whether failure x already fails what failure y fails: one cable twice,
+// one device twice, or a cable of a device that fails (its cables die with
+// it), as the topology refuses a failed link of a failed device.
+static bool fails_the_same(const Topology *t, const FaultSpec *x, int x_link, const FaultSpec *y, int y_link) {
+  if (x->kind == FAULT_FAIL_LINK && y->kind == FAULT_FAIL_LINK) return x_link == y_link;
+  if (x->kind == FAULT_FAIL_DEVICE && y->kind == FAULT_FAIL_DEVICE) return x->a == y->a;
+  if (x->kind == FAULT_FAIL_DEVICE) return fails_the_same(t, y, y_link, x, x_link);
+  const Link *l = &t->links.data[x_link];
+  return x->kind == FAULT_FAIL_LINK && y->kind == FAULT_FAIL_DEVICE && (l->a == y->a || l->b == y->a);
+}
+
+// False, with the reason in err, when two failures fail the same cable or
+// device: each would report its losses, counting them twice.
+static bool failures_distinct(const Faults *f, char *err, size_t errlen) {
+  for (int j = 0; j < f->nspecs; j++)
+    for (int i = 0; i < j; i++) {
+      const FaultSpec *x = &f->specs[i], *y = &f->specs[j];
+      if (!fails_the_same(f->t, x, f->spec_link[i], y, f->spec_link[j])) continue;
+      if (x->kind == y->kind) {
+        snprintf(err, errlen, "%s %s fails the same %s as %s %s: give each once", kind_option[y->kind], y->arg,
+                 y->kind == FAULT_FAIL_LINK ? "cable" : "device", kind_option[x->kind], x->arg);
+      } else {
+        const FaultSpec *link = x->kind == FAULT_FAIL_LINK ? x : y, *dev = x == link ? y : x;
+        snprintf(err, errlen, "--fail-link %s is a cable of device %d, which --fail-device %s fails with all its "
+                 "cables: give the link or the device, not both", link->arg, dev->a, dev->arg);
+      }
+      return false;
+    }
+  return true;
+}
+
 Faults *fault_new(const Topology *t, double ber, const FaultSpec *specs, int nspecs, int replays, uint64_t seed,
                   char *err, size_t errlen) {
   Faults *f = xcalloc(1, sizeof *f);
@@ -234,6 +265,10 @@ Faults *fault_new(const Topology *t, double ber, const FaultSpec *specs, int nsp
       return NULL;
     }
     if (s->kind != FAULT_FAIL_LINK) f->armed++;
+  }
+  if (!failures_distinct(f, err, errlen)) {
+    fault_free(f);
+    return NULL;
   }
   for (int w = 0; w < 2 * nlinks && ber > 0; w++) {
     f->wires[w].rng = emu_rng_for(seed, 3, (uint64_t)w);

@@ -20,12 +20,15 @@
 // is split across the ranks (runtime/ranks.c, window.c); rank 0 prints and
 // writes the report, the same bytes as one process; the others print
 // nothing.
+#define _DEFAULT_SOURCE  // realpath
 #include "../runtime/emu.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum { EXIT_VIOLATIONS = 2, MAX_TENSOR_ARGS = 64 };
 
@@ -188,9 +191,14 @@ static bool parse_option(int ch, const char *arg, Args *a) {
   case O_INPUT:
   case O_DUMP: {
     int *n = ch == O_INPUT ? &a->ninputs : &a->ndumps;
-    if (!strchr(arg, '=') || *n == MAX_TENSOR_ARGS) {
-      fprintf(stderr, "tsp-emu: error: %s takes NAME=FILE.npy (at most %d)\n",
-              ch == O_INPUT ? "--input" : "--dump", MAX_TENSOR_ARGS);
+    const char *opt = ch == O_INPUT ? "--input" : "--dump", *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) {
+      fprintf(stderr, "tsp-emu: error: %s takes NAME[#BATCH][@DEVICE%s]=FILE.npy, not '%s'\n", opt,
+              ch == O_INPUT ? "" : "|@all", arg);
+      return false;
+    }
+    if (*n == MAX_TENSOR_ARGS) {
+      fprintf(stderr, "tsp-emu: error: %s is given more than %d times (MAX_TENSOR_ARGS)\n", opt, MAX_TENSOR_ARGS);
       return false;
     }
     (ch == O_INPUT ? a->inputs : a->dumps)[(*n)++] = arg;
@@ -549,9 +557,42 @@ static uint8_t *read_named(Emu *e, const Named *nt, char *err, size_t errlen) {
   return NULL;
 }
 
+// Removes an output this run wrote, when it is a regular file: a report or
+// dump sent to /dev/null or /dev/full is a device, and removing it (as
+// root) would take the device from every other program.
+static void remove_output(const char *path) {
+  struct stat st;
+  if (path && lstat(path, &st) == 0 && S_ISREG(st.st_mode)) remove(path);
+}
+
+// The files a run's --dump has written so far: removed again when a later
+// output fails, so that a failed run leaves none of them behind.
+typedef struct Written {
+  char **paths;
+  int n, cap;
+} Written;
+
+static void written_add(Written *w, const char *path) {
+  if (w->n == w->cap) {
+    w->cap = w->cap ? 2 * w->cap : 8;
+    w->paths = xrealloc(w->paths, (size_t)w->cap * sizeof *w->paths);
+  }
+  w->paths[w->n++] = xstrdup(path);
+}
+
+// Frees the list; with `remove_them`, removes its files first.
+static void written_free(Written *w, bool remove_them) {
+  for (int i = 0; i < w->n; i++) {
+    if (remove_them) remove_output(w->paths[i]);
+    free(w->paths[i]);
+  }
+  free(w->paths);
+  *w = (Written){0};
+}
+
 // --dump: the tensor ta names (Named), read after the run into a .npy of
-// its shape.
-static bool dump_tensor(Emu *e, const EmuInput *in, const TensorArg *ta) {
+// its shape (added to w).
+static bool dump_tensor(Emu *e, const EmuInput *in, const TensorArg *ta, Written *w) {
   TensorArg copy = *ta;
   Named nt;
   if (!named_tensor(in, &copy, &nt)) return false;
@@ -568,6 +609,7 @@ static bool dump_tensor(Emu *e, const EmuInput *in, const TensorArg *ta) {
     ok = npy_write(ta->path, npy_descr(nt.dtype), &nt.shape, raw, err, sizeof err);
   }
   if (!ok) fprintf(stderr, "tsp-emu: error: %s\n", err);
+  else written_add(w, ta->path);
   free(raw);
   free(nt.homes);
   return ok;
@@ -594,7 +636,7 @@ static int homes_before_on_device(const TensorHome **homes, int i) {
 
 // --dump NAME[#B]@all=F.npy: every home of the tensor in its batch, each
 // into its own file (copy_path), in manifest order.
-static bool dump_every_copy(Emu *e, const EmuInput *in, const char *arg, const char *all) {
+static bool dump_every_copy(Emu *e, const EmuInput *in, const char *arg, const char *all, Written *w) {
   Buf plain = {0};  // the argument without "@all": NAME[#B]=F.npy
   buf_printf(&plain, "%.*s%s", (int)(all - arg), arg, all + strlen(DUMP_EVERY_COPY) - 1);
   TensorArg ta;
@@ -606,7 +648,7 @@ static bool dump_every_copy(Emu *e, const EmuInput *in, const char *arg, const c
     one.home = nt.homes[i];
     char *path = copy_path(ta.path, one.device, homes_before_on_device(nt.homes, i));
     one.path = path;
-    ok = dump_tensor(e, in, &one);
+    ok = dump_tensor(e, in, &one, w);
     free(path);
   }
   if (found) free(nt.homes);  // collect_homes frees them when it finds none
@@ -614,11 +656,83 @@ static bool dump_every_copy(Emu *e, const EmuInput *in, const char *arg, const c
   return ok;
 }
 
-static bool write_dump(Emu *e, const EmuInput *in, const char *arg) {
+static bool write_dump(Emu *e, const EmuInput *in, const char *arg, Written *w) {
   const char *eq = strchr(arg, '='), *all = strstr(arg, DUMP_EVERY_COPY);
-  if (all && all < eq) return dump_every_copy(e, in, arg, all);
+  if (all && all < eq) return dump_every_copy(e, in, arg, all, w);
   TensorArg ta;
-  return split_arg("--dump", arg, in->prog, &ta) && dump_tensor(e, in, &ta);
+  return split_arg("--dump", arg, in->prog, &ta) && dump_tensor(e, in, &ta, w);
+}
+
+// The directory part of path ("." when it has none), malloc'd.
+static char *dir_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  char *dir = xstrdup(slash ? path : ".");
+  if (slash) dir[slash == path ? 1 : slash - path] = '\0';
+  return dir;
+}
+
+// Whether a file can be written at path: its directory exists and takes
+// new files, and the path is not a directory; false after saying why.
+static bool writable(const char *opt, const char *path) {
+  char *dir = dir_of(path);
+  struct stat st;
+  bool ok = access(dir, W_OK | X_OK) == 0;
+  int err = errno;
+  if (ok && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) ok = false, err = EISDIR;
+  if (!ok) fprintf(stderr, "tsp-emu: error: %s cannot write '%s': %s\n", opt, path, strerror(err));
+  free(dir);
+  return ok;
+}
+
+// Whether name is one of the files the run reads from its directory.
+static bool run_reads(const EmuInput *in, const char *name) {
+  if (!strcmp(name, "manifest.yaml") || !strcmp(name, "topology.yaml") || (in->model && !strcmp(name, in->model)))
+    return true;
+  for (int i = 0; i < in->topo->ndevices; i++)
+    if (!strcmp(name, in->binaries[i])) return true;
+  return false;
+}
+
+// Whether output `path` of option opt leaves the run's own files alone:
+// written into the directory the run reads, it must not be its manifest,
+// topology, model or a binary (the directory would no longer load).
+// False after saying so.
+static bool spares_run_files(const char *opt, const char *path, const EmuInput *in) {
+  if (!path) return true;
+  const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+  if (!run_reads(in, name)) return true;
+  char *dir = dir_of(path), *a = realpath(dir, NULL), *b = realpath(in->dir, NULL);
+  bool same = a && b && !strcmp(a, b);
+  if (same)
+    fprintf(stderr, "tsp-emu: error: %s would overwrite '%s', a file of %s, the directory it runs\n", opt, path,
+            in->dir);
+  free(dir), free(a), free(b);
+  return !same;
+}
+
+// No output (--report, --trace, a --dump) overwrites a file the run reads.
+static bool outputs_spare_run(const Args *args, const EmuInput *in) {
+  bool ok = spares_run_files("--report", args->report, in) && spares_run_files("--trace", args->opt.trace_path, in);
+  for (int i = 0; i < args->ndumps && ok; i++) ok = spares_run_files("--dump", strchr(args->dumps[i], '=') + 1, in);
+  return ok;
+}
+
+// Whether --dump arg names a tensor the manifest holds (every copy with
+// @all) and a file it can write, checked before the run so that neither
+// a typo nor a bad path costs a run; false after saying why.
+static bool dump_ready(const EmuInput *in, const char *arg) {
+  const char *eq = strchr(arg, '='), *all = strstr(arg, DUMP_EVERY_COPY);
+  bool every = all && all < eq;
+  Buf plain = {0};  // without "@all", as dump_every_copy reads it
+  if (every) buf_printf(&plain, "%.*s%s", (int)(all - arg), arg, all + strlen(DUMP_EVERY_COPY) - 1);
+  TensorArg ta;
+  Named nt = {0};
+  bool ok = split_arg("--dump", every ? plain.data : arg, in->prog, &ta) &&
+            (every ? collect_homes(in->prog, &ta, &nt) : named_tensor(in, &ta, &nt));
+  if (ok) free(nt.homes);
+  ok = ok && writable("--dump", ta.path);
+  buf_free(&plain);
+  return ok;
 }
 
 // The --report file, opened before the run so that a path that cannot be
@@ -708,10 +822,12 @@ static Emu *run_once(Arena *a, Args *args, EmuInput *in, EmuResult *r) {
 // while the hardware flags a fault and --replay allows: seed 002 s4.5),
 // --dump and --report out for the last run.
 static int run_loaded(Arena *a, Args *args, EmuInput *in) {
+  for (int i = 0; i < args->ndumps; i++)
+    if (!dump_ready(in, args->dumps[i])) return 1;
   FILE *report = NULL;
   bool opened = !args->report || (report = open_report(args->report));  // (rank 0's alone)
   if (!ranks_all(opened)) {
-    if (report) fclose(report), remove(args->report);
+    if (report) fclose(report), remove_output(args->report);
     return 1;
   }
   const Faults *faults = args->opt.faults;
@@ -723,17 +839,23 @@ static int run_loaded(Arena *a, Args *args, EmuInput *in) {
   }
   progress_done(args->opt.progress);  // before any line of the results
   if (!e) {
-    if (report) fclose(report), remove(args->report);  // the run never happened
+    if (report) fclose(report), remove_output(args->report);  // the run never happened
     return 1;
   }
   bool ok = true;
-  for (int i = 0; i < args->ndumps && ok; i++) ok = write_dump(e, in, args->dumps[i]);
+  Written dumped = {0};
+  for (int i = 0; i < args->ndumps && ok; i++) ok = write_dump(e, in, args->dumps[i], &dumped);
   if (report && ok) ok = write_report(report, args->report, &r, &args->opt, in->topo->ndevices);
-  else if (report) fclose(report), remove(args->report);
+  else if (report) fclose(report);
   if (!emu_close_trace(e) && ok) {
     fprintf(stderr, "tsp-emu: error: cannot write the trace '%s'\n", args->opt.trace_path);
     ok = false;
   }
+  if (!ok) {  // none of this run's outputs stays
+    remove_output(args->report);
+    remove_output(args->opt.trace_path);
+  }
+  written_free(&dumped, !ok);
   uint64_t crossed, drawn;
   emu_trace_arrows(e, &crossed, &drawn);
   if (ok && drawn < crossed && args->opt.trace_max_vectors > 0)  // a cut the user did not ask for by name
@@ -834,7 +956,8 @@ static int run(Arena *a, Args *args) {
   progress_init(&progress, stderr, "tsp-emu", args->quiet);
   d.progress = args->opt.progress = &progress;
   EmuInput in;
-  if (!emu_load_dir(a, &d, "tsp-emu", args->dir, &in) || !ranks_allow_graph(&in)) return 1;
+  if (!emu_load_dir(a, &d, "tsp-emu", args->dir, &in) || !ranks_allow_graph(&in) || !outputs_spare_run(args, &in))
+    return 1;
   if (!args->drift_given) {  // the topology's: a bound, or each device's exact drift
     args->opt.drift_ppm = in.topo->drift_ppm;
     args->opt.device_drift_ppm = in.topo->device_drift_ppm;
