@@ -100,6 +100,41 @@ static bool dir_is_tspc_output(const char *path) {
   return ok;
 }
 
+// Whether s is at least 4 decimal digits and then `suffix`.
+static bool digits_then(const char *s, const char *suffix) {
+  size_t n = strspn(s, "0123456789");
+  return n >= 4 && !strcmp(s + n, suffix);
+}
+
+// Whether an output directory's entry is a file tspc or tsp-as writes
+// there (backend/outdir.c): the manifest, the topology and model copies,
+// devNNNN.tsp and .tsa, trace.json, links.yaml and .svg, coll-NAME.dot.
+static bool is_output_name(const char *name) {
+  static const char *const fixed[] = {"manifest.yaml", "topology.yaml", "model.tg",
+                                      "trace.json",    "links.yaml",    "links.svg"};
+  for (size_t i = 0; i < ARRAY_LEN(fixed); i++)
+    if (!strcmp(name, fixed[i])) return true;
+  size_t n = strlen(name);
+  if (!strncmp(name, "coll-", 5) && n > 9 && !strcmp(name + n - 4, ".dot")) return true;
+  return !strncmp(name, "dev", 3) && (digits_then(name + 3, ".tsp") || digits_then(name + 3, ".tsa"));
+}
+
+// The first entry of directory path (in the order readdir gives) that is
+// not an output's (a file of the user's, or any subdirectory), malloc'd;
+// NULL when there is none.
+static char *foreign_entry(const char *path) {
+  DIR *dir = opendir(path);
+  if (!dir) return NULL;
+  struct dirent *e;
+  char *found = NULL;
+  while (!found && (e = readdir(dir))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_output_name(e->d_name)) continue;
+    found = xstrdup(e->d_name);
+  }
+  closedir(dir);
+  return found;
+}
+
 // The length of path without its trailing slashes (at least 1).
 static size_t trimmed_length(const char *path) {
   size_t n = strlen(path);
@@ -196,6 +231,15 @@ bool outdir_check(const char *path, Diag *d, const char *tool) {
     } else if (!dir_is_empty(p) && !dir_is_tspc_output(p)) {
       diag_tool_error(d, tool, "refusing to replace '%s': it is not empty and holds no tspc manifest.yaml", path);
       ok = false;
+    } else if (!dir_is_empty(p)) {
+      char *foreign = foreign_entry(p);
+      if (foreign)
+        diag_tool_error(d, tool,
+                        "refusing to replace '%s': it holds '%s', which neither tspc nor tsp-as writes there (an "
+                        "output directory is replaced whole: move it out, or give another -o)",
+                        path, foreign);
+      ok = !foreign;
+      free(foreign);
     }
   }
   free(p);
