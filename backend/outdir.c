@@ -2,7 +2,9 @@
 // appears complete or not at all.  Part of backend/; tspc and tsp-as end here.
 #include "backend.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 // One buffer serves every device in turn: a large system's binaries are
 // many and alike, and a fresh buffer each would fault its pages in anew.
@@ -20,6 +22,19 @@ static bool write_binaries(OutDir *od, const Program *p, bool debug, Diag *d, co
   return ok;
 }
 
+// Closes fp, a file of DIR named name; false (with a message and the
+// reason: a full disk, a file too large) if writing or closing it failed.
+static bool close_file(OutDir *od, FILE *fp, const char *name, Diag *d, const char *tool) {
+  bool ok = !ferror(fp);
+  int err = errno;  // the failed write's, when there was one
+  if (fclose(fp) != 0) {
+    if (ok) err = errno;
+    ok = false;
+  }
+  if (!ok) diag_tool_error(d, tool, "cannot write '%s/%s': %s", od->final_path, name, err ? strerror(err) : "an I/O error");
+  return ok;
+}
+
 static bool write_assembly(OutDir *od, const Program *p, Diag *d, const char *tool) {
   for (int i = 0; i < p->ndevices; i++) {
     char name[32];
@@ -27,10 +42,7 @@ static bool write_assembly(OutDir *od, const Program *p, Diag *d, const char *to
     FILE *fp = outdir_create_file(od, name, d, tool);
     if (!fp) return false;
     isa_print_device(&p->devices[i], p->ndevices, fp);
-    if (fclose(fp) != 0) {
-      diag_tool_error(d, tool, "cannot write '%s/%s'", od->final_path, name);
-      return false;
-    }
+    if (!close_file(od, fp, name, d, tool)) return false;
   }
   return true;
 }
@@ -48,20 +60,11 @@ static bool write_pictures(OutDir *od, const ManifestInfo *m, Diag *d) {
     ok = fp != NULL;
     if (fp) {
       be_write_collective_dot(m->topo, m->dag, m->algos, op, steps, fp);
-      ok = fclose(fp) == 0;
-      if (!ok) diag_tool_error(d, m->tool, "cannot write '%s/%s'", od->final_path, name.data);
+      ok = close_file(od, fp, name.data, d, m->tool);
     }
     buf_free(&name);
   }
   free(steps);
-  return ok;
-}
-
-// Closes fp, a file of DIR named name; false (with a message) if it failed.
-static bool close_file(OutDir *od, FILE *fp, const char *name, Diag *d, const char *tool) {
-  bool ok = !ferror(fp);
-  ok &= fclose(fp) == 0;
-  if (!ok) diag_tool_error(d, tool, "cannot write '%s/%s'", od->final_path, name);
   return ok;
 }
 
@@ -92,11 +95,7 @@ static bool write_manifest(OutDir *od, const ManifestInfo *m, Diag *d) {
   FILE *fp = outdir_create_file(od, "manifest.yaml", d, m->tool);
   if (!fp) return false;
   be_write_manifest(m, fp);
-  if (fclose(fp) != 0) {
-    diag_tool_error(d, m->tool, "cannot write '%s/manifest.yaml'", od->final_path);
-    return false;
-  }
-  return true;
+  return close_file(od, fp, "manifest.yaml", d, m->tool);
 }
 
 bool be_write_outdir(const ManifestInfo *m, const char *dir, Diag *d) {

@@ -34,7 +34,8 @@ typedef struct AsmReader {
   DeviceProgram *dev;    // the current .device, or NULL
   UnitProgram *unit;     // the current .unit, or NULL
   int *device_line;      // where each device's section began (0: none)
-  bool skipping;         // after a refused .unit: its instructions are not checked
+  bool skipping;         // after a refused .unit or .device: its instructions are not checked
+  bool bad_device;       // after a refused .device, until the next: nothing belongs to a device
   int num_col, num_len;  // where the last number read_u32 read starts, and its length
   int cycles_line;       // where .cycles was given (0: not given)
   int batches_line;      // where .batches was given (0: not given: one batch)
@@ -194,12 +195,23 @@ static bool expect_end(AsmReader *r) {
 
 static bool need_device(AsmReader *r, int col, const char *what) {
   if (r->dev) return true;
+  if (r->bad_device) return false;  // its .device was refused, and said so
   diag_error(r->d, here(r, col, (int)strlen(what)), "%s before any .device", what);
   return false;
 }
 
+// A refused .device: what follows it up to the next .device belongs to no
+// device, and is skipped without a word more.
+static void refuse_device(AsmReader *r) {
+  r->dev = NULL;
+  r->unit = NULL;
+  r->skipping = true;
+  r->bad_device = true;
+}
+
 static void directive_device(AsmReader *r) {
   uint32_t id;
+  refuse_device(r);  // until this .device is accepted
   if (!read_u32(r, "a device id", &id)) return;
   int col = r->num_col, len = r->num_len;
   if (!expect_end(r)) return;
@@ -221,6 +233,7 @@ static void directive_device(AsmReader *r) {
   r->dev = &r->prog->devices[id];
   r->unit = NULL;
   r->skipping = false;
+  r->bad_device = false;
 }
 
 static void directive_unit(AsmReader *r) {

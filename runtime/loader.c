@@ -135,13 +135,27 @@ static bool decode_records(Decoder *dc, uint32_t nunits, uint32_t nrecords, char
   return true;
 }
 
-// The fields an instruction's operand string leaves unused must be zero.
-static bool unused_fields_zero(const Instr *in) {
+// The fields an instruction's operand string leaves unused must be zero:
+// the first that is not, as its byte in the instruction, name and value
+// (false: all are zero).
+typedef struct UnusedField {
+  int at;
+  const char *name;
+  uint32_t value;
+} UnusedField;
+
+static bool nonzero_unused_field(const Instr *in, UnusedField *f) {
   const char *ops = isa_opcodes[in->op].operands;
   bool uses_port_field = strpbrk(ops, "pwsn") != NULL;  // p, w, s and n all live there
-  return (strchr(ops, 't') || !in->dtype) && (uses_port_field || !in->port) &&
-         (strchr(ops, 'a') || !in->a) && (strchr(ops, 'b') || !in->b) &&
-         (strchr(ops, 'c') || !in->c) && (strchr(ops, 'd') || !in->d);
+  const UnusedField fields[] = {{1, "dtype", strchr(ops, 't') ? 0 : in->dtype},
+                                {2, "port", uses_port_field ? 0 : in->port},
+                                {4, "a", strchr(ops, 'a') ? 0 : in->a},
+                                {8, "b", strchr(ops, 'b') ? 0 : in->b},
+                                {12, "c", strchr(ops, 'c') ? 0 : in->c},
+                                {16, "d", strchr(ops, 'd') ? 0 : in->d}};
+  for (size_t i = 0; i < ARRAY_LEN(fields); i++)
+    if (fields[i].value) return *f = fields[i], true;
+  return false;
 }
 
 static bool decode_streams(Decoder *dc, char *err, size_t errlen) {
@@ -159,7 +173,10 @@ static bool decode_streams(Decoder *dc, char *err, size_t errlen) {
       char why[160];
       if (!isa_check(&in, &dc->target, up->kind, up->port, why, sizeof why))
         FAIL("byte %zu: unit %d instruction %u: %s", at, u, i, why);
-      if (!unused_fields_zero(&in)) FAIL("byte %zu: %s has a nonzero unused field", at, isa_opcodes[in.op].name);
+      UnusedField f;
+      if (nonzero_unused_field(&in, &f))
+        FAIL("byte %zu: unit %d instruction %u: %s does not use its %s field, which must be 0, not %u", at + (size_t)f.at,
+             u, i, isa_opcodes[in.op].name, f.name, f.value);
       VEC_PUSH(dc->a, &up->code, in);
     }
   }

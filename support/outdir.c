@@ -29,14 +29,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-// SIGINT, SIGTERM, SIGHUP and SIGABRT (an internal error) while an output
+// SIGINT, SIGTERM, SIGHUP, SIGABRT (an internal error) and SIGXFSZ (a file past
+// the size limit, ulimit -f) while an output
 // directory is being written, or an exit() before it is committed (out of
 // memory): the handler removes what this run created (only
 // async-signal-safe calls: unlink, rmdir, rename), puts back a previous
 // output moved aside, and dies of the signal.  SIGKILL cannot be caught;
 // the next run cleans up.
 static OutDir *volatile active;
-static const int fatal_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGABRT};
+// A signal the process was started ignoring (nohup's SIGHUP, a shell's
+// `trap '' XFSZ`) stays ignored: what it would have interrupted goes on
+// (a file past the size limit is then a write error, said as one).
+static const int fatal_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGABRT, SIGXFSZ};
+static struct sigaction before[ARRAY_LEN(fatal_signals)];
 
 static void remove_active(void) {
   OutDir *o = active;
@@ -59,11 +64,14 @@ static void watch_signals(OutDir *o) {
   active = o;
   struct sigaction sa = {.sa_handler = on_fatal_signal};
   sigemptyset(&sa.sa_mask);
-  for (size_t i = 0; i < ARRAY_LEN(fatal_signals); i++) sigaction(fatal_signals[i], &sa, NULL);
+  for (size_t i = 0; i < ARRAY_LEN(fatal_signals); i++) {
+    sigaction(fatal_signals[i], NULL, &before[i]);
+    if (before[i].sa_handler != SIG_IGN) sigaction(fatal_signals[i], &sa, NULL);
+  }
 }
 
 static void unwatch_signals(void) {
-  for (size_t i = 0; i < ARRAY_LEN(fatal_signals); i++) signal(fatal_signals[i], SIG_DFL);
+  for (size_t i = 0; i < ARRAY_LEN(fatal_signals); i++) sigaction(fatal_signals[i], &before[i], NULL);
   active = NULL;
 }
 

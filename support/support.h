@@ -233,6 +233,16 @@ int str_utf8_sequence_len(const unsigned char *s);
 // (RFC 8259).  Chrome traces (tsp-emu --trace, tspc --emit=trace) use it.
 void str_print_json(FILE *out, const char *s);
 
+// ---- cli.c: command-line mistakes ----------------------------------------------
+
+// getopt_long returned '?' for argument `arg` (argv[optind - 1]; short_opt:
+// its optopt): why, in words, into buf (returned).  A short option in a
+// group is named alone; "--help=x" is an option given a value it does not
+// take; "--ver" an abbreviation of several options (named); anything else
+// an unknown option.
+struct option;
+const char *cli_bad_option(const char *arg, int short_opt, const struct option *longopts, char *buf, size_t n);
+
 // ---- progress.c: a progress line on a terminal -------------------------------
 // Seconds a run lasts before its progress line appears, and between redraws.
 #define PROGRESS_AFTER_SECONDS 2.0

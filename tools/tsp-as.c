@@ -51,12 +51,11 @@ int main(int argc, char **argv) {
     }
     case 'h': usage(stdout); return 0;
     case ':': diag_tool_error(&d, "tsp-as", "option '%s' needs a value", argv[optind - 1]); return 1;
-    default:
-      if (optopt > 0 && optopt < 256)
-        diag_tool_error(&d, "tsp-as", "unknown option '-%c' (try --help)", optopt);
-      else
-        diag_tool_error(&d, "tsp-as", "unknown option '%s' (try --help)", argv[optind - 1]);
+    default: {
+      char why[512];
+      diag_tool_error(&d, "tsp-as", "%s", cli_bad_option(argv[optind - 1], optopt, longopts, why, sizeof why));
       return 1;
+    }
     }
   }
   if (optind != argc - 1 || !topo_path || !out) {

@@ -234,7 +234,8 @@ static bool parse_args(int argc, char **argv, Args *a) {
       return false;
     }
     if (ch == '?') {
-      fprintf(stderr, "tsp-emu: error: unknown option '%s' (try --help)\n", argv[optind - 1]);
+      char why[512];
+      fprintf(stderr, "tsp-emu: error: %s\n", cli_bad_option(argv[optind - 1], optopt, longopts, why, sizeof why));
       return false;
     }
     if (!parse_option(ch, optarg, a)) return false;

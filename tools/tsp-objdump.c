@@ -140,12 +140,11 @@ int main(int argc, char **argv) {
     case 'S': source = true; break;
     case 'V': printf("tsp-objdump %s\n", TSPC_VERSION); return 0;
     case 'h': usage(stdout); return 0;
-    default:
-      if (optopt > 0 && optopt < 256)
-        fprintf(stderr, "tsp-objdump: error: unknown option '-%c' (try --help)\n", optopt);
-      else
-        fprintf(stderr, "tsp-objdump: error: unknown option '%s' (try --help)\n", argv[optind - 1]);
+    default: {
+      char why[512];
+      fprintf(stderr, "tsp-objdump: error: %s\n", cli_bad_option(argv[optind - 1], optopt, longopts, why, sizeof why));
       return 1;
+    }
     }
   }
   if (optind == argc) {

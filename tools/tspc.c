@@ -33,6 +33,7 @@ typedef struct Options {
   bool emit_trace;         // --emit=trace
   bool emit_links;         // --emit=links
   int64_t trace_max_vectors;  // --trace-max-vectors: flow arrows in trace.json
+  bool trace_max_given;       // --trace-max-vectors was given
   AlgoKind algo;    // --algo: forced on every collective
   RouteMode route;  // --route
   bool partition_none;  // --partition=none
@@ -96,25 +97,6 @@ enum {
 // The longest launch window --launch-window takes (cycles): a named limit,
 // about a second at 900 MHz.
 #define TSPC_MAX_LAUNCH_WINDOW 1000000000
-
-// getopt_long said '?': name the culprit.  A short option inside a group
-// (-Zq) is reported alone; "--describe=yes" is an option given a value it
-// does not take, not an unknown one.
-static void report_bad_option(const char *arg, const struct option *longopts, Diag *d) {
-  if (optopt > 0 && optopt < 256) {  // a short option; arg may be the one before it
-    diag_tool_error(d, "tspc", "unknown option '-%c' (try --help)", optopt);
-    return;
-  }
-  const char *eq = strchr(arg, '=');
-  if (!strncmp(arg, "--", 2) && eq)
-    for (const struct option *o = longopts; o->name; o++)
-      if (o->has_arg == no_argument && strlen(o->name) == (size_t)(eq - arg - 2) &&
-          !strncmp(o->name, arg + 2, strlen(o->name))) {
-        diag_tool_error(d, "tspc", "option '--%s' takes no value", o->name);
-        return;
-      }
-  diag_tool_error(d, "tspc", "unknown option '%s' (try --help)", arg);
-}
 
 // "auto, ring, biring, ...": every name --algo takes.
 static const char *algo_list(void) {
@@ -225,6 +207,7 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
     case OPT_TRACE_MAX:
       if (!read_count(d, "--trace-max-vectors", "count", optarg, 0, INT64_MAX, &n)) return false;
       o->trace_max_vectors = n;
+      o->trace_max_given = true;
       break;
     case OPT_DRIFT:
       if (!str_to_double(optarg, &ppm) || !(ppm >= 0 && ppm <= FE_MAX_DRIFT_PPM)) {
@@ -275,7 +258,11 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
     case 'h':
     case OPT_HELP: usage(stdout); exit(0);
     case ':': diag_tool_error(d, "tspc", "option '%s' needs a value", argv[optind - 1]); return false;
-    default: report_bad_option(argv[optind - 1], longopts, d); return false;
+    default: {
+      char why[512];
+      diag_tool_error(d, "tspc", "%s", cli_bad_option(argv[optind - 1], optopt, longopts, why, sizeof why));
+      return false;
+    }
     }
   }
   if (optind < argc) o->model = argv[optind++];
@@ -298,6 +285,16 @@ static bool parse_options(int argc, char **argv, Options *o, Diag *d) {
   }
   if (o->stop_after && o->out) {
     diag_tool_error(d, "tspc", "--stop-after writes nothing: drop -o");
+    return false;
+  }
+  if (o->stop_after && o->dump_after && strcmp(o->dump_after, "all") &&
+      pass_lookup(o->dump_after) > pass_lookup(o->stop_after)) {
+    diag_tool_error(d, "tspc", "--dump-after=%s comes after --stop-after=%s: that pass would not run", o->dump_after,
+                    o->stop_after);
+    return false;
+  }
+  if (o->trace_max_given && !o->emit_trace) {
+    diag_tool_error(d, "tspc", "--trace-max-vectors only applies to --emit=trace");
     return false;
   }
   if (o->ports && !o->describe) {
