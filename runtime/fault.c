@@ -157,21 +157,29 @@ bool fault_parse(FaultKind kind, const char *arg, FaultSpec *out, char *err, siz
 
 // The cable the option names: the working link of lowest id that joins a
 // and b (as the topology's failed_links picks one).  -1 after saying why.
-static int find_cable(const Topology *t, const FaultSpec *s, char *err, size_t errlen) {
+// claimed (NULL: none): the cables earlier --fail-link options fail, so
+// that a second --fail-link between two devices joined by parallel cables
+// fails the next of them, as a second failed_links entry does.
+static int find_cable(const Topology *t, const FaultSpec *s, const bool *claimed, char *err, size_t errlen) {
   int found = -1;
-  bool failed = false;
+  bool failed = false, taken = false;
   const Device *d = &t->devices[s->a];
   for (int p = 0; p < d->nports; p++) {
     int id = d->ports[p].link;
     if (id < 0 || d->ports[p].peer != s->b) continue;
     if (t->links.data[id].failed)
       failed = true;
+    else if (claimed && claimed[id])
+      taken = true;
     else if (found < 0 || id < found)
       found = id;
   }
   if (found >= 0) return found;
   int dead = ir_device_failed(t, s->a) ? s->a : ir_device_failed(t, s->b) ? s->b : -1;
-  if (failed && dead >= 0)
+  if (taken)
+    snprintf(err, errlen, "%s %s: every cable between devices %d and %d is failed already, by an earlier --fail-link",
+             kind_option[s->kind], s->arg, s->a, s->b);
+  else if (failed && dead >= 0)
     snprintf(err, errlen, "%s %s: the cable between devices %d and %d has failed already: device %d has failed (the "
              "topology's failed_nodes or failed_devices)", kind_option[s->kind], s->arg, s->a, s->b, dead);
   else if (failed)
@@ -193,11 +201,11 @@ static uint64_t draw_gap(uint64_t *rng, double ber) {
   return gap >= 0x1.0p62 ? (uint64_t)1 << 62 : (uint64_t)gap;
 }
 
-// Whether failure x already fails what failure y fails: one cable twice,
-// one device twice, or a cable of a device that fails (its cables die with
-// it), as the topology refuses a failed link of a failed device.
+// Whether failure x already fails what failure y fails: one device twice,
+// or a cable of a device that fails (its cables die with it, and each
+// would report the cable's losses), as the topology refuses a failed link
+// of a failed device.  (Two --fail-link never name one cable: find_cable.)
 static bool fails_the_same(const Topology *t, const FaultSpec *x, int x_link, const FaultSpec *y, int y_link) {
-  if (x->kind == FAULT_FAIL_LINK && y->kind == FAULT_FAIL_LINK) return x_link == y_link;
   if (x->kind == FAULT_FAIL_DEVICE && y->kind == FAULT_FAIL_DEVICE) return x->a == y->a;
   if (x->kind == FAULT_FAIL_DEVICE) return fails_the_same(t, y, y_link, x, x_link);
   const Link *l = &t->links.data[x_link];
@@ -212,8 +220,8 @@ static bool failures_distinct(const Faults *f, char *err, size_t errlen) {
       const FaultSpec *x = &f->specs[i], *y = &f->specs[j];
       if (!fails_the_same(f->t, x, f->spec_link[i], y, f->spec_link[j])) continue;
       if (x->kind == y->kind) {
-        snprintf(err, errlen, "%s %s fails the same %s as %s %s: give each once", kind_option[y->kind], y->arg,
-                 y->kind == FAULT_FAIL_LINK ? "cable" : "device", kind_option[x->kind], x->arg);
+        snprintf(err, errlen, "--fail-device %s fails the same device as --fail-device %s: give each once", y->arg,
+                 x->arg);
       } else {
         const FaultSpec *link = x->kind == FAULT_FAIL_LINK ? x : y, *dev = x == link ? y : x;
         snprintf(err, errlen, "--fail-link %s is a cable of device %d, which --fail-device %s fails with all its "
@@ -242,6 +250,7 @@ Faults *fault_new(const Topology *t, double ber, const FaultSpec *specs, int nsp
   f->first = xcalloc((size_t)replays + 1, sizeof *f->first);
   f->cycles = xcalloc((size_t)replays + 1, sizeof *f->cycles);
   f->inject_rng = emu_rng_for(seed, 4, 0);
+  bool *claimed = xcalloc((size_t)MAX(nlinks, 1), sizeof *claimed);  // by an earlier --fail-link
   for (int i = 0; i < nspecs; i++) {
     FaultSpec *s = &f->specs[i];
     *s = specs[i];
@@ -250,22 +259,27 @@ Faults *fault_new(const Topology *t, double ber, const FaultSpec *specs, int nsp
     if (bad >= 0) {
       snprintf(err, errlen, "%s %s: device %d does not exist (the topology has %d)", kind_option[s->kind], s->arg, bad,
                t->ndevices);
+      free(claimed);
       fault_free(f);
       return NULL;
     }
     if (s->kind == FAULT_FAIL_DEVICE && ir_device_failed(t, s->a)) {
       snprintf(err, errlen, "%s %s: device %d has failed already (the topology's failed_nodes or failed_devices)",
                kind_option[s->kind], s->arg, s->a);
+      free(claimed);
       fault_free(f);
       return NULL;
     }
     if (s->kind == FAULT_FAIL_DEVICE) continue;
-    if ((f->spec_link[i] = find_cable(t, s, err, errlen)) < 0) {
+    if ((f->spec_link[i] = find_cable(t, s, s->kind == FAULT_FAIL_LINK ? claimed : NULL, err, errlen)) < 0) {
+      free(claimed);
       fault_free(f);
       return NULL;
     }
     if (s->kind != FAULT_FAIL_LINK) f->armed++;
+    else claimed[f->spec_link[i]] = true;
   }
+  free(claimed);
   if (!failures_distinct(f, err, errlen)) {
     fault_free(f);
     return NULL;

@@ -310,6 +310,13 @@ static yaml_node_t *map_get(ManifestReader *m, yaml_node_t *map, const char *key
   return NULL;
 }
 
+// A YAML null: nothing, `~` or `null`, not quoted.
+static bool is_null(const yaml_node_t *n) {
+  if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return false;
+  const char *v = (const char *)n->data.scalar.value;
+  return !*v || !strcmp(v, "~") || !strcmp(v, "null");
+}
+
 static bool scalar_int(ManifestReader *m, yaml_node_t *n, const char *what, int64_t lo, int64_t hi, int64_t *out) {
   if (!n || n->type != YAML_SCALAR_NODE || !str_to_i64((char *)n->data.scalar.value, out) || *out < lo || *out > hi) {
     if (n) diag_error(m->d, mloc(m, n), "%s must be an integer from %lld to %lld", what, (long long)lo, (long long)hi);
@@ -634,7 +641,7 @@ static bool homes_unique(ManifestReader *m, const Program *p, yaml_node_t *const
 
 static bool read_tensors(ManifestReader *m, yaml_node_t *root, EmuInput *in) {
   yaml_node_t *tensors = map_get(m, root, "tensors");
-  if (!tensors) return true;
+  if (!tensors || is_null(tensors)) return true;  // (`tensors:` with nothing after it: none)
   if (tensors->type != YAML_SEQUENCE_NODE) {
     diag_error(m->d, mloc(m, tensors), "tensors must be a list of homes");
     return false;

@@ -29,19 +29,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-// SIGINT, SIGTERM, SIGHUP, SIGABRT (an internal error) and SIGXFSZ (a file past
-// the size limit, ulimit -f) while an output
-// directory is being written, or an exit() before it is committed (out of
-// memory): the handler removes what this run created (only
-// async-signal-safe calls: unlink, rmdir, rename), puts back a previous
-// output moved aside, and dies of the signal.  SIGKILL cannot be caught;
-// the next run cleans up.
+// SIGINT, SIGTERM, SIGHUP, SIGABRT (an internal error) and SIGXFSZ (a file
+// past the size limit, ulimit -f) while an output directory is being
+// written, or an exit() before it is committed (out of memory): the
+// handler removes what this run created (only async-signal-safe calls:
+// unlink, rmdir, rename), puts back a previous output moved aside, and
+// dies of the signal.  SIGKILL cannot be caught; the next run cleans up.
 static OutDir *volatile active;
-// A signal the process was started ignoring (nohup's SIGHUP, a shell's
-// `trap '' XFSZ`) stays ignored: what it would have interrupted goes on
-// (a file past the size limit is then a write error, said as one).
-static const int fatal_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGABRT, SIGXFSZ};
-static struct sigaction before[ARRAY_LEN(fatal_signals)];
 
 static void remove_active(void) {
   OutDir *o = active;
@@ -62,17 +56,33 @@ static void watch_signals(OutDir *o) {
   static bool at_exit;
   if (!at_exit) at_exit = atexit(remove_active) == 0;
   active = o;
-  struct sigaction sa = {.sa_handler = on_fatal_signal};
-  sigemptyset(&sa.sa_mask);
-  for (size_t i = 0; i < ARRAY_LEN(fatal_signals); i++) {
-    sigaction(fatal_signals[i], NULL, &before[i]);
-    if (before[i].sa_handler != SIG_IGN) sigaction(fatal_signals[i], &sa, NULL);
-  }
+  cleanup_signals_watch(on_fatal_signal);
 }
 
 static void unwatch_signals(void) {
-  for (size_t i = 0; i < ARRAY_LEN(fatal_signals); i++) sigaction(fatal_signals[i], &before[i], NULL);
+  cleanup_signals_restore();
   active = NULL;
+}
+
+// The signals that end a process whose outputs must then go (SIGXFSZ: a
+// file past the size limit, ulimit -f).  One the process was started
+// ignoring (nohup's SIGHUP, a shell's `trap '' XFSZ`) stays ignored: what
+// it would have interrupted goes on (a file past the size limit is then a
+// write error, said as one).
+static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGABRT, SIGXFSZ};
+static struct sigaction cleanup_before[ARRAY_LEN(cleanup_signals)];
+
+void cleanup_signals_watch(void (*on)(int)) {
+  struct sigaction sa = {.sa_handler = on};
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < ARRAY_LEN(cleanup_signals); i++) {
+    sigaction(cleanup_signals[i], NULL, &cleanup_before[i]);
+    if (cleanup_before[i].sa_handler != SIG_IGN) sigaction(cleanup_signals[i], &sa, NULL);
+  }
+}
+
+void cleanup_signals_restore(void) {
+  for (size_t i = 0; i < ARRAY_LEN(cleanup_signals); i++) sigaction(cleanup_signals[i], &cleanup_before[i], NULL);
 }
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {

@@ -205,6 +205,12 @@ typedef struct OutDir {
 // not a symbolic link (dangling or not), not a file, and if a directory,
 // empty or a tspc output; if not, reports why.  outdir_begin checks it too.
 bool outdir_check(const char *path, Diag *d, const char *tool);
+// Installs `on` (which removes what the process created, then ends it by
+// the signal: signal(sig, SIG_DFL), raise(sig)) for SIGINT, SIGTERM,
+// SIGHUP, SIGABRT and SIGXFSZ, except a signal the process was started
+// ignoring; cleanup_signals_restore puts back what was there.  Not nested.
+void cleanup_signals_watch(void (*on)(int));
+void cleanup_signals_restore(void);
 bool outdir_begin(OutDir *o, const char *path, Diag *d, const char *tool);
 FILE *outdir_create_file(OutDir *o, const char *name, Diag *d, const char *tool);
 // name's whole contents in one call; false (with a message) if any step failed.

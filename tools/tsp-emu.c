@@ -20,7 +20,7 @@
 // is split across the ranks (runtime/ranks.c, window.c); rank 0 prints and
 // writes the report, the same bytes as one process; the others print
 // nothing.
-#define _DEFAULT_SOURCE  // realpath
+#define _DEFAULT_SOURCE  // lstat, sigaction
 #include "../runtime/emu.h"
 
 #include <errno.h>
@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
 
 enum { EXIT_VIOLATIONS = 2, MAX_TENSOR_ARGS = 64 };
@@ -558,42 +559,63 @@ static uint8_t *read_named(Emu *e, const Named *nt, char *err, size_t errlen) {
   return NULL;
 }
 
-// Removes an output this run wrote, when it is a regular file: a report or
-// dump sent to /dev/null or /dev/full is a device, and removing it (as
-// root) would take the device from every other program.
-static void remove_output(const char *path) {
-  struct stat st;
-  if (path && lstat(path, &st) == 0 && S_ISREG(st.st_mode)) remove(path);
-}
+// ---- outputs: all or nothing -----------------------------------------------------------
 
-// The files a run's --dump has written so far: removed again when a later
-// output fails, so that a failed run leaves none of them behind.
-typedef struct Written {
+// The files this run created (they did not exist before it): removed again
+// when an output fails, or when a signal ends the run (SIGINT, SIGTERM,
+// SIGHUP, SIGABRT, SIGXFSZ), so that a failed run leaves none of its outputs behind, not even the
+// half of one.  A file that existed before (the user's, overwritten) is
+// never removed, nor anything but a regular file: a report sent to
+// /dev/null stays a device.  The list is made for its most entries before
+// the run (created_reserve), so the signal handler never reads it while it
+// grows.
+static struct {
   char **paths;
-  int n, cap;
-} Written;
+  volatile sig_atomic_t n;
+  int cap;
+} created;
 
-static void written_add(Written *w, const char *path) {
-  if (w->n == w->cap) {
-    w->cap = w->cap ? 2 * w->cap : 8;
-    w->paths = xrealloc(w->paths, (size_t)w->cap * sizeof *w->paths);
-  }
-  w->paths[w->n++] = xstrdup(path);
+static void created_reserve(int cap) {
+  created.paths = xcalloc((size_t)MAX(cap, 1), sizeof *created.paths);
+  created.cap = cap;
+  created.n = 0;
 }
 
-// Frees the list; with `remove_them`, removes its files first.
-static void written_free(Written *w, bool remove_them) {
-  for (int i = 0; i < w->n; i++) {
-    if (remove_them) remove_output(w->paths[i]);
-    free(w->paths[i]);
+// Called before the file at path is created: records it when it does not
+// exist yet (and is this run's, then).
+static void creating(const char *path) {
+  struct stat st;
+  if (!path || lstat(path, &st) == 0 || created.n == created.cap) return;
+  created.paths[created.n] = xstrdup(path);
+  created.n = created.n + 1;
+}
+
+// Removes the created files (only calls a signal handler may make).
+static void remove_created(void) {
+  for (int i = 0; i < created.n; i++) {
+    struct stat st;
+    if (lstat(created.paths[i], &st) == 0 && S_ISREG(st.st_mode)) unlink(created.paths[i]);
   }
-  free(w->paths);
-  *w = (Written){0};
+}
+
+static void created_free(void) {
+  for (int i = 0; i < created.n; i++) free(created.paths[i]);
+  free(created.paths);
+  created.paths = NULL;
+  created.n = created.cap = 0;
+}
+
+// A signal that ends the run: what it created goes, then the signal's own
+// end (support/outdir.c, cleanup_signals_watch).
+static void on_fatal_signal(int sig) {
+  remove_created();
+  signal(sig, SIG_DFL);
+  raise(sig);
 }
 
 // --dump: the tensor ta names (Named), read after the run into a .npy of
-// its shape (added to w).
-static bool dump_tensor(Emu *e, const EmuInput *in, const TensorArg *ta, Written *w) {
+// its shape.
+static bool dump_tensor(Emu *e, const EmuInput *in, const TensorArg *ta) {
   TensorArg copy = *ta;
   Named nt;
   if (!named_tensor(in, &copy, &nt)) return false;
@@ -601,6 +623,7 @@ static bool dump_tensor(Emu *e, const EmuInput *in, const TensorArg *ta, Written
   uint8_t *raw = read_named(e, &nt, err, sizeof err);
   bool ok = raw != NULL;
   int64_t n = ok ? ir_shape_elems(&nt.shape) : 0;  // covered: no more elements than its homes hold
+  if (ok) creating(ta->path);
   if (ok && nt.dtype == DT_BF16) {
     float *f = xmalloc((size_t)n * sizeof *f);
     for (int64_t i = 0; i < n; i++) f[i] = (float)num_get(DT_BF16, raw, (int)i);
@@ -610,7 +633,6 @@ static bool dump_tensor(Emu *e, const EmuInput *in, const TensorArg *ta, Written
     ok = npy_write(ta->path, npy_descr(nt.dtype), &nt.shape, raw, err, sizeof err);
   }
   if (!ok) fprintf(stderr, "tsp-emu: error: %s\n", err);
-  else written_add(w, ta->path);
   free(raw);
   free(nt.homes);
   return ok;
@@ -637,7 +659,7 @@ static int homes_before_on_device(const TensorHome **homes, int i) {
 
 // --dump NAME[#B]@all=F.npy: every home of the tensor in its batch, each
 // into its own file (copy_path), in manifest order.
-static bool dump_every_copy(Emu *e, const EmuInput *in, const char *arg, const char *all, Written *w) {
+static bool dump_every_copy(Emu *e, const EmuInput *in, const char *arg, const char *all) {
   Buf plain = {0};  // the argument without "@all": NAME[#B]=F.npy
   buf_printf(&plain, "%.*s%s", (int)(all - arg), arg, all + strlen(DUMP_EVERY_COPY) - 1);
   TensorArg ta;
@@ -649,7 +671,7 @@ static bool dump_every_copy(Emu *e, const EmuInput *in, const char *arg, const c
     one.home = nt.homes[i];
     char *path = copy_path(ta.path, one.device, homes_before_on_device(nt.homes, i));
     one.path = path;
-    ok = dump_tensor(e, in, &one, w);
+    ok = dump_tensor(e, in, &one);
     free(path);
   }
   if (found) free(nt.homes);  // collect_homes frees them when it finds none
@@ -657,11 +679,11 @@ static bool dump_every_copy(Emu *e, const EmuInput *in, const char *arg, const c
   return ok;
 }
 
-static bool write_dump(Emu *e, const EmuInput *in, const char *arg, Written *w) {
+static bool write_dump(Emu *e, const EmuInput *in, const char *arg) {
   const char *eq = strchr(arg, '='), *all = strstr(arg, DUMP_EVERY_COPY);
-  if (all && all < eq) return dump_every_copy(e, in, arg, all, w);
+  if (all && all < eq) return dump_every_copy(e, in, arg, all);
   TensorArg ta;
-  return split_arg("--dump", arg, in->prog, &ta) && dump_tensor(e, in, &ta, w);
+  return split_arg("--dump", arg, in->prog, &ta) && dump_tensor(e, in, &ta);
 }
 
 // The directory part of path ("." when it has none), malloc'd.
@@ -672,42 +694,47 @@ static char *dir_of(const char *path) {
   return dir;
 }
 
-// Whether a file can be written at path: its directory exists and takes
-// new files, and the path is not a directory; false after saying why.
+// Whether a file can be written at path: an existing file (not a
+// directory) that takes writes (/dev/stdout), or a new one in a directory
+// that takes new files; false after saying why.
 static bool writable(const char *opt, const char *path) {
   char *dir = dir_of(path);
   struct stat st;
-  bool ok = access(dir, W_OK | X_OK) == 0;
-  int err = errno;
-  if (ok && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) ok = false, err = EISDIR;
+  bool ok, exists = stat(path, &st) == 0;
+  int err;
+  if (exists && S_ISDIR(st.st_mode))
+    ok = false, err = EISDIR;
+  else
+    ok = access(exists ? path : dir, exists ? W_OK : W_OK | X_OK) == 0, err = errno;
   if (!ok) fprintf(stderr, "tsp-emu: error: %s cannot write '%s': %s\n", opt, path, strerror(err));
   free(dir);
   return ok;
 }
 
-// Whether name is one of the files the run reads from its directory.
-static bool run_reads(const EmuInput *in, const char *name) {
-  if (!strcmp(name, "manifest.yaml") || !strcmp(name, "topology.yaml") || (in->model && !strcmp(name, in->model)))
-    return true;
-  for (int i = 0; i < in->topo->ndevices; i++)
-    if (!strcmp(name, in->binaries[i])) return true;
-  return false;
+// Whether the file at path is the file `name` of the run's directory (the
+// same file however reached: another spelling, a symbolic or hard link).
+static bool same_file(const struct stat *st, const char *dir, const char *name) {
+  char *p = xmalloc(strlen(dir) + strlen(name) + 2);
+  sprintf(p, "%s/%s", dir, name);
+  struct stat other;
+  bool same = stat(p, &other) == 0 && other.st_dev == st->st_dev && other.st_ino == st->st_ino;
+  free(p);
+  return same;
 }
 
-// Whether output `path` of option opt leaves the run's own files alone:
-// written into the directory the run reads, it must not be its manifest,
-// topology, model or a binary (the directory would no longer load).
-// False after saying so.
+// Whether output `path` of option opt leaves the run's own files alone: it
+// must not be the manifest, topology, model or a binary of the directory
+// the run reads (the directory would no longer load).  False after saying
+// so.
 static bool spares_run_files(const char *opt, const char *path, const EmuInput *in) {
-  if (!path) return true;
-  const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
-  if (!run_reads(in, name)) return true;
-  char *dir = dir_of(path), *a = realpath(dir, NULL), *b = realpath(in->dir, NULL);
-  bool same = a && b && !strcmp(a, b);
+  struct stat st;
+  if (!path || stat(path, &st) != 0) return true;  // a new file is none of them
+  bool same = same_file(&st, in->dir, "manifest.yaml") || same_file(&st, in->dir, "topology.yaml") ||
+              (in->model && same_file(&st, in->dir, in->model));
+  for (int i = 0; i < in->topo->ndevices && !same; i++) same = same_file(&st, in->dir, in->binaries[i]);
   if (same)
     fprintf(stderr, "tsp-emu: error: %s would overwrite '%s', a file of %s, the directory it runs\n", opt, path,
             in->dir);
-  free(dir), free(a), free(b);
   return !same;
 }
 
@@ -720,8 +747,9 @@ static bool outputs_spare_run(const Args *args, const EmuInput *in) {
 
 // Whether --dump arg names a tensor the manifest holds (every copy with
 // @all) and a file it can write, checked before the run so that neither
-// a typo nor a bad path costs a run; false after saying why.
-static bool dump_ready(const EmuInput *in, const char *arg) {
+// a typo nor a bad path costs a run; false after saying why.  *files: how
+// many it writes.
+static bool dump_ready(const EmuInput *in, const char *arg, int *files) {
   const char *eq = strchr(arg, '='), *all = strstr(arg, DUMP_EVERY_COPY);
   bool every = all && all < eq;
   Buf plain = {0};  // without "@all", as dump_every_copy reads it
@@ -730,6 +758,7 @@ static bool dump_ready(const EmuInput *in, const char *arg) {
   Named nt = {0};
   bool ok = split_arg("--dump", every ? plain.data : arg, in->prog, &ta) &&
             (every ? collect_homes(in->prog, &ta, &nt) : named_tensor(in, &ta, &nt));
+  *files = every ? nt.n : 1;
   if (ok) free(nt.homes);
   ok = ok && writable("--dump", ta.path);
   buf_free(&plain);
@@ -819,18 +848,17 @@ static Emu *run_once(Arena *a, Args *args, EmuInput *in, EmuResult *r) {
   return e;
 }
 
-// Runs a loaded directory: its inputs in, the run (replayed from the start
-// while the hardware flags a fault and --replay allows: seed 002 s4.5),
-// --dump and --report out for the last run.
-static int run_loaded(Arena *a, Args *args, EmuInput *in) {
-  for (int i = 0; i < args->ndumps; i++)
-    if (!dump_ready(in, args->dumps[i])) return 1;
+// The run and its outputs; a failure removes what it created.
+static int run_and_write(Arena *a, Args *args, EmuInput *in) {
   FILE *report = NULL;
+  creating(args->report);
   bool opened = !args->report || (report = open_report(args->report));  // (rank 0's alone)
   if (!ranks_all(opened)) {
-    if (report) fclose(report), remove_output(args->report);
+    if (report) fclose(report);
+    remove_created();
     return 1;
   }
+  creating(args->opt.trace_path);
   const Faults *faults = args->opt.faults;
   EmuResult r;
   Emu *e = run_once(a, args, in, &r);
@@ -839,24 +867,21 @@ static int run_loaded(Arena *a, Args *args, EmuInput *in) {
     e = run_once(a, args, in, &r);
   }
   progress_done(args->opt.progress);  // before any line of the results
-  if (!e) {
-    if (report) fclose(report), remove_output(args->report);  // the run never happened
+  if (!e) {  // the run never happened
+    if (report) fclose(report);
+    remove_created();
     return 1;
   }
   bool ok = true;
-  Written dumped = {0};
-  for (int i = 0; i < args->ndumps && ok; i++) ok = write_dump(e, in, args->dumps[i], &dumped);
+  for (int i = 0; i < args->ndumps && ok; i++) ok = write_dump(e, in, args->dumps[i]);
   if (report && ok) ok = write_report(report, args->report, &r, &args->opt, in->topo->ndevices);
   else if (report) fclose(report);
   if (!emu_close_trace(e) && ok) {
-    fprintf(stderr, "tsp-emu: error: cannot write the trace '%s'\n", args->opt.trace_path);
+    fprintf(stderr, "tsp-emu: error: cannot write the trace '%s': %s\n", args->opt.trace_path,
+            errno ? strerror(errno) : "an I/O error");
     ok = false;
   }
-  if (!ok) {  // none of this run's outputs stays
-    remove_output(args->report);
-    remove_output(args->opt.trace_path);
-  }
-  written_free(&dumped, !ok);
+  if (!ok) remove_created();  // none of this run's outputs stays
   uint64_t crossed, drawn;
   emu_trace_arrows(e, &crossed, &drawn);
   if (ok && drawn < crossed && args->opt.trace_max_vectors > 0)  // a cut the user did not ask for by name
@@ -867,6 +892,23 @@ static int run_loaded(Arena *a, Args *args, EmuInput *in) {
   r.model_checked = in->graph != NULL;
   emu_print_summary(&r, &args->opt, in->topo->ndevices, stdout);
   return r.nviolations ? EXIT_VIOLATIONS : 0;
+}
+
+// Runs a loaded directory: its inputs in, the run (replayed from the start
+// while the hardware flags a fault and --replay allows: seed 002 s4.5),
+// --dump and --report out for the last run.
+static int run_loaded(Arena *a, Args *args, EmuInput *in) {
+  int outputs = 2;  // the report and the trace, then each dump's files
+  for (int i = 0, files; i < args->ndumps; i++) {
+    if (!dump_ready(in, args->dumps[i], &files)) return 1;
+    outputs += files;
+  }
+  created_reserve(outputs);
+  cleanup_signals_watch(on_fatal_signal);
+  int status = run_and_write(a, args, in);
+  cleanup_signals_restore();
+  created_free();
+  return status;
 }
 
 static uint64_t mib_up(uint64_t bytes) { return (bytes + (1u << 20) - 1) >> 20; }
