@@ -857,8 +857,10 @@ static bool read_settings(Loader *L, yaml_node_t *root, Entry *e) {
   if (e[K_DRIFT_PPM].key && e[K_DRIFT_PPM].value->type != YAML_SEQUENCE_NODE)
     t->drift_loc = node_loc(L, e[K_DRIFT_PPM].value);  // a list's: its largest (read_device_drifts)
   if (e[K_SRAM].key) ok &= read_int32(L, e[K_SRAM].value, "sram_vectors", 1, FE_MAX_SRAM_VECTORS, &t->sram_vectors);
-  if (e[K_RX_BUFFER].key)
+  if (e[K_RX_BUFFER].key) {
     ok &= read_int32(L, e[K_RX_BUFFER].value, "rx_buffer_vectors", 1, 1 << 20, &t->rx_buffer_vectors);
+    t->rx_buffer_loc = node_loc(L, e[K_RX_BUFFER].value);
+  }
   if (e[K_CLOCK_MHZ].key) ok &= read_number(L, e[K_CLOCK_MHZ].value, "clock_mhz", 0, true, 1e6, &t->clock_mhz);
   if (e[K_DRIFT_PPM].key && e[K_DRIFT_PPM].value->type != YAML_SEQUENCE_NODE)
     ok &= read_number(L, e[K_DRIFT_PPM].value, "drift_ppm", 0, false, FE_MAX_DRIFT_PPM, &t->drift_ppm);

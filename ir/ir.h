@@ -408,6 +408,7 @@ typedef struct Topology {
   int epoch_cycles;            // HAC period
   SrcLoc drift_loc, epoch_loc; // where the file gives drift_ppm and epoch_cycles (file NULL:
                                //   it does not), for the sync pass's refusals
+  SrcLoc rx_buffer_loc;        // where it gives rx_buffer_vectors (file NULL: it does not)
   int sram_vectors;            // SRAM size of one device, in vectors
   int rx_buffer_vectors;       // vectors a port can hold that arrived and are not yet taken
   int nspares;

@@ -68,15 +68,17 @@ static int64_t preamble_drift(const SyncPlan *s) { return s->residual - SYNC_RES
 // drift_ppm when the plan is that figure (above the default), else the
 // latency_cycles of the tree's slowest cable when it is longer than an
 // epoch (it makes the preamble's levels more than an epoch each) and the
-// preamble's drift is most of a resync's residual error; none (a
-// message of tspc's) when the drift is --drift-ppm's or the default and the
-// buffers bound the error.
+// preamble's drift is most of a resync's residual error, else the file's
+// rx_buffer_vectors when the drift is the default and the buffers bound
+// the error; none (a message of tspc's) when the drift is --drift-ppm's,
+// or the buffers are the built-in ones.
 static SrcLoc drift_culprit(const Compilation *c, const SyncPlan *s) {
   const Topology *t = c->topo;
   if (t->epoch_loc.file && s->drift_cycles == t->epoch_cycles / 2 - 1) return t->epoch_loc;
   if (c->drift_ppm < 0 && t->drift_loc.file && t->drift_ppm > SYNC_DEFAULT_DRIFT_PPM) return t->drift_loc;
   int slowest = slowest_tree_link(t, &s->align);
   if (slowest >= 0 && s->align.epochs_per_level > 1 && 2 * preamble_drift(s) > s->residual) return t->links.data[slowest].p.latency_loc;
+  if (c->drift_ppm < 0 && t->rx_buffer_loc.file) return t->rx_buffer_loc;  // the buffers bound it, and the file sets them
   return (SrcLoc){0};
 }
 
