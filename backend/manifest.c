@@ -24,7 +24,9 @@ static const char *file_name(const SrcFile *f) {
 }
 
 static void write_digest(const SrcFile *f, FILE *out) {
-  fprintf(out, "digest: \"fnv1a64:%016llx\"}\n", (unsigned long long)digest_fnv1a64(f->text, f->len));
+  char digest[DIGEST_TEXT_BYTES];
+  digest_text(f->text, f->len, digest);
+  fprintf(out, "digest: \"%s\"}\n", digest);
 }
 
 // The graph's interface: inputs, params and outputs with their placement.

@@ -1079,10 +1079,11 @@ static const char *scalar_key(yaml_document_t *doc, const yaml_node_pair_t *p) {
 bool fe_yaml_refuse_duplicate_keys(Diag *d, const SrcFile *src, yaml_document_t *doc) {
   for (yaml_node_t *n = doc->nodes.start; n < doc->nodes.top; n++) {
     if (n->type != YAML_MAPPING_NODE) continue;
-    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++)
-      for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p; q++) {
-        const char *kp = scalar_key(doc, p), *kq = scalar_key(doc, q);
-        if (!kp || !kq || strcmp(kp, kq)) continue;
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+      const char *kp = scalar_key(doc, p);
+      for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p && kp; q++) {
+        const char *kq = scalar_key(doc, q);
+        if (!kq || strcmp(kp, kq)) continue;
         yaml_node_t *second = yaml_document_get_node(doc, p->key), *first = yaml_document_get_node(doc, q->key);
         diag_error(d, (SrcLoc){src, (int)second->start_mark.line + 1, (int)second->start_mark.column + 1, 1},
                    "duplicate key '%s'", kp);
@@ -1090,6 +1091,7 @@ bool fe_yaml_refuse_duplicate_keys(Diag *d, const SrcFile *src, yaml_document_t 
                   "'%s' was first given here", kq);
         return true;
       }
+    }
   }
   return false;
 }

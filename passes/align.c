@@ -114,7 +114,7 @@ static int64_t plan_sends(AlignPlan *plan, const Topology *t, int v, Child *kids
     int epochs;
     int64_t from = MAX(next, kids[i].at), at = fit_in_epoch(from, kids[i].min, kids[i].max, E, ppm, &epochs);
     if (at < 0) {
-      plan->refused_link = t->devices[kids[i].device].ports[plan->parent_port[kids[i].device]].link;
+      plan->refused_link = t->devices[v].ports[kids[i].port].link;
       snprintf(err, errlen,
                "device %d's notification to device %d, sent %lld cycles after its release, may drift %lld cycles at "
                "%g ppm, which with the cable's %lld to %lld cycles spans the %lld-cycle epoch: give a longer "

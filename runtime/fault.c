@@ -232,6 +232,33 @@ static bool failures_distinct(const Faults *f, char *err, size_t errlen) {
   return true;
 }
 
+// Checks each option against the topology and finds its cable; false
+// with the reason in err.  claimed: by cable, failed by an earlier
+// --fail-link.
+static bool resolve_specs(Faults *f, const Topology *t, bool *claimed, char *err, size_t errlen) {
+  for (int i = 0; i < f->nspecs; i++) {
+    const FaultSpec *s = &f->specs[i];
+    f->spec_link[i] = -1;
+    int bad = s->a >= t->ndevices ? s->a : s->b >= t->ndevices ? s->b : -1;
+    if (bad >= 0) {
+      snprintf(err, errlen, "%s %s: device %d does not exist (the topology has %d)", kind_option[s->kind], s->arg, bad,
+               t->ndevices);
+      return false;
+    }
+    if (s->kind == FAULT_FAIL_DEVICE && ir_device_failed(t, s->a)) {
+      snprintf(err, errlen, "%s %s: device %d has failed already (the topology's failed_nodes or failed_devices)",
+               kind_option[s->kind], s->arg, s->a);
+      return false;
+    }
+    if (s->kind == FAULT_FAIL_DEVICE) continue;
+    if ((f->spec_link[i] = find_cable(t, s, s->kind == FAULT_FAIL_LINK ? claimed : NULL, err, errlen)) < 0)
+      return false;
+    if (s->kind != FAULT_FAIL_LINK) f->armed++;
+    else claimed[f->spec_link[i]] = true;
+  }
+  return true;
+}
+
 Faults *fault_new(const Topology *t, double ber, const FaultSpec *specs, int nspecs, int replays, uint64_t seed,
                   char *err, size_t errlen) {
   Faults *f = xcalloc(1, sizeof *f);
@@ -250,37 +277,11 @@ Faults *fault_new(const Topology *t, double ber, const FaultSpec *specs, int nsp
   f->first = xcalloc((size_t)replays + 1, sizeof *f->first);
   f->cycles = xcalloc((size_t)replays + 1, sizeof *f->cycles);
   f->inject_rng = emu_rng_for(seed, 4, 0);
+  if (nspecs) memcpy(f->specs, specs, sizeof *specs * (size_t)nspecs);
   bool *claimed = xcalloc((size_t)MAX(nlinks, 1), sizeof *claimed);  // by an earlier --fail-link
-  for (int i = 0; i < nspecs; i++) {
-    FaultSpec *s = &f->specs[i];
-    *s = specs[i];
-    f->spec_link[i] = -1;
-    int bad = s->a >= t->ndevices ? s->a : s->b >= t->ndevices ? s->b : -1;
-    if (bad >= 0) {
-      snprintf(err, errlen, "%s %s: device %d does not exist (the topology has %d)", kind_option[s->kind], s->arg, bad,
-               t->ndevices);
-      free(claimed);
-      fault_free(f);
-      return NULL;
-    }
-    if (s->kind == FAULT_FAIL_DEVICE && ir_device_failed(t, s->a)) {
-      snprintf(err, errlen, "%s %s: device %d has failed already (the topology's failed_nodes or failed_devices)",
-               kind_option[s->kind], s->arg, s->a);
-      free(claimed);
-      fault_free(f);
-      return NULL;
-    }
-    if (s->kind == FAULT_FAIL_DEVICE) continue;
-    if ((f->spec_link[i] = find_cable(t, s, s->kind == FAULT_FAIL_LINK ? claimed : NULL, err, errlen)) < 0) {
-      free(claimed);
-      fault_free(f);
-      return NULL;
-    }
-    if (s->kind != FAULT_FAIL_LINK) f->armed++;
-    else claimed[f->spec_link[i]] = true;
-  }
+  bool ok = resolve_specs(f, t, claimed, err, errlen) && failures_distinct(f, err, errlen);
   free(claimed);
-  if (!failures_distinct(f, err, errlen)) {
+  if (!ok) {
     fault_free(f);
     return NULL;
   }

@@ -711,8 +711,8 @@ static bool read_roles(ManifestReader *m, yaml_node_t *root, const Topology *t) 
 static bool topology_as_compiled(ManifestReader *m, yaml_node_t *root, const Topology *t) {
   yaml_node_t *digest = map_get(m, map_get(m, root, "topology"), "digest");
   if (!digest || !t->src) return true;
-  char want[32];
-  snprintf(want, sizeof want, "fnv1a64:%016llx", (unsigned long long)digest_fnv1a64(t->src->text, t->src->len));
+  char want[DIGEST_TEXT_BYTES];
+  digest_text(t->src->text, t->src->len, want);
   if (digest->type == YAML_SCALAR_NODE && !strcmp((const char *)digest->data.scalar.value, want)) return true;
   diag_error(m->d, mloc(m, digest),
              "topology.yaml is not the topology these binaries were compiled for (its digest is \"%s\"): it was "

@@ -246,10 +246,10 @@ bool outdir_check(const char *path, Diag *d, const char *tool) {
     } else if (!S_ISDIR(st.st_mode)) {
       diag_tool_error(d, tool, "output '%s' exists and is not a directory", path);
       ok = false;
-    } else if (!dir_is_empty(p) && !dir_is_tspc_output(p)) {
+    } else if (!dir_is_tspc_output(p) && !dir_is_empty(p)) {
       diag_tool_error(d, tool, "refusing to replace '%s': it is not empty and holds no tspc manifest.yaml", path);
       ok = false;
-    } else if (!dir_is_empty(p)) {
+    } else {  // empty (nothing foreign in it), or an output's
       char *foreign = foreign_entry(p);
       if (foreign)
         diag_tool_error(d, tool,

@@ -161,6 +161,10 @@ uint64_t digest_fnv1a64(const void *data, size_t len) {
   return h;
 }
 
+void digest_text(const void *data, size_t len, char out[DIGEST_TEXT_BYTES]) {
+  snprintf(out, DIGEST_TEXT_BYTES, "fnv1a64:%016llx", (unsigned long long)digest_fnv1a64(data, len));
+}
+
 // Unicode 15, table 3-7, "well-formed UTF-8 byte sequences": by the range
 // of the first byte, the sequence length and the range of the second byte
 // (any third and fourth are continuation bytes).  Every other first byte

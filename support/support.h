@@ -183,6 +183,9 @@ void diag_tool_error(Diag *d, const char *tool, const char *fmt, ...) PRINTF_LIK
 // ---- strings.c: digests -----------------------------------------------------
 // FNV-1a, 64 bit: a content fingerprint for manifests (not a security hash).
 uint64_t digest_fnv1a64(const void *data, size_t len);
+// The digest as manifests write it ("fnv1a64:" and 16 hex digits), into out.
+#define DIGEST_TEXT_BYTES 32
+void digest_text(const void *data, size_t len, char out[DIGEST_TEXT_BYTES]);
 
 // ---- outdir.c: atomic output directories --------------------------------
 // Files are written into a fresh sibling directory and renamed into place by

@@ -25,10 +25,10 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <signal.h>
 #include <unistd.h>
 
 enum { EXIT_VIOLATIONS = 2, MAX_TENSOR_ARGS = 64 };
@@ -563,8 +563,8 @@ static uint8_t *read_named(Emu *e, const Named *nt, char *err, size_t errlen) {
 
 // The files this run created (they did not exist before it): removed again
 // when an output fails, or when a signal ends the run (SIGINT, SIGTERM,
-// SIGHUP, SIGABRT, SIGXFSZ), so that a failed run leaves none of its outputs behind, not even the
-// half of one.  A file that existed before (the user's, overwritten) is
+// SIGHUP, SIGABRT, SIGXFSZ), so that a failed run leaves none of its
+// outputs behind, not even the half of one.  A file that existed before (the user's, overwritten) is
 // never removed, nor anything but a regular file: a report sent to
 // /dev/null stays a device.  The list is made for its most entries before
 // the run (created_reserve), so the signal handler never reads it while it
@@ -657,14 +657,22 @@ static int homes_before_on_device(const TensorHome **homes, int i) {
   return k;
 }
 
-// --dump NAME[#B]@all=F.npy: every home of the tensor in its batch, each
-// into its own file (copy_path), in manifest order.
-static bool dump_every_copy(Emu *e, const EmuInput *in, const char *arg, const char *all) {
-  Buf plain = {0};  // the argument without "@all": NAME[#B]=F.npy
-  buf_printf(&plain, "%.*s%s", (int)(all - arg), arg, all + strlen(DUMP_EVERY_COPY) - 1);
+// Whether --dump arg is NAME[#B]@all=F.npy; if so, NAME[#B]=F.npy (the
+// argument without "@all") into plain.
+static bool every_copy_arg(const char *arg, Buf *plain) {
+  const char *eq = strchr(arg, '='), *all = strstr(arg, DUMP_EVERY_COPY);
+  if (!all || all > eq) return false;
+  buf_printf(plain, "%.*s%s", (int)(all - arg), arg, all + strlen(DUMP_EVERY_COPY) - 1);
+  return true;
+}
+
+// --dump NAME[#B]@all=F.npy (plain: without "@all"): every home of the
+// tensor in its batch, each into its own file (copy_path), in manifest
+// order.
+static bool dump_every_copy(Emu *e, const EmuInput *in, const char *plain) {
   TensorArg ta;
   Named nt = {0};
-  bool found = split_arg("--dump", plain.data, in->prog, &ta) && collect_homes(in->prog, &ta, &nt), ok = found;
+  bool found = split_arg("--dump", plain, in->prog, &ta) && collect_homes(in->prog, &ta, &nt), ok = found;
   for (int i = 0; ok && i < nt.n; i++) {
     TensorArg one = ta;
     one.device = nt.homes[i]->device;
@@ -675,15 +683,16 @@ static bool dump_every_copy(Emu *e, const EmuInput *in, const char *arg, const c
     free(path);
   }
   if (found) free(nt.homes);  // collect_homes frees them when it finds none
-  buf_free(&plain);
   return ok;
 }
 
 static bool write_dump(Emu *e, const EmuInput *in, const char *arg) {
-  const char *eq = strchr(arg, '='), *all = strstr(arg, DUMP_EVERY_COPY);
-  if (all && all < eq) return dump_every_copy(e, in, arg, all);
+  Buf plain = {0};
   TensorArg ta;
-  return split_arg("--dump", arg, in->prog, &ta) && dump_tensor(e, in, &ta);
+  bool ok = every_copy_arg(arg, &plain) ? dump_every_copy(e, in, plain.data)
+                                        : split_arg("--dump", arg, in->prog, &ta) && dump_tensor(e, in, &ta);
+  buf_free(&plain);
+  return ok;
 }
 
 // The directory part of path ("." when it has none), malloc'd.
@@ -750,10 +759,8 @@ static bool outputs_spare_run(const Args *args, const EmuInput *in) {
 // a typo nor a bad path costs a run; false after saying why.  *files: how
 // many it writes.
 static bool dump_ready(const EmuInput *in, const char *arg, int *files) {
-  const char *eq = strchr(arg, '='), *all = strstr(arg, DUMP_EVERY_COPY);
-  bool every = all && all < eq;
-  Buf plain = {0};  // without "@all", as dump_every_copy reads it
-  if (every) buf_printf(&plain, "%.*s%s", (int)(all - arg), arg, all + strlen(DUMP_EVERY_COPY) - 1);
+  Buf plain = {0};
+  bool every = every_copy_arg(arg, &plain);
   TensorArg ta;
   Named nt = {0};
   bool ok = split_arg("--dump", every ? plain.data : arg, in->prog, &ta) &&
