@@ -819,6 +819,67 @@ static int pipeline_start(const Partitioner *p, Pipeline *pl) {
   return part_first_device(p->t);
 }
 
+// ---- undoing speed splits ------------------------------------------------------------------
+//
+// Each speed split is judged alone, as if its devices held nothing else,
+// so several can pile their shards onto the same devices and leave a
+// pipeline none to cut the rest of the model over: 16 layers of bf16[500,
+// 500] on eight 2 MiB TSPs were each split 1 x 4 onto devices 0-3 and
+// refused, though two layers a device fit.  When a partition with speed
+// splits fits nowhere, the graph goes back to what it was before step 2 and
+// is partitioned again with only the splits the model needs.
+
+// The graph's lists and every op and tensor in them, by value.  The
+// splits rewrite ops and tensors in place and replace the lists
+// (part_splice); what they add lives in the arena and is left there.
+typedef struct GraphSnapshot {
+  Tensor **tensors, *tensor_values, **outputs;
+  Op **ops, *op_values;
+  int ntensors, nops, noutputs;
+} GraphSnapshot;
+
+static void *copy_of(const void *src, size_t bytes) {
+  void *dst = xmalloc(bytes + 1);
+  if (bytes) memcpy(dst, src, bytes);
+  return dst;
+}
+
+static GraphSnapshot graph_snapshot(const Graph *g) {
+  GraphSnapshot s = {.ntensors = g->tensors.len, .nops = g->ops.len, .noutputs = g->outputs.len};
+  s.tensors = copy_of(g->tensors.data, sizeof(Tensor *) * (size_t)s.ntensors);
+  s.ops = copy_of(g->ops.data, sizeof(Op *) * (size_t)s.nops);
+  s.outputs = copy_of(g->outputs.data, sizeof(Tensor *) * (size_t)s.noutputs);
+  s.tensor_values = xmalloc(sizeof(Tensor) * ((size_t)s.ntensors + 1));
+  s.op_values = xmalloc(sizeof(Op) * ((size_t)s.nops + 1));
+  for (int i = 0; i < s.ntensors; i++) s.tensor_values[i] = *s.tensors[i];
+  for (int i = 0; i < s.nops; i++) s.op_values[i] = *s.ops[i];
+  return s;
+}
+
+// Puts p's graph back as s holds it (the reader counts made again when
+// next asked for), and empties the log.
+static void graph_restore(Partitioner *p, const GraphSnapshot *s) {
+  Graph *g = p->g;
+  Arena *a = &p->c->arena;
+  g->tensors.len = g->ops.len = g->outputs.len = 0;
+  for (int i = 0; i < s->ntensors; i++) {
+    *s->tensors[i] = s->tensor_values[i];
+    VEC_PUSH(a, &g->tensors, s->tensors[i]);
+  }
+  for (int i = 0; i < s->nops; i++) {
+    *s->ops[i] = s->op_values[i];
+    VEC_PUSH(a, &g->ops, s->ops[i]);
+  }
+  for (int i = 0; i < s->noutputs; i++) VEC_PUSH(a, &g->outputs, s->outputs[i]);
+  reader_counts_free(p->readers);
+  p->log.len = 0;
+  if (p->log.data) p->log.data[0] = 0;
+}
+
+static void graph_snapshot_free(GraphSnapshot *s) {
+  free(s->tensors), free(s->tensor_values), free(s->outputs), free(s->ops), free(s->op_values);
+}
+
 // ---- the pass ----------------------------------------------------------------------------
 
 // Two sizes str_human_bytes wrote into x and y, rewritten in bytes when
@@ -864,6 +925,66 @@ static void refuse(Partitioner *p, int d, int64_t peak, const Tensor *largest, c
   }
 }
 
+
+// What a partition that fits nowhere refuses (device -1: it fits).
+typedef struct Overfull {
+  int device;
+  int64_t peak;
+  const Tensor *largest;
+  const Op *stuck;  // where a pipeline cut ran out (NULL: none was tried, or it fit)
+} Overfull;
+
+// Steps 2 to 5 on p's graph (its stages placed, step 1).
+static Overfull partition_once(Partitioner *p) {
+  Compilation *c = p->c;
+  if (!c->partition_none) partition_split_matmuls(p);
+  if (!c->partition_none) partition_split_cholesky(p);
+  // Step 3, remembering what was free for step 4.
+  Pipeline pl = {.ops = xmalloc(sizeof(Op *) * (size_t)(p->g->ops.len + 1))};
+  Tensor **was_free = xmalloc(sizeof(Tensor *) * (size_t)(p->g->tensors.len + 1));
+  int nwas_free = 0;
+  for (int i = 0; i < p->g->tensors.len; i++)
+    if (part_is_free(p->g->tensors.data[i])) was_free[nwas_free++] = p->g->tensors.data[i];
+  for (int i = 0; i < p->g->ops.len; i++)
+    if (part_movable(p->g->ops.data[i]) && !reads_placed_copy(p->g->ops.data[i])) pl.ops[pl.nfree++] = p->g->ops.data[i];
+  place_with_consumers(p);
+  Overfull o = {.stuck = NULL};
+  o.device = overfull_device(p, p->capacity, &o.peak, &o.largest);
+  if ((o.device >= 0 || p->batches > 1) && !c->partition_none && pl.nfree > 1) {
+    for (int i = 0; i < nwas_free; i++) was_free[i]->place = (Placement){.kind = PLACE_AUTO};
+    pl.first_use = first_uses(p->g);
+    pl.sram = stage_sram_new(p);
+    pl.path = xmalloc(sizeof(int) * (size_t)c->topo->ndevices);
+    pl.used = xcalloc((size_t)c->topo->ndevices, sizeof(bool));
+    pl.path[0] = pipeline_start(p, &pl), pl.used[pl.path[0]] = true, pl.npath = 1;
+    if (pipeline(p, &pl, &o.stuck)) {
+      place_with_consumers(p);
+    } else {  // back to step 3's placement, to refuse it or let code generation judge it exactly
+      for (int i = 0; i < nwas_free; i++) was_free[i]->place = (Placement){.kind = PLACE_AUTO};
+      place_with_consumers(p);
+    }
+    free(pl.first_use), free(pl.path), free(pl.used);
+    stage_sram_free(&pl.sram);
+  }
+  free(pl.ops), free(was_free);
+  // The headroom is for planning: only an estimate past the whole SRAM is
+  // refused; code generation's allocator has the last word.
+  o.device = overfull_device(p, p->sram, &o.peak, &o.largest);
+  return o;
+}
+
+static void refuse_overfull(Partitioner *p, const Overfull *o) {
+  Compilation *c = p->c;
+  const char *why = c->partition_none          ? "; --partition=none splits nothing"
+                    : o->largest->place_written ? "; the model places it there"
+                                                : "; no split or pipeline the partitioner knows fits it";
+  if (o->stuck && !c->partition_none)  // say where the pipeline gave up
+    why = arena_printf(&c->arena, "; a pipeline runs out of devices or SRAM at '%s' (line %d)%s", o->stuck->result->name,
+                       o->stuck->loc.line,
+                       p->batches > 1 ? arena_printf(&c->arena, " with %d inferences in flight", p->batches) : "");
+  refuse(p, o->device, o->peak, o->largest, why);
+}
+
 bool pass_partition(Compilation *c) {
   ReaderCounts readers = {0};
   Partitioner p = {.c = c, .g = c->graph, .t = c->topo, .vb = c->topo->link.vector_bytes, .readers = &readers};
@@ -871,57 +992,24 @@ bool pass_partition(Compilation *c) {
   p.sram = (int64_t)c->topo->sram_vectors * p.vb;
   p.capacity = p.sram / 100 * (100 - PARTITION_SRAM_HEADROOM_PERCENT);
   for (int i = 0; i < p.g->tensors.len; i++) place_stage(p.g->tensors.data[i]);
-  if (!c->partition_none) partition_split_matmuls(&p);
-  if (!c->partition_none) partition_split_cholesky(&p);
-  // Step 3, remembering what was free for step 4.
-  Pipeline pl = {.ops = xmalloc(sizeof(Op *) * (size_t)(p.g->ops.len + 1))};
-  Tensor **was_free = xmalloc(sizeof(Tensor *) * (size_t)(p.g->tensors.len + 1));
-  int nwas_free = 0;
-  for (int i = 0; i < p.g->tensors.len; i++)
-    if (part_is_free(p.g->tensors.data[i])) was_free[nwas_free++] = p.g->tensors.data[i];
-  for (int i = 0; i < p.g->ops.len; i++)
-    if (part_movable(p.g->ops.data[i]) && !reads_placed_copy(p.g->ops.data[i])) pl.ops[pl.nfree++] = p.g->ops.data[i];
-  place_with_consumers(&p);
-  int64_t peak;
-  const Tensor *largest;
-  int d = overfull_device(&p, p.capacity, &peak, &largest);
-  bool ok = true;
-  const Op *stuck = NULL;  // where a pipeline cut failed
-  if ((d >= 0 || p.batches > 1) && !c->partition_none && pl.nfree > 1) {
-    for (int i = 0; i < nwas_free; i++) was_free[i]->place = (Placement){.kind = PLACE_AUTO};
-    pl.first_use = first_uses(p.g);
-    pl.sram = stage_sram_new(&p);
-    pl.path = xmalloc(sizeof(int) * (size_t)c->topo->ndevices);
-    pl.used = xcalloc((size_t)c->topo->ndevices, sizeof(bool));
-    pl.path[0] = pipeline_start(&p, &pl), pl.used[pl.path[0]] = true, pl.npath = 1;
-    if (pipeline(&p, &pl, &stuck)) {
-      place_with_consumers(&p);
-    } else {  // back to step 3's placement, to refuse it or let code generation judge it exactly
-      for (int i = 0; i < nwas_free; i++) was_free[i]->place = (Placement){.kind = PLACE_AUTO};
-      place_with_consumers(&p);
-    }
-    free(pl.first_use), free(pl.path), free(pl.used);
-    stage_sram_free(&pl.sram);
+  GraphSnapshot before = graph_snapshot(p.g);
+  Overfull o = partition_once(&p);
+  if (o.device >= 0 && p.speed_split) {  // undo the speed splits (see above)
+    char need[32], sram[32];
+    str_human_bytes(need, sizeof need, (double)o.peak);
+    str_human_bytes(sram, sizeof sram, (double)p.sram);
+    graph_restore(&p, &before);
+    buf_printf(&p.log, "// speed splits undone: with them device %d would hold an estimated %s, more than its %s of "
+                       "SRAM; partitioned again with only the splits the model needs\n", o.device, need, sram);
+    p.no_speed_splits = true;
+    o = partition_once(&p);  // refused either way: as this partition is, the one that tries hardest to fit
   }
-  // The headroom is for planning: only an estimate past the whole SRAM is
-  // refused here; code generation's allocator has the last word.
-  d = overfull_device(&p, p.sram, &peak, &largest);
-  if (d >= 0) {
-    const char *why = c->partition_none      ? "; --partition=none splits nothing"
-                      : largest->place_written ? "; the model places it there"
-                                               : "; no split or pipeline the partitioner knows fits it";
-    if (stuck && !c->partition_none)  // say where the pipeline gave up
-      why = arena_printf(&c->arena, "; a pipeline runs out of devices or SRAM at '%s' (line %d)%s",
-                         stuck->result->name, stuck->loc.line,
-                         p.batches > 1 ? arena_printf(&c->arena, " with %d inferences in flight", p.batches) : "");
-    refuse(&p, d, peak, largest, why);
-    ok = false;
-  }
-  free(pl.ops), free(was_free);
+  graph_snapshot_free(&before);
+  if (o.device >= 0) refuse_overfull(&p, &o);
   reader_counts_free(&readers);
   c->partition_log = p.log.data ? arena_strdup(&c->arena, p.log.data) : "";
   buf_free(&p.log);
-  return ok;
+  return o.device < 0;
 }
 
 void partition_dump(const Compilation *c, FILE *out) {

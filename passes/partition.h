@@ -36,6 +36,8 @@ typedef struct Partitioner {
   int64_t sram;      // all of it: an estimate beyond it is refused
   Buf log;           // the decisions, for --dump-after=partition
   ReaderCounts *readers;  // part_readers' counts, until part_renumber
+  bool no_speed_splits;   // split only the matmuls that fit no device whole (pass_partition's retry)
+  bool speed_split;       // a matmul that fits whole was split for speed
 } Partitioner;
 
 typedef VEC(void *) PtrVec;

@@ -37,6 +37,9 @@
 // distributing x, the widest product, then the reduction (slices, the R -
 // 1 pieces arriving over the device's ports, the adds), and the gather
 // (the pieces arriving, a pass over y a level of concats), in sequence.
+// A split made for speed (the matmul fits one device whole) is judged
+// alone; when the model then fits nowhere, pass_partition undoes every
+// such split and partitions again without them (p->no_speed_splits).
 #include "partition.h"
 
 #include <stdlib.h>
@@ -585,6 +588,8 @@ void partition_split_matmuls(Partitioner *p) {
   for (int i = 0; i < p->g->ops.len; i++) {
     Op *op = p->g->ops.data[i];
     if (!splittable(p, op)) continue;
+    bool needed = must_split(p, op);
+    if (!needed && p->no_speed_splits) continue;
     int src = activation_home(p, op->args[0]);
     SplitCost best = {0}, whole = grid_cost(p, op, (Grid){1, 1}, src);
     Grid g = best_grid(p, op, src, share_of(p, &sh, op), &best);
@@ -597,6 +602,7 @@ void partition_split_matmuls(Partitioner *p) {
     if (!devs) continue;  // best_grid checked the nodes hold the groups; kept whole if not
     int at = gathered(p, op) ? gather_device(p, g, devs, taken) : -1;
     log_split(p, op, g, devs, at, best, whole);
+    p->speed_split |= !needed;
     for (int j = 0; j < g.R * g.C; j++) taken[devs[j]] = true;
     if (at >= 0) taken[at] = true;
     int before = p->g->ops.len;
