@@ -251,19 +251,52 @@ static Op **first_uses(const Graph *g) {
   return first;
 }
 
+// The device every operand of t's producer lives on, when they all live on
+// one (placed already: an earlier op's result the sweep has not reached is
+// still free); -1 otherwise.
+static int operands_home(const Tensor *t) {
+  if (!t->def || !t->def->nargs) return -1;
+  int home = -1;
+  for (int a = 0; a < t->def->nargs; a++) {
+    const Placement *pl = &t->def->args[a]->place;
+    if (pl->kind != PLACE_DEVICE || (home >= 0 && pl->index != home)) return -1;
+    home = pl->index;
+  }
+  return home;
+}
+
 // Every unplaced tensor where its first consumer other than a copy runs;
 // tensors are visited last to first, so every consumer is placed before its
-// operands.  A tensor nothing consumes lives on device 0.
+// operands.  A value whose producer's operands all live on one device stays
+// there when nothing but copies reads it or ops on several devices do (the gathered
+// result of a split, read by the next split's grid): moving its operands
+// to the first reader and sending it on from there put one more transfer
+// on every layer's path (two split layers: 4,795 cycles, 3,561 now).
+// Any other tensor nothing consumes lives on device 0.
 static void place_with_consumers(Partitioner *p) {
   Graph *g = p->g;
   Op **first_use = first_uses(g);
+  // By tensor id, as the sweep places its readers: where one of them runs,
+  // and whether another runs elsewhere.
+  Placement *read_at = xcalloc((size_t)g->tensors.len + 1, sizeof(Placement));
+  bool *several = xcalloc((size_t)g->tensors.len + 1, sizeof(bool));
   for (int i = g->tensors.len - 1; i >= 0; i--) {
     Tensor *t = g->tensors.data[i];
-    if (!part_is_free(t)) continue;
-    const Op *user = first_use[t->id];
-    t->place = user ? user->result->place : (Placement){.kind = PLACE_DEVICE, .index = part_first_device(p->t)};
+    if (part_is_free(t)) {
+      const Op *user = first_use[t->id];
+      int home = operands_home(t);
+      if (home >= 0 && (!user || several[t->id]))
+        t->place = (Placement){.kind = PLACE_DEVICE, .index = home};
+      else
+        t->place = user ? user->result->place : (Placement){.kind = PLACE_DEVICE, .index = part_first_device(p->t)};
+    }
+    for (int a = 0; t->def && t->def->kind != OP_COPY && a < t->def->nargs; a++) {
+      int x = t->def->args[a]->id;
+      if (read_at[x].kind == PLACE_AUTO) read_at[x] = t->place;
+      else several[x] |= !ir_place_equal(&read_at[x], &t->place);
+    }
   }
-  free(first_use);
+  free(first_use), free(read_at), free(several);
 }
 
 // ---- SRAM estimates --------------------------------------------------------------------
