@@ -267,12 +267,12 @@ static int operands_home(const Tensor *t) {
 
 // Every unplaced tensor where its first consumer other than a copy runs;
 // tensors are visited last to first, so every consumer is placed before its
-// operands.  A value whose producer's operands all live on one device stays
-// there when nothing but copies reads it or ops on several devices do (the gathered
-// result of a split, read by the next split's grid): moving its operands
-// to the first reader and sending it on from there put one more transfer
-// on every layer's path (two split layers: 4,795 cycles, 3,561 now).
-// Any other tensor nothing consumes lives on device 0.
+// operands.  A value whose producer's operands all live on one device
+// stays there when nothing but copies reads it or ops on several devices
+// do (the gathered result of a split, read by the next split's grid):
+// moving its operands to the first reader and sending it on from there
+// put one more transfer on every layer's path (two split layers: 4,795
+// cycles, 3,561 now).  Any other tensor nothing consumes lives on device 0.
 static void place_with_consumers(Partitioner *p) {
   Graph *g = p->g;
   Op **first_use = first_uses(g);
@@ -858,9 +858,17 @@ static int pipeline_start(const Partitioner *p, Pipeline *pl) {
 // so several can pile their shards onto the same devices and leave a
 // pipeline none to cut the rest of the model over: 16 layers of bf16[500,
 // 500] on eight 2 MiB TSPs were each split 1 x 4 onto devices 0-3 and
-// refused, though two layers a device fit.  When a partition with speed
-// splits fits nowhere, the graph goes back to what it was before step 2 and
-// is partitioned again with only the splits the model needs.
+// refused, though two layers a device fit.  Splits and stages are planned
+// within the capacity (PARTITION_SRAM_HEADROOM_PERCENT below the SRAM: the
+// headroom is for what the estimate does not see), and a split that is
+// optional may not take the headroom: when a partition with speed splits
+// puts a device past the capacity, the graph goes back to what it was
+// before step 2 and is partitioned again with only the splits the model
+// needs.  That one is kept unless it is past the capacity too while the
+// first fitted the SRAM: then the first is made again.  (Eight residual
+// layers on twelve 1.5 MiB TSPs, split 1 x 4 for an estimated 1.7 %, fit
+// the estimate at 1.5 MiB on device 0, and code generation found no room
+// for a matmul's scratch there.)
 
 // The graph's lists and every op and tensor in them, by value.  The
 // splits rewrite ops and tensors in place and replace the lists
@@ -965,6 +973,8 @@ typedef struct Overfull {
   int64_t peak;
   const Tensor *largest;
   const Op *stuck;  // where a pipeline cut ran out (NULL: none was tried, or it fit)
+  int tight;          // a device whose estimate is past the capacity planned (-1: none)
+  int64_t tight_peak;  //   and that estimate
 } Overfull;
 
 // Steps 2 to 5 on p's graph (its stages placed, step 1).
@@ -1003,6 +1013,8 @@ static Overfull partition_once(Partitioner *p) {
   // The headroom is for planning: only an estimate past the whole SRAM is
   // refused; code generation's allocator has the last word.
   o.device = overfull_device(p, p->sram, &o.peak, &o.largest);
+  const Tensor *largest;
+  o.tight = overfull_device(p, p->capacity, &o.tight_peak, &largest);
   return o;
 }
 
@@ -1025,17 +1037,26 @@ bool pass_partition(Compilation *c) {
   p.sram = (int64_t)c->topo->sram_vectors * p.vb;
   p.capacity = p.sram / 100 * (100 - PARTITION_SRAM_HEADROOM_PERCENT);
   for (int i = 0; i < p.g->tensors.len; i++) place_stage(p.g->tensors.data[i]);
-  GraphSnapshot before = graph_snapshot(p.g);
+  GraphSnapshot before = c->partition_none ? (GraphSnapshot){0} : graph_snapshot(p.g);
   Overfull o = partition_once(&p);
-  if (o.device >= 0 && p.speed_split) {  // undo the speed splits (see above)
-    char need[32], sram[32];
-    str_human_bytes(need, sizeof need, (double)o.peak);
+  if (o.tight >= 0 && p.speed_split) {  // undo the speed splits (see above)
+    char need[32], cap[32], sram[32];
+    str_human_bytes(need, sizeof need, (double)o.tight_peak);
+    str_human_bytes(cap, sizeof cap, (double)p.capacity);
     str_human_bytes(sram, sizeof sram, (double)p.sram);
+    two_sizes(need, cap, sizeof need, o.tight_peak, p.capacity);
+    bool fitted = o.device < 0;
     graph_restore(&p, &before);
-    buf_printf(&p.log, "// speed splits undone: with them device %d would hold an estimated %s, more than its %s of "
-                       "SRAM; partitioned again with only the splits the model needs\n", o.device, need, sram);
+    buf_printf(&p.log, "// speed splits undone: with them device %d would hold an estimated %s, more than the %s "
+                       "planned of its %s of SRAM; partitioned again with only the splits the model needs\n",
+               o.tight, need, cap, sram);
     p.no_speed_splits = true;
-    o = partition_once(&p);  // refused either way: as this partition is, the one that tries hardest to fit
+    o = partition_once(&p);
+    if (o.tight >= 0 && fitted) {  // no better without them: back to the partition with them
+      graph_restore(&p, &before);
+      p.no_speed_splits = false;
+      o = partition_once(&p);
+    }
   }
   graph_snapshot_free(&before);
   if (o.device >= 0) refuse_overfull(&p, &o);

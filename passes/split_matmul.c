@@ -38,8 +38,9 @@
 // 1 pieces arriving over the device's ports, the adds), and the gather
 // (the pieces arriving, a pass over y a level of concats), in sequence.
 // A split made for speed (the matmul fits one device whole) is judged
-// alone; when the model then fits nowhere, pass_partition undoes every
-// such split and partitions again without them (p->no_speed_splits).
+// alone; when the splits then put a device past the capacity planned,
+// pass_partition undoes every such split and partitions again without
+// them (p->no_speed_splits).
 #include "partition.h"
 
 #include <stdlib.h>
