@@ -917,6 +917,14 @@ static void graph_restore(Partitioner *p, const GraphSnapshot *s) {
   if (p->log.data) p->log.data[0] = 0;
 }
 
+// Whether op is one of the model's own (not a piece a split made of one).
+static bool model_op(const Partitioner *p, const Op *op) {
+  if (!p->model) return true;
+  for (int i = 0; i < p->model->nops; i++)
+    if (p->model->ops[i] == op) return true;
+  return false;
+}
+
 static void graph_snapshot_free(GraphSnapshot *s) {
   free(s->tensors), free(s->tensor_values), free(s->outputs), free(s->ops), free(s->op_values);
 }
@@ -943,8 +951,12 @@ static void refuse(Partitioner *p, int d, int64_t peak, const Tensor *largest, c
   if (worker && scratch > part_tensor_bytes(p, largest)) {
     char b[32];
     str_human_bytes(b, sizeof b, (double)scratch);
-    snprintf(work, sizeof work, "; %s's %s (line %d) works in %s of scratch", worker->result->name,
-             ir_op_info[worker->kind].name, worker->loc.line, b);
+    if (model_op(p, worker))
+      snprintf(work, sizeof work, "; %s's %s (line %d) works in %s of scratch", worker->result->name,
+               ir_op_info[worker->kind].name, worker->loc.line, b);
+    else  // its name is the partitioner's (l.T0.b0@device(0)): say what the model wrote
+      snprintf(work, sizeof work, "; a piece of the %s on line %d works in %s of scratch",
+               ir_op_info[worker->kind].name, worker->loc.line, b);
   }
   str_human_bytes(need, sizeof need, (double)peak);
   str_human_bytes(sram, sizeof sram, (double)p->t->sram_vectors * p->vb);
@@ -1027,6 +1039,8 @@ static void refuse_overfull(Partitioner *p, const Overfull *o) {
     why = arena_printf(&c->arena, "; a pipeline runs out of devices or SRAM at '%s' (line %d)%s", o->stuck->result->name,
                        o->stuck->loc.line,
                        p->batches > 1 ? arena_printf(&c->arena, " with %d inferences in flight", p->batches) : "");
+  if (p->no_speed_splits)  // the partition refused is the retry's (pass_partition)
+    why = arena_printf(&c->arena, "%s, with the splits made for speed undone", why);
   refuse(p, o->device, o->peak, o->largest, why);
 }
 
@@ -1058,8 +1072,9 @@ bool pass_partition(Compilation *c) {
       o = partition_once(&p);
     }
   }
-  graph_snapshot_free(&before);
+  p.model = c->partition_none ? NULL : &before;
   if (o.device >= 0) refuse_overfull(&p, &o);
+  graph_snapshot_free(&before);
   reader_counts_free(&readers);
   c->partition_log = p.log.data ? arena_strdup(&c->arena, p.log.data) : "";
   buf_free(&p.log);

@@ -38,6 +38,7 @@ typedef struct Partitioner {
   ReaderCounts *readers;  // part_readers' counts, until part_renumber
   bool no_speed_splits;   // split only the matmuls that fit no device whole (pass_partition's retry)
   bool speed_split;       // a matmul that fits whole was split for speed
+  const struct GraphSnapshot *model;  // the graph before step 2, for messages (NULL: nothing was split)
 } Partitioner;
 
 typedef VEC(void *) PtrVec;
