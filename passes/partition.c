@@ -913,8 +913,7 @@ static void graph_restore(Partitioner *p, const GraphSnapshot *s) {
   }
   for (int i = 0; i < s->noutputs; i++) VEC_PUSH(a, &g->outputs, s->outputs[i]);
   reader_counts_free(p->readers);
-  p->log.len = 0;
-  if (p->log.data) p->log.data[0] = 0;
+  buf_free(&p->log);
 }
 
 // Whether op is one of the model's own (not a piece a split made of one).
@@ -989,6 +988,19 @@ typedef struct Overfull {
   int64_t tight_peak;  //   and that estimate
 } Overfull;
 
+// o's device past the SRAM and device past the capacity, from one estimate
+// of each device.  The headroom is for planning: only an estimate past the
+// whole SRAM is refused; code generation's allocator has the last word.
+static void judge(const Partitioner *p, Overfull *o) {
+  o->device = o->tight = -1;
+  for (int d = 0; d < p->t->ndevices && o->device < 0; d++) {  // the first past the SRAM is past the capacity
+    const Tensor *largest;
+    int64_t peak = device_peak(p, d, &largest);
+    if (o->tight < 0 && peak > p->capacity) o->tight = d, o->tight_peak = peak;
+    if (peak > p->sram) o->device = d, o->peak = peak, o->largest = largest;
+  }
+}
+
 // Steps 2 to 5 on p's graph (its stages placed, step 1).
 static Overfull partition_once(Partitioner *p) {
   Compilation *c = p->c;
@@ -1022,11 +1034,7 @@ static Overfull partition_once(Partitioner *p) {
     stage_sram_free(&pl.sram);
   }
   free(pl.ops), free(was_free);
-  // The headroom is for planning: only an estimate past the whole SRAM is
-  // refused; code generation's allocator has the last word.
-  o.device = overfull_device(p, p->sram, &o.peak, &o.largest);
-  const Tensor *largest;
-  o.tight = overfull_device(p, p->capacity, &o.tight_peak, &largest);
+  judge(p, &o);
   return o;
 }
 

@@ -589,10 +589,10 @@ void partition_split_matmuls(Partitioner *p) {
   for (int i = 0; i < p->g->ops.len; i++) {
     Op *op = p->g->ops.data[i];
     if (!splittable(p, op)) continue;
-    bool needed = must_split(p, op);
-    if (!needed && p->no_speed_splits) continue;
     int src = activation_home(p, op->args[0]);
     SplitCost best = {0}, whole = grid_cost(p, op, (Grid){1, 1}, src);
+    bool needed = whole.bytes > p->capacity;  // must_split
+    if (!needed && p->no_speed_splits) continue;
     Grid g = best_grid(p, op, src, share_of(p, &sh, op), &best);
     int *devs = g.R * g.C > 1 ? devices_for(p, op, g, best, src, taken) : NULL;
     if (!devs) {  // within its share nothing fits on devices no earlier split took
