@@ -309,6 +309,12 @@ static void gather_pieces(Rewrite *rw, int device) {
   free(cur);
 }
 
+// The device x lives on, or will (an unplaced one: the first device in
+// service, device(0) on a healthy system).
+static int activation_home(const Partitioner *p, const Tensor *x) {
+  return x->place.kind == PLACE_DEVICE ? x->place.index : part_first_device(p->t);
+}
+
 // x's columns K_r on device d: a host-loaded shard, a slice on x's home
 // (made once per r, in *slice), or x itself.
 static Tensor *activation_for(Rewrite *rw, Grid g, int64_t k0, int64_t k_r, int d, Tensor **slice) {
@@ -327,7 +333,7 @@ static Tensor *activation_for(Rewrite *rw, Grid g, int64_t k0, int64_t k_r, int 
   if (!*slice) {
     Shape s = with_last(&x->shape, k_r);
     Tensor *t = new_value(rw, arena_printf(&p->c->arena, "%s[.., %lld:%lld]", x->name, (long long)k0, (long long)(k0 + k_r)),
-                          &s, x->place.index);
+                          &s, activation_home(p, x));
     t->dtype = x->dtype;
     Op *o = new_op(rw, OP_SLICE, t, x, NULL);
     o->axis = x->shape.rank - 1, o->start = k0, o->end = k0 + k_r;
@@ -450,11 +456,6 @@ static void split_grid(Partitioner *p, Op *op, Grid g, const int *devs, int at) 
   if (w->is_output) part_splice(a, (PtrVec *)&gr->outputs, w, rw.wshards.data, rw.wshards.len);  // as its shards
   part_renumber(p);
   if (rw.gather) follow_gathered(p, y, was, at);
-}
-
-// The device x lives on, or will (an unplaced one: device(0)'s neighbourhood).
-static int activation_home(const Partitioner *p, const Tensor *x) {
-  return x->place.kind == PLACE_DEVICE ? x->place.index : part_first_device(p->t);
 }
 
 static void log_split(Partitioner *p, const Op *op, Grid g, const int *devs, int at, SplitCost best,
