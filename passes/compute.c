@@ -68,8 +68,8 @@ static int64_t clear_of_windows(const Emitter *e, int64_t t, int64_t len) {
 // Takes what `in` issued at t holds: its unit for its issue cycles, and for
 // an install the install path for its reads.
 static void reserve(Emitter *e, const Instr *in, int64_t t) {
-  resv_take(table_of(e, unit_of(in)), t, isa_issue_cycles(in, e->vb));
-  if (is_install(in)) resv_take(e->u.mxw, t, span_of(e, in));
+  resv_take_logged(table_of(e, unit_of(in)), t, isa_issue_cycles(in, e->vb), e->journal);
+  if (is_install(in)) resv_take_logged(e->u.mxw, t, span_of(e, in), e->journal);
 }
 
 // Places `in` at the earliest cycle >= ready at which its unit (and for an
@@ -249,10 +249,9 @@ static void emit_matmul(Emitter *e, int64_t ready) {
   m.acc_buf[1] = m.nt > 1 ? new_scratch(e, m.x.rows * m.row_vecs) : m.acc_buf[0];
   // Software-pipelined: tile i + 1 is installed (its MXLW issued first, so
   // it streams in the background) before tile i is multiplied.
-  // The weight buffers are the device's: a matmul starts installing once
-  // the one placed before it has multiplied its last tile (placed later in
-  // a gap, an install could overwrite a tile that matmul has yet to use).
-  ready = MAX(ready, *e->u.weights_free);
+  // The weight buffers are the device's: the program holds them from ready
+  // to its last multiply (weights_until), and the scheduler places it
+  // where no other program holds them then (place_program).
   int64_t buf_free[ISA_MXM_BUFFERS], acc_free[2] = {ready, ready}, tiles = m.nt * m.kt;
   int64_t *start = ARENA_ARRAY(&e->c->arena, int64_t, m.chunks);
   int64_t *installed = ARENA_ARRAY(&e->c->arena, int64_t, tiles);
@@ -264,7 +263,7 @@ static void emit_matmul(Emitter *e, int64_t ready) {
     buf_free[i % ISA_MXM_BUFFERS] = multiply_tile(e, &m, i, installed[i], acc_free[jt % 2], start);
     if (i % m.kt == m.kt - 1) acc_free[jt % 2] = convert_tile(e, &m, jt, start);
   }
-  for (int b = 0; b < ISA_MXM_BUFFERS; b++) *e->u.weights_free = MAX(*e->u.weights_free, buf_free[b]);
+  for (int b = 0; b < ISA_MXM_BUFFERS; b++) e->weights_until = MAX(e->weights_until, buf_free[b]);
 }
 
 // ---- element-wise programs ------------------------------------------------------------
@@ -1310,7 +1309,6 @@ static void emit_cholesky(Emitter *e, int64_t ready) {
   const Op *op = e->n->op;
   const CholPiece *pc = &op->chol;
   DType dt = op->args[0]->dtype;
-  ready = MAX(ready, *e->u.weights_free);  // the device's weight buffers (emit_matmul)
   bool t_scratch = pc->role == CHOL_WHOLE || pc->role == CHOL_ROWS || pc->role == CHOL_ROWS_BEFORE || pc->role == CHOL_OUT;
   Chol k = chol_new(e, pc, dt, REF_RESULT);
   if (t_scratch) k.t_ref = pc->role == CHOL_WHOLE ? scratch_ref(new_scratch(e, k.ncv * k.per * k.pitch)) : REF_ARG0;
@@ -1338,7 +1336,7 @@ static void emit_cholesky(Emitter *e, int64_t ready) {
   case CHOL_ROWS_BEFORE: chol_rows_out(e, &k, pc->panel, 0, pc->panel, ready); break;
   case CHOL_OUT: chol_out(e, &k, (pc->panel - k.index) / k.group, 0, ready); break;
   }
-  for (int b = 0; b < ISA_MXM_BUFFERS; b++) *e->u.weights_free = MAX(*e->u.weights_free, k.buf_free[b]);
+  for (int b = 0; b < ISA_MXM_BUFFERS; b++) e->weights_until = MAX(e->weights_until, k.buf_free[b]);  // (emit_matmul)
 }
 
 // ---- the table ------------------------------------------------------------------------
@@ -1352,15 +1350,17 @@ typedef void EmitFn(Emitter *e, int64_t ready);
 // per vector of its result (a single pass, a move) or the matmul formula.
 // The tenths are this scheduler's own makespans of the op alone on
 // [1024 x 1024] f16 (gelu 93,271 cycles over 13,312 f32 vectors: 7.0),
-// re-measured by test_partition's estimate test.
+// re-measured by test_partition's estimate test.  `weights`: its program
+// installs tiles in the matrix unit's weight buffers (Emitter.weights_until).
 typedef struct ComputeRule {
   Opcode pass;
   EmitFn *emit;
   int f32_passes;  // tenths
+  bool weights;
 } ComputeRule;
 
 static const ComputeRule rules[OP_COUNT] = {
-    [OP_MATMUL] = {OPC_COUNT, emit_matmul, 0},        [OP_ADD] = {OPC_VADD, emit_bias, 0},
+    [OP_MATMUL] = {OPC_COUNT, emit_matmul, 0, true},  [OP_ADD] = {OPC_VADD, emit_bias, 0},
     [OP_SUB] = {OPC_VSUB, emit_bias, 0},              [OP_MUL] = {OPC_VMUL, emit_bias, 0},
     [OP_DIV] = {OPC_VDIV, emit_bias, 0},              [OP_RELU] = {OPC_VRELU, NULL, 0},
     [OP_EXP] = {OPC_VEXP, NULL, 0},                   [OP_RSQRT] = {OPC_VRSQRT, NULL, 0},
@@ -1368,7 +1368,7 @@ static const ComputeRule rules[OP_COUNT] = {
     [OP_LAYERNORM] = {OPC_COUNT, emit_layernorm, 87}, [OP_TRANSPOSE] = {OPC_COUNT, emit_transpose, 0},
     [OP_REDUCE_SUM] = {OPC_COUNT, emit_reduce, 25},   [OP_REDUCE_MAX] = {OPC_COUNT, emit_reduce, 25},
     [OP_RESHAPE] = {OPC_COUNT, emit_reshape, 0},      [OP_SLICE] = {OPC_COUNT, emit_slice, 0},
-    [OP_CONCAT] = {OPC_COUNT, emit_concat, 0},        [OP_CHOLESKY] = {OPC_COUNT, emit_cholesky, 0},
+    [OP_CONCAT] = {OPC_COUNT, emit_concat, 0},        [OP_CHOLESKY] = {OPC_COUNT, emit_cholesky, 0, true},
 };
 
 // f32 vectors a row of n elements fills (f32_vectors without an Emitter).
@@ -1515,6 +1515,8 @@ int64_t compute_estimate_cycles(const Op *op, int vb) {
 }
 
 static Opcode pass_of(OpKind k) { return rules[k].pass; }
+
+bool compute_uses_weights(const Op *op) { return rules[op->kind].weights; }
 
 Opcode compute_pass_opcode(Compilation *c, const Op *op) {
   (void)c;

@@ -19,13 +19,25 @@
 // a shortest path from its home, when there is one, so no device relays a
 // copy of what it holds itself and no link carries the operand twice; a
 // tree of more than one level goes in chunks passed on as they land.
-// With several inferences in flight (--batches, batch.c), a device computes
-// them one at a time, in order: inference b's first compute node on a
-// device comes after inference b - 1's last there (a pipeline stage works
-// on one inference, then the next), so their working values do not pile up.
+// With several inferences in flight (--batches, batch.c), a device works on
+// each of its runs one inference at a time, in order.  A run is a device's
+// compute ops that come one after another in definition order (a pipeline
+// stage, seed 002 s4.1); inference b's first node of a run comes after
+// inference b - 1's last node of the same run there, and after inference
+// b - 2's last node there that reads a value the run made (a later run of
+// the device), so at most two inferences' copies of a value live on a
+// device at once (what the partitioner's SRAM estimate allows:
+// PARTITION_LIVE_BATCHES).  A device that holds a piece of an early op and
+// a later stage (a matmul split over the pipeline's devices) starts
+// inference b + 1's piece while inference b is on the later stage, rather
+// than after it.  The partitioner says which devices have the SRAM for
+// that (Compilation.batch_runs); on the others all of a device's compute
+// is one run, and it computes one inference at a time, in order.
 #include "passes.h"
 
 #include <string.h>
+
+typedef VEC(int) IntVec;
 
 // A tree more than one level deep sends its tensor in chunks of whole
 // vectors, each passed on down the tree as soon as it has landed: at most
@@ -43,8 +55,14 @@ typedef struct Builder {
   int *group;   // scratch: room for every device
   int *placed;  // scratch: the devices an op's result lives on
   int batch;          // the inference whose ops are being built
-  int *last_compute;  // by device: its last compute node in this inference (-1: none)
-  int *last_before;   // by device: its last compute node in an earlier one (-1: none)
+  const Op *seq_op;   // the compute op being built, and its number in this inference's
+  int seq;            //   compute ops (definition order)
+  int *last_seq;      // by device: the number of its last compute op in this inference (-1: none)
+  IntVec *runs[2];    // by device, this inference's [0] and the one before's [1]: the last
+                      //   node of each of its runs
+  IntVec *readers[3]; // by device, this inference's [0] and the two before's: by run, the
+                      //   last node of a later run there that reads a value the run made
+  IntVec node_run;    // by compute node: its run on its device (-1: not a compute node)
   int *hops, *queue;  // scratch for fetch_as_tree: hops from an operand's home, the BFS's queue
   int *wanted;        // scratch: [device] == stamp when it is to fetch the operand
   int stamp;
@@ -253,18 +271,56 @@ static void fetch_as_tree(Builder *b, const Op *op, const Tensor *t, const int *
 static void enter_batch(Builder *b, const Op *op) {
   if (op->result->batch == b->batch) return;
   b->batch = op->result->batch;
-  for (int d = 0; d < b->ndevices; d++)
-    if (b->last_compute[d] >= 0) b->last_before[d] = b->last_compute[d], b->last_compute[d] = -1;
+  b->seq_op = NULL, b->seq = -1;
+  for (int d = 0; d < b->ndevices; d++) {
+    IntVec runs = b->runs[1][d], readers = b->readers[2][d];
+    b->runs[1][d] = b->runs[0][d], b->runs[0][d] = runs, b->runs[0][d].len = 0;
+    b->readers[2][d] = b->readers[1][d], b->readers[1][d] = b->readers[0][d], b->readers[0][d] = readers;
+    b->readers[0][d].len = 0;
+    b->last_seq[d] = -1;
+  }
+}
+
+// v[i] (-1 past its end).
+static int at_or_none(const IntVec *v, int i) { return i < v->len ? v->data[i] : -1; }
+
+// v[i] = x, v grown with -1s to hold it.
+static void put_at(Builder *b, IntVec *v, int i, int x) {
+  while (v->len <= i) VEC_PUSH(&b->c->arena, v, -1);
+  v->data[i] = x;
+}
+
+// The dependencies that order device's inferences (above) for the node of
+// op about to be made there, which is then the last of its run.
+static void order_inferences(Builder *b, const Op *op, int device) {
+  if (op != b->seq_op) b->seq_op = op, b->seq++;
+  IntVec *runs = &b->runs[0][device];
+  int node = b->dag->nodes.len;  // the node made next
+  bool runs_apart = b->c->batch_runs && b->c->batch_runs[device];
+  if ((runs_apart && b->last_seq[device] != b->seq - 1) || !runs->len) {  // a run starts
+    int r = runs->len;
+    add_dep(b, at_or_none(&b->runs[1][device], r));
+    add_dep(b, at_or_none(&b->readers[2][device], r));
+    VEC_PUSH(&b->c->arena, runs, -1);
+  }
+  int r = runs->len - 1;
+  b->last_seq[device] = b->seq;
+  runs->data[r] = node;
+  put_at(b, &b->node_run, node, r);
+  for (int a = 0; a < op->nargs; a++) {  // values an earlier run made here
+    int from = available_at(b, op->args[a], device);
+    int made = from >= 0 ? at_or_none(&b->node_run, from) : -1;
+    if (made >= 0 && made != r) put_at(b, &b->readers[0][device], made, node);
+  }
 }
 
 static void build_compute(Builder *b, const Op *op, int device) {
   for (int a = 0; a < op->nargs; a++) fetch(b, op, op->args[a], device);
   for (int a = 0; a < op->nargs; a++) add_available(b, op->args[a], device);
-  if (b->last_compute[device] < 0) add_dep(b, b->last_before[device]);  // the earlier inference's work here first
+  order_inferences(b, op, device);
   DagNode *n = new_node(b, NODE_COMPUTE, op);
   n->device = device;
   record(b, op->result, device, n->id);
-  b->last_compute[device] = n->id;
 }
 
 // A copy to n devices: a local move where x is (or was sent) already, a
@@ -374,8 +430,6 @@ bool pass_dag(Compilation *c) {
   b.first = ARENA_ARRAY(&c->arena, int *, c->graph->tensors.len);
   b.group = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.placed = ARENA_ARRAY(&c->arena, int, b.ndevices);
-  b.last_compute = ARENA_ARRAY(&c->arena, int, b.ndevices);
-  b.last_before = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.hops = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.queue = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.wanted = ARENA_ARRAY(&c->arena, int, b.ndevices);
@@ -384,7 +438,11 @@ bool pass_dag(Compilation *c) {
   b.order = ARENA_ARRAY(&c->arena, int, b.ndevices);
   b.counts = ARENA_ARRAY(&c->arena, int, b.ndevices + 2);
   b.reader = ARENA_ARRAY(&c->arena, const Op *, b.ndevices);
-  for (int d = 0; d < b.ndevices; d++) b.last_compute[d] = b.last_before[d] = -1;
+  b.last_seq = ARENA_ARRAY(&c->arena, int, b.ndevices);
+  for (int k = 0; k < 2; k++) b.runs[k] = ARENA_ARRAY(&c->arena, IntVec, b.ndevices);
+  for (int k = 0; k < 3; k++) b.readers[k] = ARENA_ARRAY(&c->arena, IntVec, b.ndevices);
+  b.seq = -1;
+  for (int d = 0; d < b.ndevices; d++) b.last_seq[d] = -1;
   for (int i = 0; i < c->graph->ops.len; i++) {
     fetch_for_split(&b, c->graph, i);
     build_op(&b, c->graph->ops.data[i]);

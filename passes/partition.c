@@ -325,11 +325,14 @@ static const Op *largest_scratch(const Partitioner *p, int d, int64_t *bytes) {
 // producer to its last reader anywhere (it is sent until then), a received
 // one from its first reader on d to its last.  A value only d's ops read
 // counts once for each of PARTITION_LIVE_BATCHES inferences that may be
-// in flight on d at once (d computes them in order, dag.c); one that
+// in flight on d at once (d computes them in order, or each of its runs
+// in order where plan_batch_runs allows it, dag.c); one that
 // crosses to or from another device, once per inference (it may wait there
 // for any of them).  Plus the largest scratch an op of d holds (one op
-// runs at a time).  *largest: the biggest tensor d holds.
-static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) {
+// runs at a time).  *largest: the biggest tensor d holds.  device_peak_as
+// counts a value only d's ops read once for each of `in_flight`
+// inferences, and the largest scratch `programs` times.
+static int64_t device_peak_as(const Partitioner *p, int d, const Tensor **largest, int64_t in_flight, int programs) {
   const Graph *g = p->g;
   int nt = g->tensors.len, nops = g->ops.len;
   Span *on_d = xmalloc(sizeof(Span) * (size_t)(nt + 1)), *anywhere = xmalloc(sizeof(Span) * (size_t)(nt + 1));
@@ -365,13 +368,47 @@ static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) 
     int crosses = !home || anywhere[i].from >= 0;
     delta[crosses][s.from] += bytes, delta[crosses][s.to + 1] -= bytes;
   }
-  int64_t local = 0, cross = 0, peak = 0, in_flight = MIN(p->batches, PARTITION_LIVE_BATCHES);
+  int64_t local = 0, cross = 0, peak = 0;
   for (int i = 0; i < nops; i++) {
     local += delta[0][i], cross += delta[1][i];  // at most the tensors' count times SRAM + 1
     peak = MAX(peak, add_saturated(mul_saturated(local, in_flight), mul_saturated(cross, p->batches)));
   }
   free(delta[0]), free(delta[1]), free(on_d), free(anywhere);
-  return add_saturated(add_saturated(base, peak), scratch);
+  return add_saturated(add_saturated(base, peak), mul_saturated(scratch, programs));
+}
+
+static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) {
+  return device_peak_as(p, d, largest, MIN(p->batches, PARTITION_LIVE_BATCHES), 1);
+}
+
+// With several inferences in flight, the devices whose runs may work on
+// different inferences at once (dag.c: inference b + 1's first stage while
+// inference b is on a later stage of the same device): those whose
+// estimate holds every inference's working values at once, and two
+// programs' scratch, within the capacity planned.  The others compute
+// one inference at a time, in order, as the estimate above assumes.
+static void plan_batch_runs(Partitioner *p) {
+  Compilation *c = p->c;
+  if (p->batches <= 1) return;
+  int n = p->t->ndevices, strict = 0;
+  c->batch_runs = ARENA_ARRAY(&c->arena, bool, n);
+  for (int d = 0; d < n; d++) {
+    const Tensor *largest;
+    c->batch_runs[d] = device_peak_as(p, d, &largest, p->batches, 2) <= p->capacity;
+    strict += !c->batch_runs[d];
+  }
+  if (!strict) return;
+  buf_printf(&p->log, "// %s ", strict == 1 ? "device" : "devices");
+  for (int d = 0, first = 1; d < n; d++) {  // as ranges: 0-3, 7
+    if (c->batch_runs[d] || (d > 0 && !c->batch_runs[d - 1])) continue;
+    int last = d;
+    while (last + 1 < n && !c->batch_runs[last + 1]) last++;
+    buf_printf(&p->log, first ? "%d" : ", %d", d);
+    if (last > d) buf_printf(&p->log, "-%d", last);
+    first = 0;
+  }
+  buf_printf(&p->log, " of %d compute%s one inference at a time: with all %d in flight at once, %s would pass the "
+                      "capacity planned\n", n, strict == 1 ? "s" : "", p->batches, strict == 1 ? "its estimate" : "their estimates");
 }
 
 // ---- the same estimate, kept as a pipeline stage grows ---------------------------------------
@@ -1082,6 +1119,7 @@ bool pass_partition(Compilation *c) {
   }
   p.model = c->partition_none ? NULL : &before;
   if (o.device >= 0) refuse_overfull(&p, &o);
+  else plan_batch_runs(&p);
   graph_snapshot_free(&before);
   reader_counts_free(&readers);
   c->partition_log = p.log.data ? arena_strdup(&c->arena, p.log.data) : "";

@@ -150,6 +150,8 @@ typedef struct Compilation {
   Progress *progress;             // the progress line on a terminal (NULL: none)
   bool annotate;                  // a listing is wanted: codegen notes what each instruction serves
   const char *partition_log;      // after partition: what it split and cut, and why
+  bool *batch_runs;               // after partition, by device (NULL: one inference in flight): whether
+                                  //   its runs may work on different inferences at once (dag.c)
   Program *program;               // after codegen
   int64_t *pitch;                 // layout.c, made on first use: by tensor id, vectors per row
   struct TreeCache *trees;        // algo_tree.c: every group's trees built so far, by builder
@@ -320,7 +322,6 @@ uint32_t layout_manifest_pitch(Compilation *c, const Tensor *t);
 // reservation tables, exactly as code generation will write them.
 typedef struct UnitTables {
   Reservations *vxm, *mxm, *mxw, *sxm;  // vector unit, matrix unit (multiply, install path), switch unit
-  int64_t *weights_free;  // when the last matmul placed on the device is done with both weight buffers
 } UnitTables;
 
 // The instructions of the compute node being placed, in malloc'd memory
@@ -342,6 +343,9 @@ typedef struct Emitter {
   VEC(ScratchBuf) scratch;
   int64_t last;     // the latest landing of anything placed
   int64_t too_long; // the longest instruction that cannot fit between two resyncs (0: none)
+  int64_t weights_until;  // when the program's last multiply is done with the device's weight
+                          //   buffers (0: it uses none); it holds them from its ready on
+  ResvJournal *journal;   // the program's takes, to undo a try (NULL: not recorded)
 } Emitter;
 
 // OPC_COUNT when op is not a single pass; else the instruction of the pass.
@@ -351,6 +355,10 @@ bool compute_supported(Compilation *c, const Op *op, char *why, size_t whylen);
 // Places the node's instructions from `ready` on; sets n->code, n->scratch,
 // n->start and n->finish.
 void compute_emit(Emitter *e, int64_t ready);
+// Whether op's program uses the matrix unit's weight buffers, which it then
+// holds from its ready to Emitter.weights_until (the scheduler keeps two
+// such programs of a device apart).
+bool compute_uses_weights(const Op *op);
 // Gives e->n the program `like` got from compute_emit on another device
 // (the same op, from the same ready, on tables that held what e's hold
 // now) and takes on e's tables what it took there: the placement

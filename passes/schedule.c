@@ -57,13 +57,13 @@ typedef struct FitMemo {
 #define STAMPS_OFF_ENV "TSPC_NO_STAMPS"
 
 // A compute op's program as compute_emit last placed it, on one device,
-// for the next device that runs the op: the node, what its device's tables
-// and weight buffers were before (fingerprints), and the weight buffers
-// after.
+// for the next device that runs the op: the node, what its device's unit
+// and weight-buffer tables held before (fingerprints), and when it holds
+// the weight buffers (emit_program).
 typedef struct Stamp {
   const DagNode *like;  // NULL: none yet (like->op: the op)
-  int64_t ready, weights_before, weights_after, too_long;
-  ResvFingerprint before[4];  // vxm, mxm, mxw, sxm
+  int64_t ready, held_from, weights_until, too_long;  // (emit_program)
+  ResvFingerprint before[5];  // vxm, mxm, mxw, sxm, weights
 } Stamp;
 
 typedef struct Scheduler {
@@ -74,10 +74,11 @@ typedef struct Scheduler {
   Reservations *c2c;       // issue slots, by port_base[device] + port
   int *port_base;
   Reservations *vxm, *mxm, *mxw, *sxm;  // by device: vector, matrix (multiply, install path), switch units
+  Reservations *weights;   // by device: when a program holds the matrix unit's weight buffers
   SchedTables *tables;     // all of the above, in one array (scheduler_init)
-  int64_t *weights_free;   // by device: when the last matmul placed is done with the weight buffers
   RouteMode mode;          // how transfers are routed (auto: each as the links' load makes it finish first)
   ResvJournal tried;       // the takes of a routing being tried
+  ResvJournal program_tried;  // the takes of a compute program being tried (emit_program)
   Route *pieces;           // place_filling's pieces of one node, before they go to the arena
   int npieces, pieces_cap;
   HopLook *look;           // by hop: the route being placed (look_begin)
@@ -481,15 +482,48 @@ static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
 }
 
 // The fingerprints of device d's unit tables, in Stamp.before's order.
-static void unit_fingerprints(const Scheduler *s, int d, ResvFingerprint out[4]) {
-  const Reservations *t[4] = {&s->vxm[d], &s->mxm[d], &s->mxw[d], &s->sxm[d]};
-  for (int i = 0; i < 4; i++) out[i] = resv_fingerprint(t[i]);
+static void unit_fingerprints(const Scheduler *s, int d, ResvFingerprint out[5]) {
+  const Reservations *t[5] = {&s->vxm[d], &s->mxm[d], &s->mxw[d], &s->sxm[d], &s->weights[d]};
+  for (int i = 0; i < 5; i++) out[i] = resv_fingerprint(t[i]);
 }
 
 static bool same_fingerprints(const ResvFingerprint *a, const ResvFingerprint *b) {
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     if (a[i].len != b[i].len || a[i].sum != b[i].sum) return false;
   return true;
+}
+
+// Places n's program (compute_emit) from `ready` on, keeping it apart from
+// the device's other programs that use the matrix unit's weight buffers
+// (compute_uses_weights): each holds them from the cycle it is placed from
+// to its last multiply (Emitter.weights_until), and an install while
+// another holds them would overwrite a tile it has yet to multiply.  A
+// program is placed from its ready when the buffers are free from then
+// until it is done with them, in a gap the programs placed before it left
+// (with --batches, inference b + 1's piece of a split matmul runs while
+// inference b's later stage waits for its operands on the same device),
+// else from when the last of them is done: two tries at most.  Returns
+// the cycle it holds the buffers from (its takes are left to the caller).
+static int64_t emit_program(Scheduler *s, Emitter *e, int64_t ready) {
+  const Reservations *w = &s->weights[e->n->device];
+  int64_t after = w->len ? resv_at(w, w->len - 1).end : ready;
+  if (!compute_uses_weights(e->n->op) || ready >= after) {
+    compute_emit(e, ready);
+    return ready;
+  }
+  int64_t gap = resv_free_run(w, ready);
+  if (gap > 0) {
+    Emitter fresh = *e;
+    s->program_tried.len = 0;
+    e->journal = &s->program_tried;
+    compute_emit(e, ready);
+    e->journal = NULL;
+    if (e->weights_until - ready <= gap) return ready;
+    resv_undo_all(&s->program_tried);
+    *e = fresh;
+  }
+  compute_emit(e, after);
+  return after;
 }
 
 // A compute op's program (compute.c) on n's device.  compute_emit's
@@ -508,24 +542,23 @@ static void place_program(Scheduler *s, DagNode *n, int64_t ready) {
   int d = n->device;
   const Op *op = n->op;
   Emitter e = {.c = s->c, .sync = s->sync, .n = n, .vb = s->t->link.vector_bytes,
-               .u = {.vxm = &s->vxm[d], .mxm = &s->mxm[d], .mxw = &s->mxw[d], .sxm = &s->sxm[d],
-                     .weights_free = &s->weights_free[d]},
+               .u = {.vxm = &s->vxm[d], .mxm = &s->mxm[d], .mxw = &s->mxw[d], .sxm = &s->sxm[d]},
                .code = &s->code};
   s->programs++;
   Stamp spare = {0}, *st = s->stamps && op->id < s->c->graph->ops.len ? &s->stamps[op->id] : &spare;
-  ResvFingerprint before[4];
+  ResvFingerprint before[5];
   unit_fingerprints(s, d, before);
-  if (st->like && st->like->op == op && st->ready == ready && st->weights_before == s->weights_free[d] && same_fingerprints(st->before, before)) {
+  if (st->like && st->like->op == op && st->ready == ready && same_fingerprints(st->before, before)) {
     compute_stamp(&e, st->like);
     s->stamped++;
-    s->weights_free[d] = st->weights_after;
-    e.too_long = st->too_long;
+    e.weights_until = st->weights_until, e.too_long = st->too_long;
   } else {
-    *st = (Stamp){.like = n, .ready = ready, .weights_before = s->weights_free[d]};
+    *st = (Stamp){.like = n, .ready = ready};
     memcpy(st->before, before, sizeof before);
-    compute_emit(&e, ready);
-    st->weights_after = s->weights_free[d], st->too_long = e.too_long;
+    st->held_from = emit_program(s, &e, ready);
+    st->weights_until = e.weights_until, st->too_long = e.too_long;
   }
+  if (e.weights_until > st->held_from) resv_take(&s->weights[d], st->held_from, e.weights_until - st->held_from);
   if (e.too_long && !s->failed) {
     diag_error(&s->c->diag, op->loc,
                "cannot schedule %s: one of its instructions runs %lld cycles, more than the %lld between two "
@@ -557,7 +590,8 @@ static void schedule_compute(Scheduler *s, DagNode *n, int64_t ready) {
 }
 
 // Every reservation table of a schedule, in one array: the link
-// directions, the issue slots, then each device's vxm, mxm, mxw and sxm.
+// directions, the issue slots, then each device's vxm, mxm, mxw, sxm and
+// weight buffers.
 // A compilation schedules many times (the choose pass's trials, then the
 // schedule pass), so the tables of the last schedule are kept
 // (c->sched_tables) and the next one starts from them emptied: their
@@ -576,7 +610,7 @@ static void free_tables(SchedTables *k) {
   free(k);
 }
 
-static int table_count(const Topology *t, int ports) { return t->links.len * 2 + ports + 4 * t->ndevices; }
+static int table_count(const Topology *t, int ports) { return t->links.len * 2 + ports + 5 * t->ndevices; }
 
 static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
   const Topology *t = c->topo;
@@ -603,7 +637,7 @@ static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
   s->mxm = s->vxm + t->ndevices;
   s->mxw = s->mxm + t->ndevices;
   s->sxm = s->mxw + t->ndevices;
-  s->weights_free = xcalloc((size_t)t->ndevices, sizeof(int64_t));
+  s->weights = s->sxm + t->ndevices;
   if (!getenv(FIT_MEMO_OFF_ENV)) s->memo = xcalloc((size_t)c->dag->npath_ids + 1, sizeof(FitMemo));
   if (!getenv(STAMPS_OFF_ENV)) s->stamps = xcalloc((size_t)c->graph->ops.len + 1, sizeof(Stamp));
 }
@@ -618,9 +652,9 @@ void schedule_forget_tables(Compilation *c) {
 static void scheduler_free(Scheduler *s) {
   if (s->c->sched_tables) free_tables(s->tables);
   else s->c->sched_tables = s->tables;
-  free(s->weights_free);
   free(s->port_base);
   free(s->tried.e);
+  free(s->program_tried.e);
   free(s->pieces);
   free(s->look);
   free(s->code.data);
