@@ -966,27 +966,47 @@ static bool generate(Compilation *c, bool compact, bool *no_room) {
 // up.  When that fails too, its refusal is the one said (the first run's
 // is dropped).  A program that fits the first way is made the first way:
 // its addresses do not change.
-bool pass_codegen(Compilation *c) {
+// generate(c, compact), what it says held until it is known to stand: said
+// (and true returned) when it succeeds or fails for another reason than
+// room, else dropped.
+static bool generate_held(Compilation *c, bool compact, bool *ok) {
   Diag saved = c->diag;
   char *text = NULL;
   size_t len = 0;
   FILE *held = open_memstream(&text, &len);
   if (!held) die("out of memory");
-  diag_init(&c->diag, held);  // held until this run is known to stand
+  diag_init(&c->diag, held);
   c->diag.max_errors = saved.max_errors;
-  bool no_room, ok = generate(c, false, &no_room);
+  bool no_room;
+  *ok = generate(c, compact, &no_room);
   fclose(held);
   int nerrors = c->diag.nerrors;
   c->diag = saved;
-  if (ok || !no_room) {
+  bool stands = *ok || !no_room;
+  if (stands) {
     if (*text && c->diag.progress) progress_done(c->diag.progress);
     fputs(text, c->diag.out);  // what the run said (its notes, or its errors)
     c->diag.nerrors += nerrors;
-    free(text);
-    return ok;
   }
   free(text);
-  return generate(c, true, &no_room);
+  return stands;
+}
+
+// The first way; if the SRAM holds too little for it, the compact way; if
+// not for that either and the inferences in flight were ordered by runs
+// (Compilation.batch_runs), nothing said: the pipeline compiles again with
+// one inference at a time on each device, which the partitioner's
+// estimate plans for.
+bool pass_codegen(Compilation *c) {
+  bool ok;
+  if (generate_held(c, false, &ok)) return ok;
+  if (!c->batch_runs) {
+    bool no_room;
+    return generate(c, true, &no_room);
+  }
+  if (generate_held(c, true, &ok)) return ok;
+  c->runs_no_room = true;
+  return false;
 }
 
 void codegen_dump(const Compilation *c, FILE *out) {

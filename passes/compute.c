@@ -91,6 +91,7 @@ static int64_t place(Emitter *e, Instr in, const int8_t ref[4], int64_t ready) {
     break;
   }
   reserve(e, &in, t);
+  if (u == UNIT_MXM) e->mxm_cycles += hold;
   CodeBuf *code = e->code;
   if (code->len == code->cap) {
     code->cap = code->cap ? 2 * code->cap : 256;
@@ -199,7 +200,8 @@ static int64_t install_tile(Emitter *e, const Matmul *m, int64_t i, int64_t read
 
 // Multiplies every row chunk by tile i into its column tile's accumulator
 // (the first K tile overwrites, the others add); start[] holds each chunk's
-// last multiply; returns when the last releases the buffer.
+// last multiply; returns when the last of them releases the buffer (a
+// chunk may land in an earlier gap of the matrix unit than the one before).
 static int64_t multiply_tile(Emitter *e, const Matmul *m, int64_t i, int64_t installed, int64_t acc_free,
                              int64_t *start) {
   int64_t jt = i / m->kt, kt = i % m->kt, done = installed;
@@ -210,7 +212,7 @@ static int64_t multiply_tile(Emitter *e, const Matmul *m, int64_t i, int64_t ins
     Instr mul = make(kt ? OPC_MXMA : OPC_MXM, m->dt, buf, r0 * m->row_vecs, r0 * m->x.pitch + kt, m->x.pitch, count);
     int64_t after = kt ? start[ch] + ISA_MXM_LATENCY : acc_free;
     start[ch] = place3(e, mul, scratch_ref(acc), REF_ARG0, REF_NONE, MAX(installed, after));
-    done = start[ch] + isa_mxm_cycles(m->dt, (uint32_t)count);
+    done = MAX(done, start[ch] + isa_mxm_cycles(m->dt, (uint32_t)count));
   }
   return done;
 }

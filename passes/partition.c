@@ -331,8 +331,11 @@ static const Op *largest_scratch(const Partitioner *p, int d, int64_t *bytes) {
 // for any of them).  Plus the largest scratch an op of d holds (one op
 // runs at a time).  *largest: the biggest tensor d holds.  device_peak_as
 // counts a value only d's ops read once for each of `in_flight`
-// inferences, and the largest scratch `programs` times.
-static int64_t device_peak_as(const Partitioner *p, int d, const Tensor **largest, int64_t in_flight, int programs) {
+// inferences, the largest scratch `programs` times, and, `as_sent`, a
+// received value from its producer on (it may be sent as soon as it is
+// made) rather than from its first reader here.
+static int64_t device_peak_as(const Partitioner *p, int d, const Tensor **largest, int64_t in_flight, int programs,
+                              bool as_sent) {
   const Graph *g = p->g;
   int nt = g->tensors.len, nops = g->ops.len;
   Span *on_d = xmalloc(sizeof(Span) * (size_t)(nt + 1)), *anywhere = xmalloc(sizeof(Span) * (size_t)(nt + 1));
@@ -364,6 +367,7 @@ static int64_t device_peak_as(const Partitioner *p, int d, const Tensor **larges
       continue;
     }
     Span s = on_d[i];  // received: from its first reader here to its last
+    if (as_sent && t->def) s.from = MIN(s.from, t->def->id);
     if (home) s = (Span){t->def->id, MAX(MAX(on_d[i].to, anywhere[i].to), t->def->id)};  // sent until read
     int crosses = !home || anywhere[i].from >= 0;
     delta[crosses][s.from] += bytes, delta[crosses][s.to + 1] -= bytes;
@@ -378,37 +382,44 @@ static int64_t device_peak_as(const Partitioner *p, int d, const Tensor **larges
 }
 
 static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) {
-  return device_peak_as(p, d, largest, MIN(p->batches, PARTITION_LIVE_BATCHES), 1);
+  return device_peak_as(p, d, largest, MIN(p->batches, PARTITION_LIVE_BATCHES), 1, false);
 }
 
-// With several inferences in flight, the devices whose runs may work on
-// different inferences at once (dag.c: inference b + 1's first stage while
-// inference b is on a later stage of the same device): those whose
-// estimate holds every inference's working values at once, and two
-// programs' scratch, within the capacity planned.  The others compute
-// one inference at a time, in order, as the estimate above assumes.
+// With several inferences in flight, whether every device's runs may work
+// on different inferences at once (dag.c: inference b + 1's first stage
+// while inference b is on a later stage of the same device), and its
+// matmuls fill gaps out of definition order (schedule.c): when each
+// device's estimate holds every inference's working values at once, two
+// programs' scratch, and what it receives from when it is sent, within the
+// capacity planned.  One device's runs send the next its values earlier,
+// so the answer is one for all: if any device would pass the capacity,
+// every one computes one inference at a time, in order, as the estimate
+// above assumes, and the log names the devices that would.
 static void plan_batch_runs(Partitioner *p) {
   Compilation *c = p->c;
   if (p->batches <= 1) return;
-  int n = p->t->ndevices, strict = 0;
-  c->batch_runs = ARENA_ARRAY(&c->arena, bool, n);
+  int n = p->t->ndevices, over = 0;
+  bool *fits = xmalloc(sizeof(bool) * (size_t)n);
   for (int d = 0; d < n; d++) {
     const Tensor *largest;
-    c->batch_runs[d] = device_peak_as(p, d, &largest, p->batches, 2) <= p->capacity;
-    strict += !c->batch_runs[d];
+    fits[d] = device_peak_as(p, d, &largest, p->batches, 2, true) <= p->capacity;
+    over += !fits[d];
   }
-  if (!strict) return;
-  buf_printf(&p->log, "// %s ", strict == 1 ? "device" : "devices");
-  for (int d = 0, first = 1; d < n; d++) {  // as ranges: 0-3, 7
-    if (c->batch_runs[d] || (d > 0 && !c->batch_runs[d - 1])) continue;
-    int last = d;
-    while (last + 1 < n && !c->batch_runs[last + 1]) last++;
-    buf_printf(&p->log, first ? "%d" : ", %d", d);
-    if (last > d) buf_printf(&p->log, "-%d", last);
-    first = 0;
+  c->batch_runs = !over;
+  if (over) {
+    buf_printf(&p->log, "// every device computes one inference at a time: with all %d in flight at once, the "
+                        "estimate%s of device%s ", p->batches, over == 1 ? "" : "s", over == 1 ? "" : "s");
+    for (int d = 0, first = 1; d < n; d++) {  // as ranges: 0-3, 7
+      if (fits[d] || (d > 0 && !fits[d - 1])) continue;
+      int last = d;
+      while (last + 1 < n && !fits[last + 1]) last++;
+      buf_printf(&p->log, first ? "%d" : ", %d", d);
+      if (last > d) buf_printf(&p->log, "-%d", last);
+      first = 0;
+    }
+    buf_printf(&p->log, " would pass the capacity planned\n");
   }
-  buf_printf(&p->log, " of %d compute%s one inference at a time: with all %d in flight at once, %s would pass the "
-                      "capacity planned\n", n, strict == 1 ? "s" : "", p->batches, strict == 1 ? "its estimate" : "their estimates");
+  free(fits);
 }
 
 // ---- the same estimate, kept as a pipeline stage grows ---------------------------------------

@@ -43,6 +43,11 @@ extern const char *const route_mode_names[ROUTE_MODE_COUNT];
 #define SCHEDULE_GAP_MIN_VECTORS 4
 #define SCHEDULE_GAP_MAX_PIECES 16
 #define SCHEDULE_AUTO_LAG_GRACE_PERCENT 10
+// A program that uses the matrix unit's weight buffers is tried in at most
+// this many gaps of its device's weight-buffer table from its ready cycle
+// on, each a placement of the whole program, before it is placed after
+// every program that holds them (schedule.c, emit_program).
+#define SCHEDULE_WEIGHT_GAP_TRIES 8
 // The rule saves compile time and may cost cycles, so a load-aware schedule
 // is not cut before it has tried this many routes (route_fits_looked): one
 // cheaper than that runs whole (a few tens of milliseconds at most).
@@ -150,8 +155,12 @@ typedef struct Compilation {
   Progress *progress;             // the progress line on a terminal (NULL: none)
   bool annotate;                  // a listing is wanted: codegen notes what each instruction serves
   const char *partition_log;      // after partition: what it split and cut, and why
-  bool *batch_runs;               // after partition, by device (NULL: one inference in flight): whether
-                                  //   its runs may work on different inferences at once (dag.c)
+  bool batch_runs;                // after partition: several inferences in flight, and every device's
+                                  //   runs may work on different ones at once (dag.c), its matmuls
+                                  //   fill the weight buffers' gaps (schedule.c, emit_program)
+  bool runs_no_room;              // codegen: with batch_runs, the SRAM held too little (its errors
+                                  //   not said): the pipeline compiles again without (pipeline.c)
+  bool runs_given_up;             // pipeline.c: it did
   Program *program;               // after codegen
   int64_t *pitch;                 // layout.c, made on first use: by tensor id, vectors per row
   struct TreeCache *trees;        // algo_tree.c: every group's trees built so far, by builder
@@ -345,6 +354,7 @@ typedef struct Emitter {
   int64_t too_long; // the longest instruction that cannot fit between two resyncs (0: none)
   int64_t weights_until;  // when the program's last multiply is done with the device's weight
                           //   buffers (0: it uses none); it holds them from its ready on
+  int64_t mxm_cycles;     // the matrix unit's issue cycles it placed: a least hold of the buffers
   ResvJournal *journal;   // the program's takes, to undo a try (NULL: not recorded)
 } Emitter;
 

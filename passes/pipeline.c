@@ -71,13 +71,13 @@ static void verify_after(const Compilation *c, const Pass *p) {
     die("the program after pass '%s' is broken: %s", p->name, err);
 }
 
-static bool run_passes(Compilation *c, const char *dump_after, const char *stop_after) {
-  for (int i = 0; i < pass_count; i++) {
+static bool run_passes(Compilation *c, const char *dump_after, const char *stop_after, int first) {
+  for (int i = first; i < pass_count; i++) {
     const Pass *p = &pass_pipeline[i];
     if (c->progress) progress_update(c->progress, p->name, (double)i / pass_count);
     double start = now_seconds();
     bool ok = p->run(c);
-    c->pass_seconds[i] = now_seconds() - start;
+    c->pass_seconds[i] += now_seconds() - start;
     if (!ok) return false;
     if (c->verify_each) verify_after(c, p);
     if (dump_after && (!strcmp(dump_after, "all") || !strcmp(dump_after, p->name))) {
@@ -90,9 +90,22 @@ static bool run_passes(Compilation *c, const char *dump_after, const char *stop_
   return true;
 }
 
+// With several inferences in flight, the devices work on them by runs when
+// the partitioner's estimate says the SRAM holds that (dag.c); when code
+// generation finds it does not after all, the model is compiled again from
+// the DAG on with each device computing one inference at a time, which is
+// what the estimate plans for (its --stats say so: batch_order).
 bool pass_run_pipeline(Compilation *c, const char *dump_after, const char *stop_after) {
   c->keep_trials = !dump_after && !stop_after;
-  bool ok = run_passes(c, dump_after, stop_after);
+  bool ok = run_passes(c, dump_after, stop_after, 0);
+  if (!ok && c->runs_no_room) {
+    c->batch_runs = c->runs_no_room = false;
+    c->runs_given_up = true;
+    c->trial_dag = NULL;
+    if (dump_after)
+      fprintf(stderr, "*** Again from dag: by runs, code generation found no room; one inference at a time ***\n");
+    ok = run_passes(c, dump_after, stop_after, (int)(pass_lookup("dag") - pass_pipeline));
+  }
   lower_trees_forget(c);
   ring_cycles_forget(c);
   schedule_forget_tables(c);

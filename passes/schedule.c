@@ -62,7 +62,7 @@ typedef struct FitMemo {
 // the weight buffers (emit_program).
 typedef struct Stamp {
   const DagNode *like;  // NULL: none yet (like->op: the op)
-  int64_t ready, held_from, weights_until, too_long;  // (emit_program)
+  int64_t ready, floor_before, held_from, weights_until, too_long;  // (emit_program)
   ResvFingerprint before[5];  // vxm, mxm, mxw, sxm, weights
 } Stamp;
 
@@ -75,6 +75,8 @@ typedef struct Scheduler {
   int *port_base;
   Reservations *vxm, *mxm, *mxw, *sxm;  // by device: vector, matrix (multiply, install path), switch units
   Reservations *weights;   // by device: when a program holds the matrix unit's weight buffers
+  int64_t *weights_floor;  // by device: the latest a program that uses them holds them until, or
+                           //   was placed from (where no gap is tried, the next goes after it)
   SchedTables *tables;     // all of the above, in one array (scheduler_init)
   RouteMode mode;          // how transfers are routed (auto: each as the links' load makes it finish first)
   ResvJournal tried;       // the takes of a routing being tried
@@ -498,29 +500,42 @@ static bool same_fingerprints(const ResvFingerprint *a, const ResvFingerprint *b
 // (compute_uses_weights): each holds them from the cycle it is placed from
 // to its last multiply (Emitter.weights_until), and an install while
 // another holds them would overwrite a tile it has yet to multiply.  A
-// program is placed from its ready when the buffers are free from then
-// until it is done with them, in a gap the programs placed before it left
+// program goes into the first gap of the device's weight-buffer table, from
+// its ready on, that holds it: gaps the programs placed before it left
 // (with --batches, inference b + 1's piece of a split matmul runs while
-// inference b's later stage waits for its operands on the same device),
-// else from when the last of them is done: two tries at most.  Returns
-// the cycle it holds the buffers from (its takes are left to the caller).
+// inference b's later stage waits for its operands on the same device).
+// Each gap is tried by placing the whole program there and undoing it when
+// its hold does not fit; a gap shorter than the matrix unit's cycles of the
+// first try is skipped without one.  After SCHEDULE_WEIGHT_GAP_TRIES tries
+// it goes after the last program that holds them.  A program placed in a
+// gap runs out of definition order, and its values live beside what the
+// partitioner's SRAM estimate assumed alone, so gaps are tried only where
+// it planned for several inferences at once (Compilation.batch_runs).
+// Returns the cycle it holds the buffers from (its takes are left to the
+// caller).
 static int64_t emit_program(Scheduler *s, Emitter *e, int64_t ready) {
   const Reservations *w = &s->weights[e->n->device];
-  int64_t after = w->len ? resv_at(w, w->len - 1).end : ready;
+  int64_t after = !s->c->batch_runs ? s->weights_floor[e->n->device] : w->len ? resv_at(w, w->len - 1).end : ready;
   if (!compute_uses_weights(e->n->op) || ready >= after) {
     compute_emit(e, ready);
     return ready;
   }
-  int64_t gap = resv_free_run(w, ready);
-  if (gap > 0) {
-    Emitter fresh = *e;
+  Emitter fresh = *e;
+  int64_t t = ready, least = 0;
+  for (int tries = 0; s->c->batch_runs && tries < SCHEDULE_WEIGHT_GAP_TRIES && t < after;) {
+    t = resv_earliest(w, t, MAX(least, 1));  // the next gap that could hold it
+    if (t >= after) break;
+    int64_t gap = resv_free_run(w, t);
     s->program_tried.len = 0;
     e->journal = &s->program_tried;
-    compute_emit(e, ready);
+    compute_emit(e, t);
     e->journal = NULL;
-    if (e->weights_until - ready <= gap) return ready;
+    tries++;
+    if (e->weights_until - t <= gap) return t;
+    least = MAX(least, e->mxm_cycles);
     resv_undo_all(&s->program_tried);
     *e = fresh;
+    t += gap;
   }
   compute_emit(e, after);
   return after;
@@ -548,17 +563,19 @@ static void place_program(Scheduler *s, DagNode *n, int64_t ready) {
   Stamp spare = {0}, *st = s->stamps && op->id < s->c->graph->ops.len ? &s->stamps[op->id] : &spare;
   ResvFingerprint before[5];
   unit_fingerprints(s, d, before);
-  if (st->like && st->like->op == op && st->ready == ready && same_fingerprints(st->before, before)) {
+  if (st->like && st->like->op == op && st->ready == ready && st->floor_before == s->weights_floor[d] &&
+      same_fingerprints(st->before, before)) {
     compute_stamp(&e, st->like);
     s->stamped++;
     e.weights_until = st->weights_until, e.too_long = st->too_long;
   } else {
-    *st = (Stamp){.like = n, .ready = ready};
+    *st = (Stamp){.like = n, .ready = ready, .floor_before = s->weights_floor[d]};
     memcpy(st->before, before, sizeof before);
     st->held_from = emit_program(s, &e, ready);
     st->weights_until = e.weights_until, st->too_long = e.too_long;
   }
   if (e.weights_until > st->held_from) resv_take(&s->weights[d], st->held_from, e.weights_until - st->held_from);
+  if (compute_uses_weights(op)) s->weights_floor[d] = MAX(s->weights_floor[d], MAX(st->held_from, e.weights_until));
   if (e.too_long && !s->failed) {
     diag_error(&s->c->diag, op->loc,
                "cannot schedule %s: one of its instructions runs %lld cycles, more than the %lld between two "
@@ -638,6 +655,7 @@ static void scheduler_init(Scheduler *s, Compilation *c, RouteMode mode) {
   s->mxw = s->mxm + t->ndevices;
   s->sxm = s->mxw + t->ndevices;
   s->weights = s->sxm + t->ndevices;
+  s->weights_floor = xcalloc((size_t)t->ndevices, sizeof(int64_t));
   if (!getenv(FIT_MEMO_OFF_ENV)) s->memo = xcalloc((size_t)c->dag->npath_ids + 1, sizeof(FitMemo));
   if (!getenv(STAMPS_OFF_ENV)) s->stamps = xcalloc((size_t)c->graph->ops.len + 1, sizeof(Stamp));
 }
@@ -655,6 +673,7 @@ static void scheduler_free(Scheduler *s) {
   free(s->port_base);
   free(s->tried.e);
   free(s->program_tried.e);
+  free(s->weights_floor);
   free(s->pieces);
   free(s->look);
   free(s->code.data);

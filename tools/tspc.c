@@ -347,6 +347,9 @@ static void print_batches(const Compilation *c) {
   double interval = (double)(finish[n - 1] - finish[0]) / (n - 1), mhz = c->topo->clock_mhz;
   fprintf(stderr, "]\nlatency_cycles: %lld\nlatency_us: %.1f\n", (long long)finish[0], (double)finish[0] / mhz);
   fprintf(stderr, "interval_cycles: %.0f\nthroughput_per_s: %.1f\n", interval, interval > 0 ? mhz * 1e6 / interval : 0);
+  fprintf(stderr, "batch_order: %s\n", c->batch_runs     ? "runs"
+                                     : c->runs_given_up ? "one inference at a time (by runs, code generation found no room)"
+                                                        : "one inference at a time (the partition's SRAM estimate)");
   free(finish);
 }
 
