@@ -22,7 +22,7 @@
 // With several inferences in flight (--batches, batch.c), a device works on
 // each of its runs one inference at a time, in order.  A run is a device's
 // compute ops that come one after another in definition order (a pipeline
-// stage, seed 002 s4.1); inference b's nodes of a run come after
+// stage, seed 002 s4.1); inference b's first node of a run comes after
 // inference b - 1's last node of the same run there, and after inference
 // b - 2's last node there that reads a value the run made (a later run of
 // the device), so at most two inferences' copies of a value live on a
@@ -32,7 +32,7 @@
 // inference b + 1's piece while inference b is on the later stage, rather
 // than after it.  The partitioner says whether the devices have the SRAM
 // for that (Compilation.batch_runs); if not, all of a device's compute is
-// one run, and it computes one inference at a time, in order.
+// one run, and the weight buffers keep the nodes' order (schedule.c).
 #include "passes.h"
 
 #include <string.h>
@@ -299,8 +299,10 @@ static void order_inferences(Builder *b, const Op *op, int device) {
   bool starts = !runs->len || (b->c->batch_runs && b->last_seq[device] != b->seq - 1);
   if (starts) VEC_PUSH(&b->c->arena, runs, -1);
   int r = runs->len - 1;
-  add_dep(b, at_or_none(&b->runs[1][device], r));  // every node of the run: one that does not read
-  add_dep(b, at_or_none(&b->readers[2][device], r));  //   the run's first would start early otherwise
+  if (starts) {
+    add_dep(b, at_or_none(&b->runs[1][device], r));
+    add_dep(b, at_or_none(&b->readers[2][device], r));
+  }
   b->last_seq[device] = b->seq;
   runs->data[r] = node;
   put_at(b, &b->node_run, node, r);
