@@ -75,6 +75,7 @@ typedef struct Scheduler {
   int *port_base;
   Reservations *vxm, *mxm, *mxw, *sxm;  // by device: vector, matrix (multiply, install path), switch units
   Reservations *weights;   // by device: when a program holds the matrix unit's weight buffers
+                           //   (kept where gaps are tried: Compilation.batch_runs)
   int64_t *weights_floor;  // by device: the latest a program that uses them holds them until, or
                            //   was placed from (where no gap is tried, the next goes after it)
   SchedTables *tables;     // all of the above, in one array (scheduler_init)
@@ -574,7 +575,8 @@ static void place_program(Scheduler *s, DagNode *n, int64_t ready) {
     st->held_from = emit_program(s, &e, ready);
     st->weights_until = e.weights_until, st->too_long = e.too_long;
   }
-  if (e.weights_until > st->held_from) resv_take(&s->weights[d], st->held_from, e.weights_until - st->held_from);
+  if (s->c->batch_runs && e.weights_until > st->held_from)  // the table only gaps are looked for in
+    resv_take(&s->weights[d], st->held_from, e.weights_until - st->held_from);
   if (compute_uses_weights(op)) s->weights_floor[d] = MAX(s->weights_floor[d], MAX(st->held_from, e.weights_until));
   if (e.too_long && !s->failed) {
     diag_error(&s->c->diag, op->loc,
