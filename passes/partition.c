@@ -462,6 +462,7 @@ typedef struct Fixed {
 typedef struct StageSram {
   const Partitioner *p;
   const ReaderCounts *readers;  // the graph's (it does not change while stages are cut)
+  const int *unvisited;  // hopeful: by tensor, its free readers the cut has not come to yet (else NULL)
   Fixed fixed;           // made at the first stage, when every free op is unplaced
   bool fixed_made;
   bool sweep;            // the shares' sums could pass 64 bits: every question asks device_peak
@@ -496,7 +497,9 @@ static void share_apply(StageSram *s, SramShare sh, int sign) {
   else tree_add(s, 1, 0, s->nops - 1, sh.span.from, sh.span.to, sign * sh.bytes);
 }
 
-// Tensor t's share as device_peak gives it, from what is placed now.
+// Tensor t's share as device_peak gives it, from what is placed now; or,
+// hopeful (s->unvisited), as if every free reader the cut has not come to
+// yet joined the stage.
 static SramShare share_now(const StageSram *s, const Tensor *t) {
   const Partitioner *p = s->p;
   bool home = placed_on(&t->place, s->d);
@@ -508,7 +511,8 @@ static SramShare share_now(const StageSram *s, const Tensor *t) {
     return (SramShare){{-1, -1}, MIN(t->kind == TENSOR_PARAM ? bytes : mul_saturated(bytes, p->batches), s->cap)};
   Span span = on_d;
   if (home) span = (Span){t->def->id, MAX(s->readers->last[t->id], t->def->id)};
-  bool crosses = !home || s->nhere[t->id] < s->readers->ops[t->id];
+  int readers_here = s->nhere[t->id] + (s->unvisited ? s->unvisited[t->id] : 0);
+  bool crosses = !home || readers_here < s->readers->ops[t->id];
   return (SramShare){span, MIN(mul_saturated(bytes, crosses ? p->batches : in_flight), s->cap)};
 }
 
@@ -587,11 +591,12 @@ static void start_with_fixed(StageSram *s, int d) {
   for (int i = 0; i < s->dirty.len; i++) share_refresh(s, g->tensors.data[s->dirty.data[i]]);
 }
 
-// For the stages of a pipeline's cuts: its memory, made once.
-static StageSram stage_sram_new(const Partitioner *p) {
+// For the stages of a pipeline's cuts: its memory, made once; hopeful
+// with `unvisited` (share_now).
+static StageSram stage_sram_new(const Partitioner *p, const int *unvisited) {
   const Graph *g = p->g;
   int nt = g->tensors.len, nops = MAX(1, g->ops.len), nodes = 4 * nops;
-  StageSram s = {.p = p, .readers = reader_counts(p), .nops = nops, .cap = p->capacity + 1,
+  StageSram s = {.p = p, .readers = reader_counts(p), .unvisited = unvisited, .nops = nops, .cap = p->capacity + 1,
                  .here = xmalloc(sizeof(Span) * ((size_t)nt + 1)), .nhere = xcalloc((size_t)nt + 1, sizeof(int)),
                  .share = xmalloc(sizeof(SramShare) * ((size_t)nt + 1)), .touched = xcalloc((size_t)nt + 1, sizeof(bool)),
                  .top = xcalloc((size_t)nodes, sizeof(int64_t)), .add = xcalloc((size_t)nodes, sizeof(int64_t))};
@@ -669,7 +674,10 @@ typedef struct Pipeline {
   int nfree;
   Op **ops;          // the ops whose result the model left unplaced, in order
   Op **first_use;    // by tensor id: its first reader other than a copy
-  StageSram sram;    // the cut's SRAM estimate for the stage being made
+  StageSram sram;    // the cut's SRAM estimate for the stage being made, as it stands
+  StageSram hope;    // the same, hopeful: values the ops to come read counted as staying
+  bool hopeful;      // hope differs: a crossing value counts for more inferences than one that stays
+  int *unvisited;    // by tensor id: its free readers the cut has not come to yet
   int *path;         // the devices stages take, in order (grown as needed)
   int npath;
   bool *used;
@@ -718,39 +726,93 @@ static int stage_device(const Partitioner *p, Pipeline *pl, int k) {
   return pl->path[k];
 }
 
-// Cuts the free ops into stages greedily: an op joins the current stage
+// The cut comes to op (visit, +1) or goes back before it (-1): the
+// readers of the tensors it names still to come.
+static void visit(Pipeline *pl, const Op *op, int sign) {
+  for (int a = 0; a < op->nargs; a++)
+    if (!named_before(op, a)) pl->unvisited[op->args[a]->id] -= sign;
+}
+
+// Every free op unplaced and unvisited, before a cut.
+static void cut_reset(const Partitioner *p, Pipeline *pl) {
+  memset(pl->unvisited, 0, sizeof(int) * (size_t)p->g->tensors.len);
+  for (int i = 0; i < pl->nfree; i++) unassign(pl, pl->ops[i]), visit(pl, pl->ops[i], -1);
+}
+
+// Both estimates of the stage: started on device d, op joined, cleared.
+static void stage_start(Pipeline *pl, int d) {
+  stage_sram_start(&pl->sram, d);
+  if (pl->hopeful) stage_sram_start(&pl->hope, d);
+}
+
+static void stage_join(Pipeline *pl, const Op *op) {
+  stage_sram_join(&pl->sram, op);
+  if (pl->hopeful) stage_sram_join(&pl->hope, op);
+}
+
+static void stage_clear(Pipeline *pl) {
+  stage_sram_clear(&pl->sram);
+  if (pl->hopeful) stage_sram_clear(&pl->hope);
+}
+
+static bool stage_fits_hopefully(const Pipeline *pl) { return stage_sram_fits(pl->hopeful ? &pl->hope : &pl->sram); }
+
+// A cut that fails at op i: the stages before stay as cut (partition_once
+// falls back to them, and code generation judges exactly), and op i on
+// device d where one was tried for it alone (else d < 0: it and the ops
+// after it are left to step 3).
+static int cut_fails(Pipeline *pl, int i, int d, const Op **stuck) {
+  stage_clear(pl);
+  if (d >= 0) assign(pl, pl->ops[i], d);
+  *stuck = pl->ops[i];
+  return -1;
+}
+
+// Cuts the free ops into stages greedily.  An op joins the current stage
 // while the stage's estimated cycles stay within `limit` and its device's
-// SRAM estimate within capacity.  Returns the stages used, or -1 when an
-// op fits on no device alone or the devices run out (*stuck: that op).
+// SRAM within capacity, the latter asked hopefully: a value whose readers
+// are still to come is counted as if they joined it too.  Asked as it
+// stands, a value made in the stage counts as crossing to another device,
+// once per inference in flight, until its last reader joins, and BERT's
+// [1024, 4096] f16 intermediate (8.75 MiB, four in flight) ended every
+// stage early, so seed 002 fig 18's pipelines were refused (bench/fig18.sh).
+// A stage closes after its last op where the estimate as it stands fits
+// (the ops after it go back to the next stage); the cycle limit closes it
+// only there; with no such op it closes empty (the model's own tensors
+// there may leave no room), but not twice in a row.  Returns the stages
+// used, or -1 when an op fits on no device alone or the devices run out
+// (*stuck: the op the stage could not take).
 static int cut_stages(const Partitioner *p, Pipeline *pl, int64_t limit, const Op **stuck) {
-  for (int i = 0; i < pl->nfree; i++) unassign(pl, pl->ops[i]);
-  int k = 0, d = stage_device(p, pl, 0);
+  cut_reset(p, pl);
+  int k = 0, d = stage_device(p, pl, 0), first = 0, fits_to = -1;  // the stage's ops: [first, i); it may close after fits_to
+  int empty_at = -1;  // the first op of the last stage that closed empty
   int64_t cycles = 0;
-  StageSram *sram = &pl->sram;
-  stage_sram_start(sram, d);
-  for (int i = 0; i < pl->nfree; i++) {
+  stage_start(pl, d);
+  for (int i = 0; i < pl->nfree;) {
     Op *op = pl->ops[i];
     int64_t c = compute_estimate_cycles(op, p->vb);
-    bool joined = false;
-    if (!cycles || cycles + c <= limit) {
-      assign(pl, op, d);
-      stage_sram_join(sram, op);
-      joined = stage_sram_fits(sram);
-      if (!joined) unassign(pl, op);
+    if (i == first || cycles + c <= limit || fits_to < first) {
+      assign(pl, op, d), visit(pl, op, +1);
+      stage_join(pl, op);
+      if (stage_fits_hopefully(pl)) {
+        if (stage_sram_fits(&pl->sram)) fits_to = i;
+        cycles += c, i++;
+        continue;
+      }
+      unassign(pl, op), visit(pl, op, -1);
     }
-    if (!joined) {
-      stage_sram_clear(sram);
-      d = stage_device(p, pl, ++k);
-      if (d < 0) return *stuck = op, -1;
-      stage_sram_start(sram, d);
-      assign(pl, op, d);
-      stage_sram_join(sram, op);
-      cycles = 0;
-      if (!stage_sram_fits(sram)) return stage_sram_clear(sram), *stuck = op, -1;
-    }
-    cycles += c;
+    bool empty = fits_to < first;  // nothing fits beside what the model put here: the ops try the next device, once
+    if (empty && first == empty_at) return cut_fails(pl, i, d, stuck);
+    if (empty) fits_to = first - 1, empty_at = first;
+    for (int j = fits_to + 1; j < i; j++) unassign(pl, pl->ops[j]), visit(pl, pl->ops[j], -1);
+    stage_clear(pl);
+    int tried = d;
+    d = stage_device(p, pl, ++k);
+    if (d < 0) return cut_fails(pl, fits_to + 1, empty && i == first ? tried : -1, stuck);
+    stage_start(pl, d);
+    first = i = fits_to + 1, cycles = 0;
   }
-  stage_sram_clear(sram);
+  stage_clear(pl);
   return k + 1;
 }
 
@@ -1068,7 +1130,10 @@ static Overfull partition_once(Partitioner *p) {
   if ((o.device >= 0 || p->batches > 1) && !c->partition_none && pl.nfree > 1) {
     for (int i = 0; i < nwas_free; i++) was_free[i]->place = (Placement){.kind = PLACE_AUTO};
     pl.first_use = first_uses(p->g);
-    pl.sram = stage_sram_new(p);
+    pl.unvisited = xcalloc((size_t)p->g->tensors.len + 1, sizeof(int));
+    pl.sram = stage_sram_new(p, NULL);
+    pl.hopeful = p->batches > PARTITION_LIVE_BATCHES;
+    if (pl.hopeful) pl.hope = stage_sram_new(p, pl.unvisited);
     pl.path = xmalloc(sizeof(int) * (size_t)c->topo->ndevices);
     pl.used = xcalloc((size_t)c->topo->ndevices, sizeof(bool));
     pl.path[0] = pipeline_start(p, &pl), pl.used[pl.path[0]] = true, pl.npath = 1;
@@ -1079,7 +1144,8 @@ static Overfull partition_once(Partitioner *p) {
       place_with_consumers(p);
     }
     free(pl.first_use), free(pl.path), free(pl.used);
-    stage_sram_free(&pl.sram);
+    stage_sram_free(&pl.sram), free(pl.unvisited);
+    if (pl.hopeful) stage_sram_free(&pl.hope);
   }
   free(pl.ops), free(was_free);
   judge(p, &o);
