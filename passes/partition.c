@@ -395,16 +395,25 @@ static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) 
 // so the answer is one for all: if any device would pass the capacity,
 // every one computes one inference at a time, in order, as the estimate
 // above assumes, and the log names the devices that would.
+// How many devices would pass the capacity by runs; fits[d] (NULL: not
+// asked) whether d would not.
+static int devices_past_runs(const Partitioner *p, bool *fits) {
+  int over = 0;
+  for (int d = 0; d < p->t->ndevices; d++) {
+    const Tensor *largest;
+    bool fit = device_peak_as(p, d, &largest, p->batches, 2, true) <= p->capacity;
+    if (fits) fits[d] = fit;
+    over += !fit;
+  }
+  return over;
+}
+
 static void plan_batch_runs(Partitioner *p) {
   Compilation *c = p->c;
   if (p->batches <= 1) return;
-  int n = p->t->ndevices, over = 0;
+  int n = p->t->ndevices;
   bool *fits = xmalloc(sizeof(bool) * (size_t)n);
-  for (int d = 0; d < n; d++) {
-    const Tensor *largest;
-    fits[d] = device_peak_as(p, d, &largest, p->batches, 2, true) <= p->capacity;
-    over += !fits[d];
-  }
+  int over = devices_past_runs(p, fits);
   c->batch_runs = !over;
   if (over) {
     buf_printf(&p->log, "// every device computes one inference at a time: with all %d in flight at once, the "
@@ -978,7 +987,8 @@ static int pipeline_start(const Partitioner *p, Pipeline *pl) {
 // first fitted the SRAM: then the first is made again.  (Eight residual
 // layers on twelve 1.5 MiB TSPs, split 1 x 4 for an estimated 1.7 %, fit
 // the estimate at 1.5 MiB on device 0, and code generation found no room
-// for a matmul's scratch there.)
+// for a matmul's scratch there.)  With several inferences in flight,
+// splits that fit are weighed as well (weigh_speed_splits).
 
 // The graph's lists and every op and tensor in them, by value.  The
 // splits rewrite ops and tensors in place and replace the lists
@@ -1152,6 +1162,43 @@ static Overfull partition_once(Partitioner *p) {
   return o;
 }
 
+// The estimated cycles of the partition as it stands (partition_estimate.c),
+// its inferences interleaved by runs where plan_batch_runs will allow it.
+static int64_t estimate_now(const Partitioner *p) {
+  return part_estimated_makespan(p, p->batches > 1 && !devices_past_runs(p, NULL));
+}
+
+// With several inferences in flight, whether the matmul splits made for
+// speed pay: each was judged alone, by one inference's cycles, but a
+// device holding a piece of a late layer beside an early stage is held
+// for most of each inference, and the pipeline's stages wait on it.  The
+// partition is made again with only the splits the model needs; the
+// faster by the estimate (PARTITION_MIN_GAIN_PERCENT) is kept, and the
+// log says which and why.  The partition with them, which fits, is p's.
+static Overfull weigh_speed_splits(Partitioner *p, const GraphSnapshot *before) {
+  int64_t with_cycles = estimate_now(p);
+  graph_restore(p, before);
+  p->no_speed_splits = true;
+  Overfull o = partition_once(p);
+  int64_t without_cycles = o.tight < 0 ? estimate_now(p) : INT64_MAX;
+  char why[192];
+  int n = snprintf(why, sizeof why, "with %d inferences in flight an estimated %lld cycles with them", p->batches,
+                   (long long)with_cycles);
+  if (without_cycles < INT64_MAX) snprintf(why + n, sizeof why - (size_t)n, ", %lld without", (long long)without_cycles);
+  else snprintf(why + n, sizeof why - (size_t)n, "; without them past the capacity planned");
+  bool undo = without_cycles < INT64_MAX && without_cycles * 100 < with_cycles * (100 - PARTITION_MIN_GAIN_PERCENT);
+  if (!undo) {
+    graph_restore(p, before);
+    p->no_speed_splits = false;
+    o = partition_once(p);  // the partition with them again
+  }
+  Buf log = {0};
+  buf_printf(&log, "// speed splits %s: %s\n%s", undo ? "undone" : "kept", why, p->log.data ? p->log.data : "");
+  buf_free(&p->log);
+  p->log = log;
+  return o;
+}
+
 static void refuse_overfull(Partitioner *p, const Overfull *o) {
   Compilation *c = p->c;
   const char *why = c->partition_none          ? "; --partition=none splits nothing"
@@ -1193,6 +1240,8 @@ bool pass_partition(Compilation *c) {
       p.no_speed_splits = false;
       o = partition_once(&p);
     }
+  } else if (o.device < 0 && p.speed_split && p.batches > 1) {
+    o = weigh_speed_splits(&p, &before);
   }
   p.model = c->partition_none ? NULL : &before;
   if (o.device >= 0) refuse_overfull(&p, &o);

@@ -72,6 +72,10 @@ int part_readers(const Partitioner *p, const Tensor *t);  // operands naming t, 
 // Whether devices a and b share a dragonfly node (any two do elsewhere).
 bool part_same_node(const Topology *t, int a, int b);
 
+// partition_estimate.c: the cycles the model's inferences in flight take
+// as partitioned now; `runs`: devices interleave inferences by runs.
+int64_t part_estimated_makespan(const Partitioner *p, bool runs);
+
 // split_matmul.c: step 2, tensor parallelism.
 void partition_split_matmuls(Partitioner *p);
 // split_cholesky.c: step 2 too, a cholesky block-cyclic over a node.
