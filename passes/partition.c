@@ -766,10 +766,11 @@ static void stage_clear(Pipeline *pl) {
 
 static bool stage_fits_hopefully(const Pipeline *pl) { return stage_sram_fits(pl->hopeful ? &pl->hope : &pl->sram); }
 
-// A cut that fails at op i: the stages before stay as cut (partition_once
-// falls back to them, and code generation judges exactly), and op i on
+// A cut that fails at op i: the stages before stay as cut, and op i on
 // device d where one was tried for it alone (else d < 0: it and the ops
-// after it are left to step 3).
+// after it are left to step 3).  partition_once falls back to what the
+// .tg or the checker placed, which keeps these (code generation then
+// judges exactly), and places the rest by step 3.
 static int cut_fails(Pipeline *pl, int i, int d, const Op **stuck) {
   stage_clear(pl);
   if (d >= 0) assign(pl, pl->ops[i], d);
@@ -811,9 +812,10 @@ static int cut_stages(const Partitioner *p, Pipeline *pl, int64_t limit, const O
       unassign(pl, op), visit(pl, op, -1);
     }
     bool empty = fits_to < first;  // nothing fits beside what the model put here: the ops try the next device, once
-    if (empty && first == empty_at) return cut_fails(pl, i, d, stuck);
-    if (empty) fits_to = first - 1, empty_at = first;
+    if (empty) fits_to = first - 1;
     for (int j = fits_to + 1; j < i; j++) unassign(pl, pl->ops[j]), visit(pl, pl->ops[j], -1);
+    if (empty && first == empty_at) return cut_fails(pl, first, i == first ? d : -1, stuck);
+    if (empty) empty_at = first;
     stage_clear(pl);
     int tried = d;
     d = stage_device(p, pl, ++k);
