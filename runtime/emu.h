@@ -339,7 +339,8 @@ typedef struct EmuMemory {
   uint64_t sram_pages, sram_bytes;  // the pages the program can write, and their bytes
   uint64_t buffer_bytes;            // the units' buffers beside the SRAM: weight buffers, MXM and TRANS copies
   uint64_t device_bytes;            // every device's own state and its loaded program
-  uint64_t reference_bytes;         // the references' dense arrays (ref_dense_bytes) and the largest
+  uint64_t reference_bytes;         // the references' dense arrays (ref_dense_bytes: batch 0's and the
+                                    //   largest other batch's) and the largest
                                     //   cholesky factor check (3 p^2 doubles)
   uint64_t total;                   // the estimate: all of the above plus EMU_MEMORY_BASE_BYTES
 } EmuMemory;
@@ -384,8 +385,11 @@ Reference *ref_new_batch(Reference *base, int batch);
 // The bytes of the dense arrays r itself holds (a batch's: those of the
 // tensors that depend on an input only).
 size_t ref_held_bytes(const Reference *r);
-// Frees the dense arrays r holds; they are computed again if asked for
-// (model.c, after checking a batch but 0: the memory of one batch at a time).
+// With several inferences in flight, frees the dense arrays and kept
+// blocks of r's tensors that an input reaches (batch 0's keeps the rest,
+// which every batch shares); they are computed again if asked for
+// (model.c, after seeding or checking a batch: the memory of one
+// inference at a time).  A lone reference keeps them.
 void ref_forget(Reference *r);
 // Gives input or param t these values instead of seeded ones, on every
 // device: ir_tensor_bytes(t) bytes, row-major, little-endian elements of
@@ -421,8 +425,11 @@ int ref_group(const Reference *r, const Tensor *t, const int **devices);
 // of doubles per tensor, one per device of its group when it varies (a
 // batch's reference: the tensors it holds itself); and its lazy blocks' at
 // most: REF_BLOCK_ELEMS doubles for each level of its deepest chain of lazy
-// ops and for each shared tensor's memo.  The memory estimate's.
-uint64_t ref_dense_bytes(const Reference *r);
+// ops and for each shared tensor's memo.  The memory estimate's: all of
+// them, those of the tensors no input reaches (with batch 0's blocks), or
+// those of one inference's (with a later batch's blocks).
+typedef enum RefArrays { REF_ARRAYS_ALL, REF_ARRAYS_SHARED, REF_ARRAYS_INFERENCE } RefArrays;
+uint64_t ref_dense_bytes(const Reference *r, RefArrays which);
 // The tolerance (docs/isa.md section 5, Data checks), from the graph
 // alone: G(t), the growth factor (0 for inputs and params; for a result
 // the operands' largest plus what its op adds), and the largest error

@@ -21,8 +21,9 @@
 // to one batch (TensorHome.batch): it is seeded and checked with that
 // batch's reference (EmuOptions.batch_ref), and the coverage of an output
 // is a question per batch.  Batches go one after another; batch b's
-// reference forgets what it materialised once b is seeded, and again once
-// it is checked, so the memory is batch 0's and one more batch's.
+// reference forgets what it materialised for its inference once b is
+// seeded, and again once it is checked, so the memory is what every batch
+// shares (batch 0's reference keeps it) and one inference's.
 #include "emu_internal.h"
 
 #include <assert.h>
@@ -406,11 +407,10 @@ static Batch batch_of(const Emu *e, int b) {
   return bt;
 }
 
-// After seeding or checking batch b: what its reference materialised goes
-// (batch 0's holds what every batch shares, and stays).
-static void batch_done(Batch *bt) {
-  if (bt->index) ref_forget(bt->ref);
-}
+// After seeding or checking batch b: what its reference materialised for
+// its own inference goes (batch 0's holds what every batch shares, which
+// stays; one inference alone keeps all, ref_forget).
+static void batch_done(Batch *bt) { ref_forget(bt->ref); }
 
 // ---- before the run -----------------------------------------------------------------
 

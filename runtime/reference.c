@@ -368,22 +368,31 @@ Reference *ref_new_batch(Reference *base, int batch) {
   return r;
 }
 
-// Forgets every materialised array and kept block (the inputs changed, or
-// ref_forget).
-static void drop_arrays(Reference *r) {
-  for (int i = 0; i < r->g->tensors.len; i++) {
-    free(r->memo[i].v);
-    r->memo[i] = (BlockMemo){0};
-    free(r->scales[i]), free(r->rms[i]);
-    r->scales[i] = r->rms[i] = NULL;
-    if (!r->arrays[i]) continue;
-    for (int d = 0; d < r->t->ndevices; d++) free(r->arrays[i][d]);
-    free(r->arrays[i]);
-    r->arrays[i] = NULL;
-  }
+// Forgets tensor i's materialised array, kept block and answers.
+static void drop_tensor(Reference *r, int i) {
+  free(r->memo[i].v);
+  r->memo[i] = (BlockMemo){0};
+  free(r->scales[i]), free(r->rms[i]);
+  r->scales[i] = r->rms[i] = NULL;
+  if (!r->arrays[i]) return;
+  for (int d = 0; d < r->t->ndevices; d++) free(r->arrays[i][d]);
+  free(r->arrays[i]);
+  r->arrays[i] = NULL;
 }
 
-void ref_forget(Reference *r) { drop_arrays(r); }
+// Forgets every materialised array and kept block (the inputs changed).
+static void drop_arrays(Reference *r) {
+  for (int i = 0; i < r->g->tensors.len; i++) drop_tensor(r, i);
+}
+
+// One of several inferences forgets the tensors an input reaches; batch
+// 0's keeps the rest, which every batch shares.  A lone reference keeps
+// all: its check reads what its seeding made.
+void ref_forget(Reference *r) {
+  if (!r->base && !r->has_batches) return;
+  for (int i = 0; i < r->g->tensors.len; i++)
+    if (r->on_inputs[i]) drop_tensor(r, i);
+}
 
 void ref_free(Reference *r) {
   if (!r) return;
@@ -443,15 +452,20 @@ size_t ref_held_bytes(const Reference *r) {
   return bytes;
 }
 
-uint64_t ref_dense_bytes(const Reference *r) {
+uint64_t ref_dense_bytes(const Reference *r, RefArrays which) {
   // A block of scratch a level (one more where a dense tensor's own op is
-  // lazy: compute_dense runs it above the chain), and a memo a shared tensor.
-  uint64_t blocks = (uint64_t)r->lazy_depth + 1;
-  for (int i = 0; i < r->g->tensors.len; i++) blocks += r->shared[i] && owner_of(r, r->g->tensors.data[i]) == r;
+  // lazy: compute_dense runs it above the chain), and a memo a shared
+  // tensor: batch 0's counted with what it shares, a later batch's with
+  // its inference.
+  bool blocks_here = which == REF_ARRAYS_ALL || (which == REF_ARRAYS_SHARED) == !r->base;
+  uint64_t blocks = blocks_here ? (uint64_t)r->lazy_depth + 1 : 0;
+  for (int i = 0; blocks_here && i < r->g->tensors.len; i++)
+    blocks += r->shared[i] && owner_of(r, r->g->tensors.data[i]) == r;
   uint64_t bytes = blocks * REF_BLOCK_ELEMS * sizeof(double);
   for (int i = 0; i < r->g->tensors.len; i++) {
     const Tensor *t = r->g->tensors.data[i];
     if (!r->dense[i] || owner_of(r, t) != r) continue;
+    if (which != REF_ARRAYS_ALL && r->on_inputs[i] != (which == REF_ARRAYS_INFERENCE)) continue;
     uint64_t copies = !r->varies[i] ? 1 : r->ngroup[i] ? (uint64_t)r->ngroup[i] : (uint64_t)r->t->ndevices;
     bytes += copies * (uint64_t)ir_shape_elems(&t->shape) * sizeof(double);
   }
