@@ -480,6 +480,9 @@ double num_get(DType dt, const uint8_t *vec, int i);
 void num_set(DType dt, uint8_t *vec, int i, double v);
 // num_set of v[0 .. n) into elements 0 .. n of out (f32 a vectorised pass).
 void num_set_all(DType dt, uint8_t *out, const double *v, int64_t n);
+// The least magnitude float dtype dt rounds to infinity (65520 for f16);
+// +inf for an integer dtype.
+double num_overflow_bound(DType dt);
 
 // The vector unit's element operations.
 typedef enum { NUM_ADD, NUM_SUB, NUM_MUL, NUM_DIV, NUM_MAX } NumBinaryOp;

@@ -293,6 +293,19 @@ void num_set_all(DType dt, uint8_t *out, const double *v, int64_t n) {
   for (int64_t k = 0; k < n; k++) num_set(dt, out + k * size, 0, v[k]);
 }
 
+// The least magnitude a float dtype rounds to infinity: its largest finite
+// value plus half an ulp, (2 - 2^-(m+1)) x 2^emax for m mantissa bits
+// (65520 for f16; ties go to the even significand, 2^(emax+1)).  Integers
+// never round to infinity: +inf.
+double num_overflow_bound(DType dt) {
+  switch (dt) {
+    case DT_F32: return ldexp(2 - ldexp(1, -(F32_MANT_BITS + 1)), F32_EXP_BIAS);
+    case DT_F16: return ldexp(2 - ldexp(1, -(F16_MANT_BITS + 1)), F16_EXP_BIAS);
+    case DT_BF16: return ldexp(2 - ldexp(1, -(F32_MANT_BITS - BF16_SHIFT + 1)), F32_EXP_BIAS);
+    default: return INFINITY;
+  }
+}
+
 // ---- vector unit -------------------------------------------------------------
 
 // The IEEE 754-2019 maximum: NaN if either is NaN (a's first), else the
