@@ -1174,9 +1174,10 @@ static int64_t estimate_now(const Partitioner *p) {
 // speed pay: each was judged alone, by one inference's cycles, but a
 // device holding a piece of a late layer beside an early stage is held
 // for most of each inference, and the pipeline's stages wait on it.  The
-// partition is made again with only the splits the model needs; the
-// faster by the estimate (PARTITION_MIN_GAIN_PERCENT) is kept, and the
-// log says which and why.  The partition with them, which fits, is p's.
+// partition is made again with only the splits the model needs, and the
+// splits are kept only where the estimate says they save at least
+// PARTITION_SPEED_SPLIT_GAIN_PERCENT; the log says which and why.  The
+// partition with them, which fits, is p's.
 static Overfull weigh_speed_splits(Partitioner *p, const GraphSnapshot *before) {
   int64_t with_cycles = estimate_now(p);
   graph_restore(p, before);
@@ -1188,7 +1189,7 @@ static Overfull weigh_speed_splits(Partitioner *p, const GraphSnapshot *before) 
                    (long long)with_cycles);
   if (without_cycles < INT64_MAX) snprintf(why + n, sizeof why - (size_t)n, ", %lld without", (long long)without_cycles);
   else snprintf(why + n, sizeof why - (size_t)n, "; without them past the capacity planned");
-  bool undo = without_cycles < INT64_MAX && without_cycles * 100 < with_cycles * (100 - PARTITION_MIN_GAIN_PERCENT);
+  bool undo = without_cycles < INT64_MAX && with_cycles * (100 + PARTITION_SPEED_SPLIT_GAIN_PERCENT) > without_cycles * 100;
   if (!undo) {
     graph_restore(p, before);
     p->no_speed_splits = false;

@@ -3,23 +3,29 @@
 // partition pass (partition.c), which weighs by it its partitions with and
 // without the matmul splits made for speed (split_matmul.c).
 //
-// One inference is list-scheduled in definition order: an op starts when
-// its device is free and its operands are there (an operand on another
-// device after part_send_cycles), and runs compute_estimate_cycles.  Its
-// finish is the latency; N - 1 more follow, one each interval.  The
-// interval is the most any device is held by one inference: with the
-// inferences interleaved by runs (dag.c, Compilation.batch_runs) its busy
-// cycles, else the span from its first op's start to its last op's end,
-// since it starts inference b + 1 only after inference b's last op there.
-// A speed split's pieces then count where they run: a device holding a
-// piece of a late layer beside an early stage is held for most of an
-// inference (rnd02 on fc8 with 3 in flight: one piece of the last matmul
-// on the second stage's device made the steady interval 71,100 cycles,
-// against 42,601 without the split).  The longest value an inference
-// sends bounds the interval too (its link carries one each inference).
+// The inferences are list-scheduled one after another, each in definition
+// order, as the DAG orders them (dag.c): an op runs compute_estimate_cycles
+// on its device, at the earliest time the device is free for that long
+// (a later inference's op may fill a gap an earlier one left) once its
+// operands are there.  An operand from another device arrives
+// part_send_cycles after it leaves, plus a link's latency for each hop
+// past the first, and leaves when its source's ports are free
+// (part_send_cycles counts every working port, so one send holds them
+// all); a device receives each value once, a param once for all
+// inferences.  Inference b's first op of a run (a device's ops that come
+// one after another, a pipeline stage) starts after inference b - 1's ops
+// of that run end; a device that does not interleave by runs
+// (Compilation.batch_runs) is one run.  So a device holding a piece of a
+// late layer beside an early stage is held where it really is, and the
+// stages before and after it wait on it across inferences, which an
+// estimate from one inference's busy cycles did not see (three BERT-Large
+// layers on node8 with 3 in flight and their speed splits: 564,891
+// estimated so, 589,875 now, 631,560 compiled).  Past
+// PARTITION_ESTIMATE_INFERENCES the rest follow one each last interval.
 #include "partition.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 // The one device op runs on, or -1 (a group's copies, @ each, which hold
 // no single device's time here).
@@ -28,45 +34,148 @@ static int op_device(const Op *op) {
   return pl->kind == PLACE_DEVICE ? pl->index : -1;
 }
 
-// Cycles to bring operand x to device d (0: it lives there, or d is none).
-static int64_t bring_cycles(const Partitioner *p, const Tensor *x, int d) {
-  const Placement *pl = &x->place;
-  if (d < 0 || pl->kind != PLACE_DEVICE || pl->index == d) return 0;
-  return part_send_cycles(p, pl->index, part_tensor_bytes(p, x), 1);
+// Where a value reached a device: tensor t is at device d from `at` on, in
+// inference `batch` (a param in every one).
+typedef struct Arrival {
+  int tensor, device, batch;  // tensor -1: an empty slot
+  int64_t at;
+} Arrival;
+
+typedef struct Estimate {
+  const Partitioner *p;
+  int nd;
+  Reservations *device;  // by device: computing
+  Reservations *ports;   // by device: sending
+  int64_t *ready;        // by tensor id: when the current inference's copy is made
+  Arrival *arrivals;     // open addressing, a power of two
+  int arrivals_mask;
+  int *run;              // by op: its run (-1: none)
+  bool *run_first;       // by op: the first of its run
+  int nruns;
+  int64_t *run_end[2];   // by run: the end of its ops in the inference before, and in this one
+  int **hops;            // by source device: hops to every device (NULL: not asked yet)
+  int *queue;            // room for every device (ir_topo_hops_from)
+} Estimate;
+
+// Hops from device src to device dst over working links (at least 1).
+static int hops_between(Estimate *e, int src, int dst) {
+  if (!e->hops[src]) {
+    e->hops[src] = xmalloc(sizeof(int) * (size_t)e->nd);
+    ir_topo_hops_from(e->p->t, src, e->hops[src], e->queue);
+  }
+  return MAX(1, e->hops[src][dst]);
 }
 
-typedef struct Held {
-  int64_t first, last, busy;  // first op's start (-1: none), last op's end, cycles computing
-} Held;
+static uint32_t arrival_slot(const Estimate *e, int tensor, int device) {
+  uint64_t h = ((uint64_t)(uint32_t)tensor << 32 | (uint32_t)device) * 0x9e3779b97f4a7c15ull;
+  return (uint32_t)(h >> 32) & (uint32_t)e->arrivals_mask;
+}
+
+// The arrival of tensor `tensor` at `device`, made or found.
+static Arrival *arrival(Estimate *e, int tensor, int device) {
+  for (uint32_t i = arrival_slot(e, tensor, device);; i = (i + 1) & (uint32_t)e->arrivals_mask) {
+    Arrival *a = &e->arrivals[i];
+    if (a->tensor < 0) *a = (Arrival){tensor, device, -1, 0};
+    if (a->tensor == tensor && a->device == device) return a;
+  }
+}
+
+// When operand x of inference `batch` is on device d (d -1: wherever it
+// is): when it is made there, or when it arrives.
+static int64_t operand_at(Estimate *e, const Tensor *x, int d, int batch) {
+  const Placement *pl = &x->place;
+  int64_t made = x->def ? e->ready[x->id] : 0;  // inputs and params are there from the start
+  if (d < 0 || pl->kind != PLACE_DEVICE || pl->index == d) return made;
+  bool shared = x->kind == TENSOR_PARAM;
+  Arrival *a = arrival(e, x->id, d);
+  if (a->batch == batch || (shared && a->batch >= 0)) return a->at;
+  int src = pl->index;
+  int64_t send = part_send_cycles(e->p, src, part_tensor_bytes(e->p, x), 1);
+  int64_t hold = MAX(1, send - e->p->t->link.latency_max);
+  int64_t leaves = resv_earliest(&e->ports[src], made, hold);
+  resv_take(&e->ports[src], leaves, hold);
+  a->batch = batch, a->at = leaves + send + (int64_t)(hops_between(e, src, d) - 1) * e->p->t->link.latency_max;
+  return a->at;
+}
+
+// Each op's run (dag.c's order_inferences): a device's ops in definition
+// order, a new run where another device's op came between (or only one
+// run a device, without `runs`).
+static void find_runs(Estimate *e, bool runs) {
+  const Graph *g = e->p->g;
+  int *last_op = xmalloc(sizeof(int) * (size_t)e->nd), *run_of_device = xmalloc(sizeof(int) * (size_t)e->nd);
+  for (int d = 0; d < e->nd; d++) last_op[d] = -2, run_of_device[d] = -1;
+  int nruns = 0, prev = -2;  // prev: the last op that ran on a device
+  for (int i = 0; i < g->ops.len; i++) {
+    int d = op_device(g->ops.data[i]);
+    e->run[i] = -1;
+    if (d >= 0) {
+      bool starts = run_of_device[d] < 0 || (runs && last_op[d] != prev);
+      if (starts) run_of_device[d] = nruns++;
+      e->run[i] = run_of_device[d];
+      e->run_first[i] = starts;
+      last_op[d] = i;
+    }
+    prev = i;
+  }
+  e->nruns = nruns;
+  for (int k = 0; k < 2; k++) e->run_end[k] = xcalloc((size_t)nruns + 1, sizeof(int64_t));
+  free(last_op), free(run_of_device);
+}
+
+// Inference `batch`'s ops placed; returns when its last one ends.
+static int64_t place_inference(Estimate *e, int batch) {
+  const Graph *g = e->p->g;
+  int64_t finish = 0;
+  for (int i = 0; i < g->ops.len; i++) {
+    const Op *op = g->ops.data[i];
+    int d = op_device(op), r = e->run[i];
+    int64_t start = r >= 0 && e->run_first[i] ? e->run_end[0][r] : 0;
+    for (int a = 0; a < op->nargs; a++) {
+      int64_t at = operand_at(e, op->args[a], d, batch);
+      start = MAX(start, at);
+    }
+    int64_t cost = compute_estimate_cycles(op, e->p->vb);
+    if (d >= 0 && cost > 0) {
+      start = resv_earliest(&e->device[d], start, cost);
+      resv_take(&e->device[d], start, cost);
+    }
+    int64_t end = start + cost;
+    e->ready[op->result->id] = end;
+    if (r >= 0) e->run_end[1][r] = MAX(e->run_end[1][r], end);
+    finish = MAX(finish, end);
+  }
+  int64_t *t = e->run_end[0];  // this inference's run ends are the next one's bounds
+  e->run_end[0] = e->run_end[1], e->run_end[1] = t;
+  memset(t, 0, sizeof(int64_t) * (size_t)e->nruns);
+  return finish;
+}
 
 int64_t part_estimated_makespan(const Partitioner *p, bool runs) {
   const Graph *g = p->g;
-  int nd = p->t->ndevices;
-  int64_t *ready = xcalloc((size_t)g->tensors.len + 1, sizeof(int64_t)), *free_at = xcalloc((size_t)nd, sizeof(int64_t));
-  Held *held = xmalloc(sizeof(Held) * (size_t)nd);
-  for (int d = 0; d < nd; d++) held[d] = (Held){-1, 0, 0};
-  int64_t latency = 0, longest_send = 0;
-  for (int i = 0; i < g->ops.len; i++) {
-    const Op *op = g->ops.data[i];
-    int d = op_device(op);
-    int64_t start = d >= 0 ? free_at[d] : 0, cost = compute_estimate_cycles(op, p->vb);
-    for (int a = 0; a < op->nargs; a++) {
-      const Tensor *x = op->args[a];
-      int64_t send = bring_cycles(p, x, d);
-      start = MAX(start, ready[x->id] + send);
-      if (x->kind != TENSOR_PARAM) longest_send = MAX(longest_send, send);
-    }
-    int64_t end = start + cost;
-    ready[op->result->id] = end;
-    latency = MAX(latency, end);
-    if (d < 0) continue;
-    free_at[d] = end;
-    if (held[d].first < 0) held[d].first = start;
-    held[d].last = end, held[d].busy += cost;
+  Estimate e = {.p = p, .nd = p->t->ndevices};
+  int nargs = 0;
+  for (int i = 0; i < g->ops.len; i++) nargs += g->ops.data[i]->nargs;
+  int slots = 16;
+  while (slots < 2 * nargs) slots *= 2;
+  e.arrivals = xmalloc(sizeof(Arrival) * (size_t)slots), e.arrivals_mask = slots - 1;
+  for (int i = 0; i < slots; i++) e.arrivals[i].tensor = -1;
+  e.device = xcalloc((size_t)e.nd, sizeof(Reservations)), e.ports = xcalloc((size_t)e.nd, sizeof(Reservations));
+  e.ready = xcalloc((size_t)g->tensors.len + 1, sizeof(int64_t));
+  e.run = xmalloc(sizeof(int) * ((size_t)g->ops.len + 1)), e.run_first = xcalloc((size_t)g->ops.len + 1, sizeof(bool));
+  e.hops = xcalloc((size_t)e.nd, sizeof(int *)), e.queue = xmalloc(sizeof(int) * (size_t)e.nd);
+  find_runs(&e, runs);
+  int placed = MIN(p->batches, PARTITION_ESTIMATE_INFERENCES);
+  int64_t finish = 0, before = 0;
+  for (int b = 0; b < placed; b++) {
+    int64_t end = place_inference(&e, b);  // (MAX would place it twice)
+    before = finish, finish = MAX(finish, end);
   }
-  int64_t interval = longest_send;
-  for (int d = 0; d < nd; d++)
-    if (held[d].first >= 0) interval = MAX(interval, runs ? held[d].busy : held[d].last - held[d].first);
-  free(ready), free(free_at), free(held);
-  return latency + (int64_t)(p->batches - 1) * interval;
+  int64_t makespan = finish + (int64_t)(p->batches - placed) * (placed > 1 ? finish - before : finish);
+  for (int d = 0; d < e.nd; d++) resv_free(&e.device[d]), resv_free(&e.ports[d]);
+  free(e.device), free(e.ports), free(e.ready), free(e.arrivals), free(e.run), free(e.run_first);
+  free(e.run_end[0]), free(e.run_end[1]);
+  for (int d = 0; d < e.nd; d++) free(e.hops[d]);
+  free(e.hops), free(e.queue);
+  return makespan;
 }
