@@ -42,6 +42,10 @@ extern const char *const route_mode_names[ROUTE_MODE_COUNT];
 // most that many (instructions grow with transfers, not with bytes).
 #define SCHEDULE_GAP_MIN_VECTORS 4
 #define SCHEDULE_GAP_MAX_PIECES 16
+// Under --route=auto a transfer whose placement waits more than this many
+// times as long as it takes on an idle network is tried again cut into
+// the gaps (schedule.c, place_best).
+#define SCHEDULE_FILL_AFTER_WAITS 2
 #define SCHEDULE_AUTO_LAG_GRACE_PERCENT 10
 // A program that uses the matrix unit's weight buffers is tried in at most
 // this many gaps of its device's weight-buffer table from its ready cycle
