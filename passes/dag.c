@@ -296,7 +296,7 @@ static void order_inferences(Builder *b, const Op *op, int device) {
   if (op != b->seq_op) b->seq_op = op, b->seq++;
   IntVec *runs = &b->runs[0][device];
   int node = b->dag->nodes.len;  // the node made next
-  bool starts = !runs->len || (b->c->batch_runs && b->last_seq[device] != b->seq - 1);
+  bool starts = !runs->len || (compilation_runs_on(b->c, device) && b->last_seq[device] != b->seq - 1);
   if (starts) VEC_PUSH(&b->c->arena, runs, -1);
   int r = runs->len - 1;
   if (starts) {

@@ -385,16 +385,17 @@ static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) 
   return device_peak_as(p, d, largest, MIN(p->batches, PARTITION_LIVE_BATCHES), 1, false);
 }
 
-// With several inferences in flight, whether every device's runs may work
-// on different inferences at once (dag.c: inference b + 1's first stage
-// while inference b is on a later stage of the same device), and its
-// matmuls fill gaps out of definition order (schedule.c): when each
-// device's estimate holds every inference's working values at once, two
-// programs' scratch, and what it receives from when it is sent, within the
-// capacity planned.  One device's runs send the next its values earlier,
-// so the answer is one for all: if any device would pass the capacity,
-// every one computes one inference at a time, in order, as the estimate
-// above assumes, and the log names the devices that would.
+// With several inferences in flight, which devices' runs may work on
+// different inferences at once (dag.c: inference b + 1's first stage
+// while inference b is on a later stage of the same device), their
+// matmuls filling gaps out of definition order (schedule.c): a device
+// whose estimate holds every inference's working values at once, two
+// programs' scratch, and what it receives from when it is sent, within
+// the capacity planned.  The others compute one inference at a time, in
+// order, as the estimate above assumes; but a device's runs send the next
+// its values earlier, so each of them must also hold what it receives
+// from when it is sent.  If one does not, every device computes one
+// inference at a time.  The log names the devices that do.
 // How many devices would pass the capacity by runs; fits[d] (NULL: not
 // asked) whether d would not.
 static int devices_past_runs(const Partitioner *p, bool *fits) {
@@ -408,26 +409,67 @@ static int devices_past_runs(const Partitioner *p, bool *fits) {
   return over;
 }
 
+// The first device that does not fit by runs (fits[d] false) and would not
+// hold, one inference at a time, what it receives from when it is sent;
+// -1 if none.
+static int misses_early_sends(const Partitioner *p, const bool *fits) {
+  for (int d = 0; d < p->t->ndevices; d++) {
+    const Tensor *largest;
+    if (!fits[d] && device_peak_as(p, d, &largest, MIN(p->batches, PARTITION_LIVE_BATCHES), 1, true) > p->capacity)
+      return d;
+  }
+  return -1;
+}
+
+// "0-3, 7": the devices d with fits[d] == want.
+static void log_devices(Buf *log, const bool *fits, int n, bool want) {
+  for (int d = 0, first = 1; d < n; d++) {
+    if (fits[d] != want || (d > 0 && fits[d - 1] == want)) continue;
+    int last = d;
+    while (last + 1 < n && fits[last + 1] == want) last++;
+    buf_printf(log, first ? "%d" : ", %d", d);
+    if (last > d) buf_printf(log, "-%d", last);
+    first = 0;
+  }
+}
+
+// Which devices work by runs, into runs_on (all false: none); returns how
+// many devices would pass the capacity by runs, *mixed whether the others
+// work by runs all the same, and *misses (when they do not) the device
+// that would not hold what they send it early (-1: every device would
+// pass the capacity by runs).
+static int plan_runs(const Partitioner *p, bool *runs_on, bool *mixed, int *misses) {
+  int n = p->t->ndevices, over = devices_past_runs(p, runs_on);
+  *misses = over && over < n ? misses_early_sends(p, runs_on) : -1;
+  *mixed = over && over < n && *misses < 0;
+  if (over && !*mixed) memset(runs_on, 0, sizeof(bool) * (size_t)n);
+  return over;
+}
+
 static void plan_batch_runs(Partitioner *p) {
   Compilation *c = p->c;
   if (p->batches <= 1) return;
   int n = p->t->ndevices;
-  bool *fits = xmalloc(sizeof(bool) * (size_t)n);
-  int over = devices_past_runs(p, fits);
-  c->batch_runs = !over;
-  if (over) {
-    buf_printf(&p->log, "// every device computes one inference at a time: with all %d in flight at once, the "
-                        "estimate%s of device%s ", p->batches, over == 1 ? "" : "s", over == 1 ? "" : "s");
-    for (int d = 0, first = 1; d < n; d++) {  // as ranges: 0-3, 7
-      if (fits[d] || (d > 0 && !fits[d - 1])) continue;
-      int last = d;
-      while (last + 1 < n && !fits[last + 1]) last++;
-      buf_printf(&p->log, first ? "%d" : ", %d", d);
-      if (last > d) buf_printf(&p->log, "-%d", last);
-      first = 0;
-    }
-    buf_printf(&p->log, " would pass the capacity planned\n");
+  bool *runs_on = ARENA_ARRAY(&c->arena, bool, n), mixed;
+  int misses, over = plan_runs(p, runs_on, &mixed, &misses);
+  c->batch_runs = !over || mixed;
+  c->runs_on = runs_on;
+  if (!over) return;
+  bool *fits = xmalloc(sizeof(bool) * (size_t)n);  // for the log: which would pass the capacity by runs
+  devices_past_runs(p, fits);
+  buf_printf(&p->log, "// %s: with all %d in flight at once, the estimate%s of device%s ",
+             mixed ? "some devices compute one inference at a time" : "every device computes one inference at a time",
+             p->batches, over == 1 ? "" : "s", over == 1 ? "" : "s");
+  log_devices(&p->log, fits, n, false);
+  buf_printf(&p->log, " would pass the capacity planned");
+  if (mixed) {
+    buf_printf(&p->log, "; by runs on device%s ", n - over == 1 ? "" : "s");
+    log_devices(&p->log, fits, n, true);
+  } else if (misses >= 0) {
+    buf_printf(&p->log, ", and device %d would not hold, one inference at a time, what the others' runs send it "
+                        "as soon as it is made", misses);
   }
+  buf_printf(&p->log, "\n");
   free(fits);
 }
 
@@ -1165,9 +1207,15 @@ static Overfull partition_once(Partitioner *p) {
 }
 
 // The estimated cycles of the partition as it stands (partition_estimate.c),
-// its inferences interleaved by runs where plan_batch_runs will allow it.
+// its inferences interleaved by runs on the devices plan_batch_runs will
+// allow it on.
 static int64_t estimate_now(const Partitioner *p) {
-  return part_estimated_makespan(p, p->batches > 1 && !devices_past_runs(p, NULL));
+  bool *runs_on = xmalloc(sizeof(bool) * (size_t)p->t->ndevices), mixed;
+  int misses;
+  if (p->batches > 1) plan_runs(p, runs_on, &mixed, &misses);
+  int64_t cycles = part_estimated_makespan(p, p->batches > 1 ? runs_on : NULL);
+  free(runs_on);
+  return cycles;
 }
 
 // With several inferences in flight, whether the matmul splits made for

@@ -84,8 +84,9 @@ int part_readers(const Partitioner *p, const Tensor *t);  // operands naming t, 
 bool part_same_node(const Topology *t, int a, int b);
 
 // partition_estimate.c: the cycles the model's inferences in flight take
-// as partitioned now; `runs`: devices interleave inferences by runs.
-int64_t part_estimated_makespan(const Partitioner *p, bool runs);
+// as partitioned now; runs_on[d] (NULL: none): device d interleaves
+// inferences by runs.
+int64_t part_estimated_makespan(const Partitioner *p, const bool *runs_on);
 
 // split_matmul.c: step 2, tensor parallelism.
 void partition_split_matmuls(Partitioner *p);

@@ -100,8 +100,8 @@ static int64_t operand_at(Estimate *e, const Tensor *x, int d, int batch) {
 
 // Each op's run (dag.c's order_inferences): a device's ops in definition
 // order, a new run where another device's op came between (or only one
-// run a device, without `runs`).
-static void find_runs(Estimate *e, bool runs) {
+// run a device that does not work by runs: runs_on NULL or false).
+static void find_runs(Estimate *e, const bool *runs_on) {
   const Graph *g = e->p->g;
   int *last_op = xmalloc(sizeof(int) * (size_t)e->nd), *run_of_device = xmalloc(sizeof(int) * (size_t)e->nd);
   for (int d = 0; d < e->nd; d++) last_op[d] = -2, run_of_device[d] = -1;
@@ -110,7 +110,7 @@ static void find_runs(Estimate *e, bool runs) {
     int d = op_device(g->ops.data[i]);
     e->run[i] = -1;
     if (d >= 0) {
-      bool starts = run_of_device[d] < 0 || (runs && last_op[d] != prev);
+      bool starts = run_of_device[d] < 0 || (runs_on && runs_on[d] && last_op[d] != prev);
       if (starts) run_of_device[d] = nruns++;
       e->run[i] = run_of_device[d];
       e->run_first[i] = starts;
@@ -151,7 +151,7 @@ static int64_t place_inference(Estimate *e, int batch) {
   return finish;
 }
 
-int64_t part_estimated_makespan(const Partitioner *p, bool runs) {
+int64_t part_estimated_makespan(const Partitioner *p, const bool *runs_on) {
   const Graph *g = p->g;
   Estimate e = {.p = p, .nd = p->t->ndevices};
   int nargs = 0;
@@ -164,7 +164,7 @@ int64_t part_estimated_makespan(const Partitioner *p, bool runs) {
   e.ready = xcalloc((size_t)g->tensors.len + 1, sizeof(int64_t));
   e.run = xmalloc(sizeof(int) * ((size_t)g->ops.len + 1)), e.run_first = xcalloc((size_t)g->ops.len + 1, sizeof(bool));
   e.hops = xcalloc((size_t)e.nd, sizeof(int *)), e.queue = xmalloc(sizeof(int) * (size_t)e.nd);
-  find_runs(&e, runs);
+  find_runs(&e, runs_on);
   int placed = MIN(p->batches, PARTITION_ESTIMATE_INFERENCES);
   int64_t finish = 0, before = 0;
   for (int b = 0; b < placed; b++) {

@@ -159,9 +159,12 @@ typedef struct Compilation {
   Progress *progress;             // the progress line on a terminal (NULL: none)
   bool annotate;                  // a listing is wanted: codegen notes what each instruction serves
   const char *partition_log;      // after partition: what it split and cut, and why
-  bool batch_runs;                // after partition: several inferences in flight, and every device's
-                                  //   runs may work on different ones at once (dag.c), its matmuls
-                                  //   fill the weight buffers' gaps (schedule.c, emit_program)
+  bool batch_runs;                // after partition: several inferences in flight, and some device's
+                                  //   runs may work on different ones at once (runs_on)
+  bool *runs_on;                  // by device, with batch_runs: its runs may work on different
+                                  //   inferences at once (dag.c), its matmuls fill the weight
+                                  //   buffers' gaps (schedule.c, emit_program); else it computes
+                                  //   one inference at a time
   bool runs_no_room;              // codegen: with batch_runs, the SRAM held too little (its errors
                                   //   not said): the pipeline compiles again without (pipeline.c)
   bool runs_given_up;             // pipeline.c: it did
@@ -171,6 +174,10 @@ typedef struct Compilation {
   struct RingCache *rings;        // rings.c: the cycles searched for so far, by group
   struct SchedTables *sched_tables;  // schedule.c: the last schedule's reservation tables, for the next
 } Compilation;
+
+// Whether device d works on the inferences in flight by runs
+// (Compilation.runs_on).
+static inline bool compilation_runs_on(const Compilation *c, int d) { return c->batch_runs && c->runs_on[d]; }
 
 typedef struct Pass {
   const char *name;

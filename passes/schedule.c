@@ -542,19 +542,20 @@ static bool same_fingerprints(const ResvFingerprint *a, const ResvFingerprint *b
 // it goes after the last program that holds them.  A program placed in a
 // gap runs out of definition order, and its values live beside what the
 // partitioner's SRAM estimate assumed alone, so gaps are tried only where
-// it planned for several inferences at once (Compilation.batch_runs).
+// it planned for several inferences at once (Compilation.runs_on).
 // Returns the cycle it holds the buffers from (its takes are left to the
 // caller).
 static int64_t emit_program(Scheduler *s, Emitter *e, int64_t ready) {
   const Reservations *w = &s->weights[e->n->device];
-  int64_t after = !s->c->batch_runs ? s->weights_floor[e->n->device] : w->len ? resv_at(w, w->len - 1).end : ready;
+  bool gaps = compilation_runs_on(s->c, e->n->device);
+  int64_t after = !gaps ? s->weights_floor[e->n->device] : w->len ? resv_at(w, w->len - 1).end : ready;
   if (!compute_uses_weights(e->n->op) || ready >= after) {
     compute_emit(e, ready);
     return ready;
   }
   Emitter fresh = *e;
   int64_t t = ready, least = 0;
-  for (int tries = 0; s->c->batch_runs && tries < SCHEDULE_WEIGHT_GAP_TRIES && t < after;) {
+  for (int tries = 0; gaps && tries < SCHEDULE_WEIGHT_GAP_TRIES && t < after;) {
     t = resv_earliest(w, t, MAX(least, 1));  // the next gap that could hold it
     if (t >= after) break;
     int64_t gap = resv_free_run(w, t);
@@ -606,7 +607,7 @@ static void place_program(Scheduler *s, DagNode *n, int64_t ready) {
     st->held_from = emit_program(s, &e, ready);
     st->weights_until = e.weights_until, st->too_long = e.too_long;
   }
-  if (s->c->batch_runs && e.weights_until > st->held_from)  // the table only gaps are looked for in
+  if (compilation_runs_on(s->c, d) && e.weights_until > st->held_from)  // the table only gaps are looked for in
     resv_take(&s->weights[d], st->held_from, e.weights_until - st->held_from);
   if (compute_uses_weights(op)) s->weights_floor[d] = MAX(s->weights_floor[d], MAX(st->held_from, e.weights_until));
   if (e.too_long && !s->failed) {

@@ -347,7 +347,10 @@ static void print_batches(const Compilation *c) {
   double interval = (double)(finish[n - 1] - finish[0]) / (n - 1), mhz = c->topo->clock_mhz;
   fprintf(stderr, "]\nlatency_cycles: %lld\nlatency_us: %.1f\n", (long long)finish[0], (double)finish[0] / mhz);
   fprintf(stderr, "interval_cycles: %.0f\nthroughput_per_s: %.1f\n", interval, interval > 0 ? mhz * 1e6 / interval : 0);
-  fprintf(stderr, "batch_order: %s\n", c->batch_runs     ? "runs"
+  bool all = c->batch_runs;
+  for (int d = 0; all && d < c->topo->ndevices; d++) all = c->runs_on[d];
+  fprintf(stderr, "batch_order: %s\n", all              ? "runs"
+                                     : c->batch_runs    ? "runs, one inference at a time where the partition's SRAM estimate says"
                                      : c->runs_given_up ? "one inference at a time (by runs, code generation found no room)"
                                                         : "one inference at a time (the partition's SRAM estimate)");
   free(finish);
