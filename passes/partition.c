@@ -1128,16 +1128,20 @@ static void refuse(Partitioner *p, int d, int64_t peak, const Tensor *largest, c
   char copy[64] = "";  // a tensor placed elsewhere, fetched to d for an op there
   if (largest->place.kind == PLACE_DEVICE && largest->place.index != d)
     snprintf(copy, sizeof copy, ", a copy of device %d's", largest->place.index);
+  const Tensor *named = largest;  // a whole copy the partitioner made ('a@device(0)') by the model's name
+  while (named->shard_of && ir_shape_equal(&named->shape, &named->shard_of->shape)) named = named->shard_of;
+  if (named != largest && !copy[0] && largest->place.kind == PLACE_DEVICE)
+    snprintf(copy, sizeof copy, ", its copy on device %d", largest->place.index);
   if (part_tensor_bytes(p, largest) > p->sram) {
     two_sizes(big, sram, sizeof big, part_tensor_bytes(p, largest), p->sram);
     diag_error(&p->c->diag, largest->loc, "tensor '%s' (%s, %s%s) does not fit in device %d's %s of SRAM%s",
-               largest->name, type, big, copy, d, sram, why);
+               named->name, type, big, copy, d, sram, why);
   } else {
     two_sizes(need, sram, sizeof need, peak, p->sram);
     diag_error(&p->c->diag, largest->loc,
                "the model does not fit: device %d would hold an estimated %s at its fullest (its largest tensor "
                "'%s', %s, %s%s%s), more than its %s of SRAM%s",
-               d, need, largest->name, type, big, copy, work, sram, why);
+               d, need, named->name, type, big, copy, work, sram, why);
   }
 }
 
