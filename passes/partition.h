@@ -29,6 +29,8 @@
 // (partition_estimate.c) schedules one by one; the rest follow one each
 // last interval.
 #define PARTITION_ESTIMATE_INFERENCES 8
+// Rows of hop counts (a BFS from one device each) that estimate keeps.
+#define PARTITION_ESTIMATE_HOP_ROWS 256
 
 // Who reads each tensor, by tensor id (made when first asked for, dropped
 // by part_renumber; operands NULL: to be made again).

@@ -53,17 +53,21 @@ typedef struct Estimate {
   bool *run_first;       // by op: the first of its run
   int nruns;
   int64_t *run_end[2];   // by run: the end of its ops in the inference before, and in this one
-  int **hops;            // by source device: hops to every device (NULL: not asked yet)
+  int *hops[PARTITION_ESTIMATE_HOP_ROWS];  // hops from hop_src[k] to every device (NULL: none yet)
+  int hop_src[PARTITION_ESTIMATE_HOP_ROWS];  // a direct-mapped cache by source device
   int *queue;            // room for every device (ir_topo_hops_from)
 } Estimate;
 
-// Hops from device src to device dst over working links (at least 1).
+// Hops from device src to device dst over working links (at least 1): a
+// BFS from src, kept in a cache of PARTITION_ESTIMATE_HOP_ROWS rows (on
+// system10440 a row for every device would be 436 MB).
 static int hops_between(Estimate *e, int src, int dst) {
-  if (!e->hops[src]) {
-    e->hops[src] = xmalloc(sizeof(int) * (size_t)e->nd);
-    ir_topo_hops_from(e->p->t, src, e->hops[src], e->queue);
-  }
-  return MAX(1, e->hops[src][dst]);
+  int k = src % PARTITION_ESTIMATE_HOP_ROWS;
+  if (!e->hops[k]) e->hops[k] = xmalloc(sizeof(int) * (size_t)e->nd);
+  else if (e->hop_src[k] == src) return MAX(1, e->hops[k][dst]);
+  e->hop_src[k] = src;
+  ir_topo_hops_from(e->p->t, src, e->hops[k], e->queue);
+  return MAX(1, e->hops[k][dst]);
 }
 
 static uint32_t arrival_slot(const Estimate *e, int tensor, int device) {
@@ -163,7 +167,7 @@ int64_t part_estimated_makespan(const Partitioner *p, const bool *runs_on) {
   e.device = xcalloc((size_t)e.nd, sizeof(Reservations)), e.ports = xcalloc((size_t)e.nd, sizeof(Reservations));
   e.ready = xcalloc((size_t)g->tensors.len + 1, sizeof(int64_t));
   e.run = xmalloc(sizeof(int) * ((size_t)g->ops.len + 1)), e.run_first = xcalloc((size_t)g->ops.len + 1, sizeof(bool));
-  e.hops = xcalloc((size_t)e.nd, sizeof(int *)), e.queue = xmalloc(sizeof(int) * (size_t)e.nd);
+  e.queue = xmalloc(sizeof(int) * (size_t)e.nd);
   find_runs(&e, runs_on);
   int placed = MIN(p->batches, PARTITION_ESTIMATE_INFERENCES);
   int64_t finish = 0, before = 0;
@@ -175,7 +179,7 @@ int64_t part_estimated_makespan(const Partitioner *p, const bool *runs_on) {
   for (int d = 0; d < e.nd; d++) resv_free(&e.device[d]), resv_free(&e.ports[d]);
   free(e.device), free(e.ports), free(e.ready), free(e.arrivals), free(e.run), free(e.run_first);
   free(e.run_end[0]), free(e.run_end[1]);
-  for (int d = 0; d < e.nd; d++) free(e.hops[d]);
-  free(e.hops), free(e.queue);
+  for (int k = 0; k < PARTITION_ESTIMATE_HOP_ROWS; k++) free(e.hops[k]);
+  free(e.queue);
   return makespan;
 }
