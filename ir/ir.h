@@ -642,6 +642,8 @@ typedef struct DagNode {
                      //   which matters where several cables join them
   bool fill_gaps;     // TRANSFER: the scheduler may cut its routes into pieces in the
                      //   gaps other transfers leave (passes/schedule.c, place_filling)
+  bool cut_into_gaps; // TRANSFER, after scheduling: its routes are pieces cut into the gaps
+                     //   because it waited too long whole (schedule.c, place_best)
   int lane;          // TRANSFER of a collective: which of its algorithm's rings or trees
                      //   carried it (0 ..), for --emit=dot pictures and the manifest
   int ngroup;        // COLLECTIVE: the participating devices, ascending

@@ -31,7 +31,7 @@
 // a later stage (a matmul split over the pipeline's devices) starts
 // inference b + 1's piece while inference b is on the later stage, rather
 // than after it.  The partitioner says whether the devices have the SRAM
-// for that (Compilation.batch_runs); if not, all of a device's compute is
+// for that, device by device (Compilation.runs_on); where not, all of its compute is
 // one run, and the weight buffers keep the nodes' order (schedule.c).
 #include "passes.h"
 

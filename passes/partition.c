@@ -1227,8 +1227,9 @@ static int64_t estimate_now(const Partitioner *p) {
 // device holding a piece of a late layer beside an early stage is held
 // for most of each inference, and the pipeline's stages wait on it.  The
 // partition is made again with only the splits the model needs, and the
-// splits are kept only where the estimate says they save at least
-// PARTITION_SPEED_SPLIT_GAIN_PERCENT; the log says which and why.  The
+// splits are kept only where the estimate of the run without them is at
+// least PARTITION_SPEED_SPLIT_GAIN_PERCENT longer than with them; the log
+// says which and why.  The
 // partition with them, which fits, is p's.
 static Overfull weigh_speed_splits(Partitioner *p, const GraphSnapshot *before) {
   int64_t with_cycles = estimate_now(p);

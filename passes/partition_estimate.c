@@ -15,7 +15,7 @@
 // inferences.  Inference b's first op of a run (a device's ops that come
 // one after another, a pipeline stage) starts after inference b - 1's ops
 // of that run end; a device that does not interleave by runs
-// (Compilation.batch_runs) is one run.  So a device holding a piece of a
+// (Compilation.runs_on) is one run.  So a device holding a piece of a
 // late layer beside an early stage is held where it really is, and the
 // stages before and after it wait on it across inferences, which an
 // estimate from one inference's busy cycles did not see (three BERT-Large
@@ -102,6 +102,15 @@ static int64_t operand_at(Estimate *e, const Tensor *x, int d, int batch) {
   return a->at;
 }
 
+// Whether dag.c makes op a compute node, which counts in its runs: not a
+// collective, nor a copy to another device (those are transfers).
+static bool is_computed(const Op *op) {
+  if (ir_op_is_collective(op->kind)) return false;
+  if (op->kind != OP_COPY) return true;
+  const Placement *from = &op->args[0]->place, *to = &op->result->place;
+  return from->kind == PLACE_DEVICE && to->kind == PLACE_DEVICE && from->index == to->index;
+}
+
 // Each op's run (dag.c's order_inferences): a device's ops in definition
 // order, a new run where another device's op came between (or only one
 // run a device that does not work by runs: runs_on NULL or false).
@@ -109,10 +118,12 @@ static void find_runs(Estimate *e, const bool *runs_on) {
   const Graph *g = e->p->g;
   int *last_op = xmalloc(sizeof(int) * (size_t)e->nd), *run_of_device = xmalloc(sizeof(int) * (size_t)e->nd);
   for (int d = 0; d < e->nd; d++) last_op[d] = -2, run_of_device[d] = -1;
-  int nruns = 0, prev = -2;  // prev: the last op that ran on a device
+  int nruns = 0, prev = -2;  // prev: the last op computed on a device
   for (int i = 0; i < g->ops.len; i++) {
-    int d = op_device(g->ops.data[i]);
+    const Op *op = g->ops.data[i];
+    int d = op_device(op);
     e->run[i] = -1;
+    if (!is_computed(op)) continue;
     if (d >= 0) {
       bool starts = run_of_device[d] < 0 || (runs_on && runs_on[d] && last_op[d] != prev);
       if (starts) run_of_device[d] = nruns++;

@@ -75,7 +75,7 @@ typedef struct Scheduler {
   int *port_base;
   Reservations *vxm, *mxm, *mxw, *sxm;  // by device: vector, matrix (multiply, install path), switch units
   Reservations *weights;   // by device: when a program holds the matrix unit's weight buffers
-                           //   (kept where gaps are tried: Compilation.batch_runs)
+                           //   (kept where gaps are tried: Compilation.runs_on)
   int64_t *weights_floor;  // by device: the latest a program that uses them holds them until, or
                            //   was placed from (where no gap is tried, the next goes after it)
   SchedTables *tables;     // all of the above, in one array (scheduler_init)
@@ -287,7 +287,7 @@ static void fit_memo_put(Scheduler *s, const Route *rt, int64_t ready, int64_t s
 
 // A node's routes, once its placement is final.
 static void fit_memo_put_node(Scheduler *s, const DagNode *n, int64_t ready) {
-  if (n->fill_gaps) return;  // its pieces leave where a part of them fits, not where the whole does
+  if (n->fill_gaps || n->cut_into_gaps) return;  // its pieces leave where a part of them fits, not where the whole does
   for (int r = 0; r < n->nroutes; r++) fit_memo_put(s, &n->routes[r], ready, n->routes[r].start);
 }
 
@@ -367,7 +367,7 @@ static bool reduction_waits(const DagNode *n) { return last_war(n) > n->id; }
 static int64_t place_filling(Scheduler *s, DagNode *n, int64_t ready, int64_t bound, ResvJournal *j);
 
 static int64_t place_routes(Scheduler *s, DagNode *n, int64_t ready, int64_t bound, ResvJournal *j) {
-  if (n->fill_gaps) return place_filling(s, n, ready, bound, j);
+  if (n->fill_gaps || n->cut_into_gaps) return place_filling(s, n, ready, bound, j);
   int64_t done = ready;
   for (int r = 0; r < n->nroutes; r++) {
     Route *rt = &n->routes[r];
@@ -487,24 +487,27 @@ static int64_t place_minimal_or_spread(Scheduler *s, DagNode *n, int64_t ready) 
 // of its cycles for twice the compile time).
 static int64_t place_best(Scheduler *s, DagNode *n, int64_t ready) {
   int64_t best = place_minimal_or_spread(s, n, ready);
-  int64_t idle = route_finish(n->routes, n->nroutes);
+  // Its length on an idle network, as routed, before a drift cut (a
+  // resync every stream_vectors) spaces its pieces.
+  int64_t idle = n->nonminimal ? route_finish(n->spread, n->nspread) : route_finish(n->minimal, 1);
   if (n->fill_gaps || (n->op && ir_op_is_collective(n->op->kind)) || best - ready <= (SCHEDULE_FILL_AFTER_WAITS + 1) * idle)
     return best;
   Route *kept = n->routes;
   int nkept = n->nroutes;
   bool nonminimal = n->nonminimal;
   resv_undo_all(&s->tried);
-  n->fill_gaps = true;
+  n->cut_into_gaps = true;
   int64_t filled = place_as(s, n, ROUTE_MINIMAL, ready, best, &s->tried);
   if (filled >= 0) return filled;
   resv_undo_all(&s->tried);
-  n->fill_gaps = false;
+  n->cut_into_gaps = false;
   n->routes = kept, n->nroutes = nkept, n->nonminimal = nonminimal;
   for (int r = 0; r < nkept; r++) route_take(s, &kept[r], kept[r].start, NULL);
   return best;
 }
 
 static void schedule_transfer(Scheduler *s, DagNode *n, int64_t ready) {
+  n->cut_into_gaps = false;  // (an earlier schedule of this DAG may have cut it)
   int64_t done = s->mode == ROUTE_AUTO ? place_best(s, n, ready) : place_as(s, n, s->mode, ready, -1, NULL);
   fit_memo_put_node(s, n, ready);
   n->start = n->nroutes ? n->routes[0].start : ready;
@@ -816,7 +819,7 @@ bool schedule_may_spread(const Dag *d) {
 typedef struct NodeSchedule {
   Route *routes;
   int nroutes, nruns, ncode, nscratch;
-  bool nonminimal;
+  bool nonminimal, cut_into_gaps;
   int64_t start, finish;
   UnitRun *runs;
   UnitInstr *code;
@@ -838,7 +841,7 @@ static Snapshot snapshot_take(const Dag *d) {
   for (int i = 0; i < d->nodes.len; i++) {
     const DagNode *n = d->nodes.data[i];
     k.nodes[i] = (NodeSchedule){n->routes, n->nroutes, n->nruns, n->ncode, n->nscratch, n->nonminimal,
-                                n->start, n->finish, n->runs, n->code, n->scratch};
+                                n->cut_into_gaps, n->start, n->finish, n->runs, n->code, n->scratch};
     if (n->nroutes) memcpy(r, n->routes, sizeof(Route) * (size_t)n->nroutes);
     r += n->nroutes;
   }
@@ -851,7 +854,8 @@ static void snapshot_restore(Dag *d, const Snapshot *k) {
     DagNode *n = d->nodes.data[i];
     const NodeSchedule *x = &k->nodes[i];
     n->routes = x->routes, n->nroutes = x->nroutes, n->nruns = x->nruns, n->ncode = x->ncode;
-    n->nscratch = x->nscratch, n->nonminimal = x->nonminimal, n->start = x->start, n->finish = x->finish;
+    n->nscratch = x->nscratch, n->nonminimal = x->nonminimal, n->cut_into_gaps = x->cut_into_gaps;
+    n->start = x->start, n->finish = x->finish;
     n->runs = x->runs, n->code = x->code, n->scratch = x->scratch;
     if (n->nroutes) memcpy(n->routes, r, sizeof(Route) * (size_t)n->nroutes);
     r += n->nroutes;
