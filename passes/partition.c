@@ -396,15 +396,14 @@ static int64_t device_peak(const Partitioner *p, int d, const Tensor **largest) 
 // its values earlier, so each of them must also hold what it receives
 // from when it is sent.  If one does not, every device computes one
 // inference at a time.  The log names the devices that do.
-// How many devices would pass the capacity by runs; fits[d] (NULL: not
-// asked) whether d would not.
+// How many devices would pass the capacity by runs; fits[d] whether d
+// would not.
 static int devices_past_runs(const Partitioner *p, bool *fits) {
   int over = 0;
   for (int d = 0; d < p->t->ndevices; d++) {
     const Tensor *largest;
-    bool fit = device_peak_as(p, d, &largest, p->batches, 2, true) <= p->capacity;
-    if (fits) fits[d] = fit;
-    over += !fit;
+    fits[d] = device_peak_as(p, d, &largest, p->batches, 2, true) <= p->capacity;
+    over += !fits[d];
   }
   return over;
 }
@@ -433,16 +432,14 @@ static void log_devices(Buf *log, const bool *fits, int n, bool want) {
   }
 }
 
-// Which devices work by runs, into runs_on (all false: none); returns how
-// many devices would pass the capacity by runs, *mixed whether the others
-// work by runs all the same, and *misses (when they do not) the device
-// that would not hold what they send it early (-1: every device would
-// pass the capacity by runs).
-static int plan_runs(const Partitioner *p, bool *runs_on, bool *mixed, int *misses) {
-  int n = p->t->ndevices, over = devices_past_runs(p, runs_on);
-  *misses = over && over < n ? misses_early_sends(p, runs_on) : -1;
-  *mixed = over && over < n && *misses < 0;
-  if (over && !*mixed) memset(runs_on, 0, sizeof(bool) * (size_t)n);
+// Which devices hold every inference by runs, into fits; returns how many
+// would not, *runs whether the others may work by runs (all fit, or the
+// ones that do not hold what is sent them early), and *misses the first
+// that would not hold it (-1: none, or none was asked).
+static int plan_runs(const Partitioner *p, bool *fits, bool *runs, int *misses) {
+  int n = p->t->ndevices, over = devices_past_runs(p, fits);
+  *misses = over && over < n ? misses_early_sends(p, fits) : -1;
+  *runs = !over || (over < n && *misses < 0);
   return over;
 }
 
@@ -450,19 +447,17 @@ static void plan_batch_runs(Partitioner *p) {
   Compilation *c = p->c;
   if (p->batches <= 1) return;
   int n = p->t->ndevices;
-  bool *runs_on = ARENA_ARRAY(&c->arena, bool, n), mixed;
-  int misses, over = plan_runs(p, runs_on, &mixed, &misses);
-  c->batch_runs = !over || mixed;
-  c->runs_on = runs_on;
-  if (!over) return;
-  bool *fits = xmalloc(sizeof(bool) * (size_t)n);  // for the log: which would pass the capacity by runs
-  devices_past_runs(p, fits);
+  bool *fits = ARENA_ARRAY(&c->arena, bool, n), runs;
+  int misses, over = plan_runs(p, fits, &runs, &misses);
+  c->batch_runs = runs;
+  c->runs_on = fits;  // read only with batch_runs
+  if (!over) return;  // else runs: whether the others work by runs all the same
   buf_printf(&p->log, "// %s: with all %d in flight at once, the estimate%s of device%s ",
-             mixed ? "some devices compute one inference at a time" : "every device computes one inference at a time",
+             runs ? "some devices compute one inference at a time" : "every device computes one inference at a time",
              p->batches, over == 1 ? "" : "s", over == 1 ? "" : "s");
   log_devices(&p->log, fits, n, false);
   buf_printf(&p->log, " would pass the capacity planned");
-  if (mixed) {
+  if (runs) {
     buf_printf(&p->log, "; by runs on device%s ", n - over == 1 ? "" : "s");
     log_devices(&p->log, fits, n, true);
   } else if (misses >= 0) {
@@ -470,7 +465,6 @@ static void plan_batch_runs(Partitioner *p) {
                         "as soon as it is made", misses);
   }
   buf_printf(&p->log, "\n");
-  free(fits);
 }
 
 // ---- the same estimate, kept as a pipeline stage grows ---------------------------------------
@@ -1214,11 +1208,11 @@ static Overfull partition_once(Partitioner *p) {
 // its inferences interleaved by runs on the devices plan_batch_runs will
 // allow it on.
 static int64_t estimate_now(const Partitioner *p) {
-  bool *runs_on = xmalloc(sizeof(bool) * (size_t)p->t->ndevices), mixed;
+  bool *fits = xmalloc(sizeof(bool) * (size_t)p->t->ndevices), runs = false;
   int misses;
-  if (p->batches > 1) plan_runs(p, runs_on, &mixed, &misses);
-  int64_t cycles = part_estimated_makespan(p, p->batches > 1 ? runs_on : NULL);
-  free(runs_on);
+  if (p->batches > 1) plan_runs(p, fits, &runs, &misses);
+  int64_t cycles = part_estimated_makespan(p, runs ? fits : NULL);
+  free(fits);
   return cycles;
 }
 
@@ -1229,8 +1223,7 @@ static int64_t estimate_now(const Partitioner *p) {
 // partition is made again with only the splits the model needs, and the
 // splits are kept only where the estimate of the run without them is at
 // least PARTITION_SPEED_SPLIT_GAIN_PERCENT longer than with them; the log
-// says which and why.  The
-// partition with them, which fits, is p's.
+// says which and why.  The partition with them, which fits, is p's.
 static Overfull weigh_speed_splits(Partitioner *p, const GraphSnapshot *before) {
   int64_t with_cycles = estimate_now(p);
   graph_restore(p, before);
